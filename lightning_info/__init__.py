@@ -1,0 +1,28 @@
+"""lightning-info: information-theoretic training methods as PyTorch Lightning plugins."""
+
+from lightning_info.core import (
+    ConstantSchedule,
+    CosineSchedule,
+    ExponentialSchedule,
+    LinearSchedule,
+    Schedule,
+)
+from lightning_info.data import UCRUEADataModule
+from lightning_info.fisher import FisherConstraint, FisherPenalty, FisherPenaltyMixin
+from lightning_info.models import InceptionTime, InceptionTimeClassifier
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConstantSchedule",
+    "CosineSchedule",
+    "ExponentialSchedule",
+    "FisherConstraint",
+    "FisherPenalty",
+    "FisherPenaltyMixin",
+    "InceptionTime",
+    "InceptionTimeClassifier",
+    "LinearSchedule",
+    "Schedule",
+    "UCRUEADataModule",
+]

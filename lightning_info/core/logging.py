@@ -1,0 +1,64 @@
+"""Logging helpers: W&B defaults that never need the network, and result tables."""
+
+from __future__ import annotations
+
+import netrc
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import urlparse
+
+from lightning.pytorch.loggers import Logger, WandbLogger
+
+OFFLINE_MODES = {"offline", "dryrun", "disabled"}
+
+
+def wandb_is_configured() -> bool:
+    """True when the user has W&B credentials: ``WANDB_API_KEY`` or a netrc entry for its host."""
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname
+    netrc_path = Path(os.environ.get("NETRC", Path.home() / ".netrc"))
+    try:
+        return netrc.netrc(netrc_path).authenticators(host) is not None
+    except (FileNotFoundError, netrc.NetrcParseError, PermissionError):
+        return False
+
+
+def wandb_offline_by_default() -> bool:
+    """Offline unless ``WANDB_MODE=online`` or W&B credentials are configured."""
+    mode = os.environ.get("WANDB_MODE", "").lower()
+    if mode in OFFLINE_MODES:
+        return True
+    if mode == "online":
+        return False
+    return not wandb_is_configured()
+
+
+def default_wandb_logger_config(project: str = "lightning-info", save_dir: str = "lightning_logs"):
+    """A LightningCLI ``trainer.logger`` entry: W&B, offline unless the user configured W&B."""
+    return {
+        "class_path": "lightning.pytorch.loggers.WandbLogger",
+        "init_args": {
+            "project": project,
+            "save_dir": save_dir,
+            "offline": wandb_offline_by_default(),
+        },
+    }
+
+
+def finish_wandb_runs(loggers: Sequence[Logger]) -> None:
+    """Close the W&B run of every ``WandbLogger`` so that the next run starts a new one."""
+    if any(isinstance(logger, WandbLogger) for logger in loggers):
+        import wandb
+
+        wandb.finish()
+
+
+def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Render a Markdown table with columns padded for reading in a terminal."""
+    cells = [[str(c) for c in columns]] + [[str(v) for v in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in cells]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)

@@ -1,0 +1,51 @@
+"""Argument checks that fail early with a message saying what to do."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def require_finite(value: float, name: str) -> float:
+    """Return ``value`` as float, or raise if it is not a finite real number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"`{name}` must be a real number, got {value!r}.")
+    if not math.isfinite(value):
+        raise ValueError(f"`{name}` must be finite, got {value!r}.")
+    return float(value)
+
+
+def require_positive(value: float, name: str) -> float:
+    """Return ``value`` as float, or raise if it is not a finite number > 0."""
+    value = require_finite(value, name)
+    if value <= 0:
+        raise ValueError(f"`{name}` must be > 0, got {value!r}.")
+    return value
+
+
+def require_non_negative(value: float, name: str) -> float:
+    """Return ``value`` as float, or raise if it is not a finite number >= 0."""
+    value = require_finite(value, name)
+    if value < 0:
+        raise ValueError(f"`{name}` must be >= 0, got {value!r}.")
+    return value
+
+
+def require_fraction(value: float, name: str, *, inclusive_zero: bool = True) -> float:
+    """Return ``value`` as float, or raise unless it lies in [0, 1) (or (0, 1))."""
+    value = require_finite(value, name)
+    if not (0.0 <= value < 1.0) or (not inclusive_zero and value == 0.0):
+        low = "[0" if inclusive_zero else "(0"
+        raise ValueError(f"`{name}` must lie in {low}, 1), got {value!r}.")
+    return value
+
+
+def require_finite_tensor(tensor: torch.Tensor, name: str) -> torch.Tensor:
+    """Raise if ``tensor`` holds NaN or infinity; the tensor itself is not changed."""
+    if not torch.isfinite(tensor).all():
+        bad = int((~torch.isfinite(tensor)).sum())
+        raise ValueError(
+            f"`{name}` contains {bad} NaN/inf value(s); clean or impute them before passing it in."
+        )
+    return tensor

@@ -1,0 +1,54 @@
+"""The plugin table: every plugin with a tiny model, tiny data and its kwargs.
+
+Each row inherits the generic tests in ``test_plugin_table.py``: it trains under ``fast_dev_run``;
+checkpoint + resume reaches the same weights and plugin state as an uninterrupted run; it runs under
+``ddp_spawn`` on 2 CPU processes (and, where the row says so, matches single-device training on the
+combined batch); a callback's ``callbacks/`` YAML attaches it through LightningCLI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from lightning.pytorch import Callback, LightningDataModule, LightningModule
+
+from lightning_info import FisherConstraint, FisherPenalty, FisherPenaltyMixin, LinearSchedule
+from tests.tiny import TinyClassifier, TinyDataModule
+
+
+@dataclass(frozen=True)
+class PluginCase:
+    id: str
+    make_model: Callable[[], LightningModule] = TinyClassifier
+    make_callbacks: Callable[[], list[Callback]] = list
+    make_data: Callable[[int], LightningDataModule] = TinyDataModule
+    """Builds the data module for a per-device batch size."""
+    callback_yaml: str | None = None
+    """File in ``callbacks/`` that attaches the plugin to any LightningCLI run."""
+    expected_callback: type[Callback] | None = None
+    ddp_matches_single_device: bool = False
+    """DDP on 2 x batch b must equal one device on batch 2b (no per-rank statistics involved)."""
+    trainer_kwargs: dict = field(default_factory=dict)
+
+
+class TinyPenalisedClassifier(FisherPenaltyMixin, TinyClassifier):
+    fisher_penalty = FisherPenalty(weight=0.05)
+
+
+PLUGINS = [
+    PluginCase(
+        id="FisherConstraint",
+        # A bound the tiny model's gradients exceed, so the rescaling is exercised every step.
+        make_callbacks=lambda: [FisherConstraint(max_fisher=1e-2)],
+        callback_yaml="fisher_constraint.yaml",
+        expected_callback=FisherConstraint,
+        ddp_matches_single_device=True,
+    ),
+    PluginCase(
+        id="FisherConstraint-schedule",
+        make_callbacks=lambda: [FisherConstraint(max_fisher=LinearSchedule(1e-1, 1e-3, 10))],
+        ddp_matches_single_device=True,
+    ),
+    PluginCase(id="FisherPenaltyMixin", make_model=TinyPenalisedClassifier),
+]

@@ -1,0 +1,168 @@
+"""Generic tests run over every row of the plugin table."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from lightning.pytorch import Callback, Trainer, seed_everything
+from lightning.pytorch.cli import LightningCLI
+
+import lightning_info
+from tests.plugin_table import PLUGINS, PluginCase
+from tests.tiny import TinyClassifier, TinyDataModule
+
+CALLBACKS_DIR = Path(__file__).resolve().parents[1] / "callbacks"
+QUIET = dict(
+    logger=False,
+    enable_checkpointing=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+    accelerator="cpu",
+)
+CASES = [pytest.param(case, id=case.id) for case in PLUGINS]
+
+
+def _weights(model) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _fit(
+    case: PluginCase,
+    tmp_path,
+    *,
+    seed=0,
+    batch_size=8,
+    ckpt_path=None,
+    sequential_shards=False,
+    **trainer_kwargs,
+):
+    seed_everything(seed)
+    model, callbacks = case.make_model(), case.make_callbacks()
+    data = case.make_data(batch_size)
+    if sequential_shards:
+        data.sequential_shards = True
+        trainer_kwargs["use_distributed_sampler"] = False
+    trainer = Trainer(
+        callbacks=callbacks,
+        default_root_dir=tmp_path,
+        **{**QUIET, **case.trainer_kwargs, **trainer_kwargs},
+    )
+    trainer.fit(model, datamodule=data, ckpt_path=ckpt_path)
+    return trainer, model, callbacks
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_fast_dev_run_trains(case, tmp_path):
+    seed_everything(0)
+    initial = _weights(case.make_model())
+    trainer, model, _ = _fit(case, tmp_path, fast_dev_run=True)
+    assert trainer.state.finished and trainer.global_step == 1
+    changed = [k for k, v in _weights(model).items() if not torch.equal(v, initial[k])]
+    assert changed, "one optimizer step left every weight unchanged"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_resume_matches_uninterrupted_run(case, tmp_path):
+    _, straight, straight_callbacks = _fit(case, tmp_path / "a", max_epochs=4)
+
+    first, _, _ = _fit(case, tmp_path / "b", max_epochs=2)
+    checkpoint = tmp_path / "half.ckpt"
+    first.save_checkpoint(checkpoint)
+    # A different seed: everything that matters must come from the checkpoint.
+    resumed_trainer, resumed, resumed_callbacks = _fit(
+        case, tmp_path / "c", seed=123, max_epochs=4, ckpt_path=checkpoint
+    )
+
+    assert resumed_trainer.global_step == 4 * 8
+    expected = _weights(straight)
+    for name, value in _weights(resumed).items():
+        torch.testing.assert_close(value, expected[name], rtol=0, atol=0, msg=name)
+    for a, b in zip(straight_callbacks, resumed_callbacks):
+        assert a.state_dict() == b.state_dict()
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_ddp_spawn_two_cpu_processes(case, tmp_path):
+    seed_everything(0)
+    initial = _weights(case.make_model())
+    trainer, ddp_model, _ = _fit(
+        case,
+        tmp_path / "ddp",
+        batch_size=4,
+        max_steps=3,
+        strategy="ddp_spawn",
+        devices=2,
+    )
+    assert trainer.world_size == 2 and trainer.state.finished
+    ddp_weights = _weights(ddp_model)
+    assert any(not torch.equal(v, initial[k]) for k, v in ddp_weights.items())
+    if case.ddp_matches_single_device:
+        _, sharded, _ = _fit(
+            case,
+            tmp_path / "sharded",
+            batch_size=4,
+            max_steps=3,
+            strategy="ddp_spawn",
+            devices=2,
+            sequential_shards=True,
+        )
+        _, single, _ = _fit(case, tmp_path / "single", batch_size=8, max_steps=3, devices=1)
+        sharded_weights = _weights(sharded)
+        for name, value in _weights(single).items():
+            torch.testing.assert_close(sharded_weights[name], value, rtol=1e-5, atol=1e-6, msg=name)
+
+
+YAML_CASES = [pytest.param(c, id=c.id) for c in PLUGINS if c.callback_yaml]
+
+
+@pytest.mark.parametrize("case", YAML_CASES)
+def test_callback_yaml_attaches_through_lightning_cli(case, tmp_path):
+    path = CALLBACKS_DIR / case.callback_yaml
+    spec = yaml.safe_load(path.read_text())
+    cli = LightningCLI(
+        TinyClassifier,
+        TinyDataModule,
+        run=False,
+        args=[
+            f"--trainer.callbacks+={path}",
+            "--trainer.fast_dev_run=true",
+            "--trainer.logger=false",
+            "--trainer.enable_progress_bar=false",
+            "--trainer.accelerator=cpu",
+            f"--trainer.default_root_dir={tmp_path}",
+        ],
+    )
+    attached = [cb for cb in cli.trainer.callbacks if isinstance(cb, case.expected_callback)]
+    assert len(attached) == 1
+    signature = inspect.signature(case.expected_callback)
+    for key, value in spec.get("init_args", {}).items():
+        assert key in signature.parameters
+        assert _config_value(getattr(attached[0], key)) == value, key
+    cli.trainer.fit(cli.model, datamodule=cli.datamodule)
+    assert cli.trainer.global_step == 1
+
+
+def _config_value(value):
+    """A plugin attribute as it was written in YAML (schedules are stored as callables)."""
+    return value(0) if callable(value) else value
+
+
+def test_every_callback_has_a_yaml_and_a_table_row():
+    exported = {
+        name
+        for name in lightning_info.__all__
+        if inspect.isclass(obj := getattr(lightning_info, name)) and issubclass(obj, Callback)
+    }
+    yaml_targets = {
+        yaml.safe_load(p.read_text())["class_path"].rsplit(".", 1)[-1]: p.name
+        for p in CALLBACKS_DIR.glob("*.yaml")
+    }
+    assert exported <= set(yaml_targets), (
+        f"callbacks without a YAML: {exported - set(yaml_targets)}"
+    )
+    in_table = {c.callback_yaml for c in PLUGINS if c.callback_yaml}
+    assert set(yaml_targets.values()) <= in_table, "a callbacks/ YAML has no plugin-table row"

@@ -1,0 +1,85 @@
+"""Tiny models and data shared by the tests: seconds on a CPU, deterministic, no dropout."""
+
+from __future__ import annotations
+
+import torch
+from lightning.pytorch import LightningDataModule, LightningModule
+from torch import nn
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+class TinyClassifier(LightningModule):
+    """Two-layer MLP on ``(x, y)`` batches, SGD with momentum (so the optimizer has state)."""
+
+    def __init__(
+        self, in_features: int = 6, hidden: int = 16, num_classes: int = 3, lr: float = 0.5
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.net = nn.Sequential(
+            nn.Linear(in_features, hidden), nn.Tanh(), nn.Linear(hidden, num_classes)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = nn.functional.cross_entropy(self(x), y)
+        self.log("train/loss", loss)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        self.log("val/loss", nn.functional.cross_entropy(self(x), y))
+
+    def test_step(self, batch, batch_idx):
+        x, y = batch
+        self.log("test/acc", (self(x).argmax(-1) == y).float().mean())
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=self.hparams.lr, momentum=0.9)
+
+
+class TinyDataModule(LightningDataModule):
+    """A fixed random classification set; batches are served in order (no shuffling).
+
+    With ``sequential_shards=True`` (and ``Trainer(use_distributed_sampler=False)``) rank ``r`` of
+    ``W`` gets samples ``r, r + W, ...`` in order, so that one DDP step on ``W x b`` samples sees
+    exactly the first ``W * b`` samples, like one device with batch ``W * b``.
+    """
+
+    def __init__(
+        self,
+        batch_size: int = 8,
+        num_samples: int = 64,
+        in_features: int = 6,
+        num_classes: int = 3,
+        name: str = "tiny",
+        sequential_shards: bool = False,
+    ) -> None:
+        super().__init__()
+        self.sequential_shards = sequential_shards
+        self.batch_size = batch_size
+        self.name = name
+        generator = torch.Generator().manual_seed(1234)
+        x = torch.randn(num_samples, in_features, generator=generator) * 3
+        y = torch.randint(0, num_classes, (num_samples,), generator=generator)
+        self.dataset = TensorDataset(x, y)
+
+    def train_dataloader(self):
+        sampler = None
+        if self.sequential_shards and self.trainer is not None and self.trainer.world_size > 1:
+            sampler = DistributedSampler(
+                self.dataset,
+                num_replicas=self.trainer.world_size,
+                rank=self.trainer.global_rank,
+                shuffle=False,
+            )
+        return DataLoader(self.dataset, batch_size=self.batch_size, sampler=sampler)
+
+    def val_dataloader(self):
+        return DataLoader(self.dataset, batch_size=self.batch_size)
+
+    def test_dataloader(self):
+        return DataLoader(self.dataset, batch_size=self.batch_size)
