@@ -7,6 +7,24 @@ import math
 import torch
 
 
+def require_int(value: int, name: str, minimum: int) -> int:
+    """Return ``value``, or raise unless it is an int (not a bool) ``>= minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"`{name}` must be an int, got {value!r}.")
+    if value < minimum:
+        raise ValueError(f"`{name}` must be >= {minimum}, got {value!r}.")
+    return value
+
+
+def require_in_range(value: float, name: str, low: float, high: float | None = None) -> float:
+    """Return ``value`` as float, or raise unless ``low <= value`` (and ``value < high``)."""
+    value = require_finite(value, name)
+    if value < low or (high is not None and value >= high):
+        bound = f"in [{low}, {high})" if high is not None else f">= {low}"
+        raise ValueError(f"`{name}` must be {bound}, got {value!r}.")
+    return value
+
+
 def require_finite(value: float, name: str) -> float:
     """Return ``value`` as float, or raise if it is not a finite real number."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -1,0 +1,256 @@
+"""InceptionTime for time-series classification.
+
+Feature extractor from Ismail Fawaz et al., "InceptionTime: Finding AlexNet for Time Series
+Classification", Data Mining and Knowledge Discovery 34 (2020), and the classifier used in the
+FIC-TSC experiments: InceptionTime features, then a two-layer MLP head.
+"""
+
+from __future__ import annotations
+
+import lightning.pytorch as pl
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torchmetrics.classification import MulticlassAccuracy
+
+from lightning_info.core.validation import require_in_range, require_int, require_positive
+
+__all__ = ["InceptionModule", "InceptionTime", "InceptionTimeClassifier", "inception_kernel_sizes"]
+
+
+def inception_kernel_sizes(kernel_size: int) -> tuple[int, int, int]:
+    """Kernel sizes of the three parallel convolutions of an Inception module.
+
+    ``[kernel_size // 2**i for i in (0, 1, 2)]`` with every even size reduced by one, so each
+    convolution has a centre tap and 'same' padding is symmetric: 40 gives ``(39, 19, 9)``.
+    """
+    require_int(kernel_size, "kernel_size", 4)
+    k1, k2, k3 = (k if k % 2 == 1 else k - 1 for k in (kernel_size // 2**i for i in range(3)))
+    return k1, k2, k3
+
+
+class InceptionModule(nn.Module):
+    """One Inception module (Ismail Fawaz et al., 2020, Fig. 1).
+
+    ``z = bottleneck(x)`` (a 1x1 convolution to ``bottleneck_channels``, used only when the
+    input has more than one channel), then
+    ``concat(conv_k1(z), conv_k2(z), conv_k3(z), conv_1x1(maxpool_3(x)))`` followed by
+    BatchNorm and ReLU. Every convolution has stride 1, 'same' padding and no bias, so the
+    output is ``(batch, 4 * num_filters, length)``.
+    """
+
+    def __init__(
+        self,
+        in_channels: int,
+        num_filters: int,
+        kernel_sizes: tuple[int, ...],
+        bottleneck_channels: int,
+    ) -> None:
+        super().__init__()
+        self.use_bottleneck = in_channels > 1
+        if self.use_bottleneck:
+            self.bottleneck: nn.Module = nn.Conv1d(
+                in_channels, bottleneck_channels, kernel_size=1, bias=False
+            )
+            branch_in = bottleneck_channels
+        else:
+            self.bottleneck = nn.Identity()
+            branch_in = in_channels
+        self.convs = nn.ModuleList(
+            nn.Conv1d(branch_in, num_filters, kernel_size=k, padding=k // 2, bias=False)
+            for k in kernel_sizes
+        )
+        self.pool = nn.MaxPool1d(kernel_size=3, stride=1, padding=1)
+        self.pool_conv = nn.Conv1d(in_channels, num_filters, kernel_size=1, bias=False)
+        self.bn = nn.BatchNorm1d(num_filters * (len(kernel_sizes) + 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        z = self.bottleneck(x)
+        branches = [conv(z) for conv in self.convs]
+        branches.append(self.pool_conv(self.pool(x)))
+        return F.relu(self.bn(torch.cat(branches, dim=1)))
+
+
+class _Shortcut(nn.Module):
+    """Residual shortcut: 1x1 convolution + BatchNorm, or BatchNorm alone when widths agree."""
+
+    def __init__(self, in_channels: int, out_channels: int) -> None:
+        super().__init__()
+        if in_channels != out_channels:
+            self.proj: nn.Module = nn.Conv1d(in_channels, out_channels, kernel_size=1, bias=False)
+        else:
+            self.proj = nn.Identity()
+        self.bn = nn.BatchNorm1d(out_channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.bn(self.proj(x))
+
+
+class InceptionTime(nn.Module):
+    """InceptionTime feature extractor (Ismail Fawaz et al., 2020).
+
+    ``depth`` Inception modules; after every third one the input of that group of three is
+    added back through a shortcut and passed through ReLU:
+    ``h_{3j+3} = ReLU(M_{3j+3}(M_{3j+2}(M_{3j+1}(h_{3j}))) + shortcut_j(h_{3j}))``.
+    The features are the global average over time of the last feature map, of size
+    ``4 * num_filters``.
+
+    Args:
+        in_channels: Number of input channels ``C`` of inputs shaped ``(batch, C, length)``.
+        num_filters: Filters per branch; each module outputs ``4 * num_filters`` channels.
+        depth: Number of Inception modules.
+        kernel_size: Longest kernel; see :func:`inception_kernel_sizes`.
+        bottleneck_channels: Width of the 1x1 bottleneck in front of the long convolutions.
+        use_residual: Add the shortcut after every third module.
+    """
+
+    def __init__(
+        self,
+        in_channels: int,
+        num_filters: int = 32,
+        depth: int = 6,
+        kernel_size: int = 40,
+        bottleneck_channels: int = 32,
+        use_residual: bool = True,
+    ) -> None:
+        super().__init__()
+        self.in_channels = require_int(in_channels, "in_channels", 1)
+        self.num_filters = require_int(num_filters, "num_filters", 1)
+        self.depth = require_int(depth, "depth", 1)
+        self.bottleneck_channels = require_int(bottleneck_channels, "bottleneck_channels", 1)
+        self.kernel_sizes = inception_kernel_sizes(kernel_size)
+        self.use_residual = bool(use_residual)
+        self.out_features = 4 * self.num_filters
+
+        self.blocks = nn.ModuleList()
+        self.shortcuts = nn.ModuleList()
+        channels = self.in_channels
+        residual_channels = self.in_channels
+        for index in range(self.depth):
+            self.blocks.append(
+                InceptionModule(
+                    channels, self.num_filters, self.kernel_sizes, self.bottleneck_channels
+                )
+            )
+            channels = self.out_features
+            if self.use_residual and index % 3 == 2:
+                self.shortcuts.append(_Shortcut(residual_channels, channels))
+                residual_channels = channels
+
+    @property
+    def residual_after(self) -> tuple[int, ...]:
+        """Zero-based indices of the modules whose output receives a shortcut."""
+        if not self.use_residual:
+            return ()
+        return tuple(i for i in range(self.depth) if i % 3 == 2)
+
+    def feature_map(self, x: torch.Tensor) -> torch.Tensor:
+        """Last feature map before pooling, shaped ``(batch, 4 * num_filters, length)``."""
+        if x.ndim != 3 or x.shape[1] != self.in_channels or x.shape[2] < 1:
+            raise ValueError(
+                f"InceptionTime expects input of shape (batch, {self.in_channels}, length) "
+                f"with length >= 1, got {tuple(x.shape)}."
+            )
+        residual = x
+        shortcuts = iter(self.shortcuts)
+        for index, module in enumerate(self.blocks):
+            x = module(x)
+            if self.use_residual and index % 3 == 2:
+                x = F.relu(x + next(shortcuts)(residual))
+                residual = x
+        return x
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Features ``mean_t feature_map(x)[:, :, t]``, shaped ``(batch, 4 * num_filters)``."""
+        return self.feature_map(x).mean(dim=-1)
+
+
+class InceptionTimeClassifier(pl.LightningModule):
+    """InceptionTime with an MLP head, trained with cross-entropy (FIC-TSC architecture).
+
+    ``logits = W_2 Dropout(ReLU(W_1 InceptionTime(x) + b_1)) + b_2`` with
+    ``W_1: 4 * num_filters -> head_hidden`` and ``W_2: head_hidden -> num_classes``. All
+    Conv1d and Linear weights use Xavier-uniform initialisation (Glorot & Bengio, 2010) and
+    all their biases start at zero. Optimised with AdamW.
+
+    Batches are ``(x, y)`` with ``x`` float ``(batch, in_channels, length)`` and ``y`` long
+    ``(batch,)`` holding class indices in ``[0, num_classes)``.
+    """
+
+    def __init__(
+        self,
+        in_channels: int,
+        num_classes: int,
+        num_filters: int = 32,
+        depth: int = 6,
+        kernel_size: int = 40,
+        head_hidden: int = 128,
+        dropout: float = 0.2,
+        lr: float = 5e-3,
+        weight_decay: float = 1e-4,
+    ) -> None:
+        super().__init__()
+        require_int(num_classes, "num_classes", 2)
+        require_int(head_hidden, "head_hidden", 1)
+        require_in_range(dropout, "dropout", 0.0, 1.0)
+        require_positive(lr, "lr")
+        require_in_range(weight_decay, "weight_decay", 0.0)
+        self.save_hyperparameters()
+
+        self.features = InceptionTime(
+            in_channels, num_filters=num_filters, depth=depth, kernel_size=kernel_size
+        )
+        self.head = nn.Sequential(
+            nn.Linear(self.features.out_features, head_hidden),
+            nn.ReLU(),
+            nn.Dropout(dropout),
+            nn.Linear(head_hidden, num_classes),
+        )
+        self.reset_parameters()
+
+        self.train_acc = MulticlassAccuracy(num_classes=num_classes, average="micro")
+        self.val_acc = MulticlassAccuracy(num_classes=num_classes, average="micro")
+        self.test_acc = MulticlassAccuracy(num_classes=num_classes, average="micro")
+
+    def reset_parameters(self) -> None:
+        """Xavier-uniform weights and zero biases for every Conv1d and Linear layer."""
+        for module in self.modules():
+            if isinstance(module, (nn.Conv1d, nn.Linear)):
+                nn.init.xavier_uniform_(module.weight)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x))
+
+    def _shared_step(
+        self, batch: tuple[torch.Tensor, torch.Tensor], stage: str, metric: MulticlassAccuracy
+    ) -> torch.Tensor:
+        x, y = batch
+        if y.ndim != 1 or y.shape[0] != x.shape[0]:
+            raise ValueError(
+                f"Expected targets of shape ({x.shape[0]},) matching the batch, "
+                f"got {tuple(y.shape)}."
+            )
+        logits = self(x)
+        loss = F.cross_entropy(logits, y)
+        metric(logits, y)
+        batch_size = x.shape[0]
+        on_step = stage == "train"
+        self.log(f"{stage}/loss", loss, on_step=on_step, on_epoch=True, batch_size=batch_size)
+        self.log(f"{stage}/acc", metric, on_step=False, on_epoch=True, batch_size=batch_size)
+        return loss
+
+    def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int):
+        return self._shared_step(batch, "train", self.train_acc)
+
+    def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int):
+        return self._shared_step(batch, "val", self.val_acc)
+
+    def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int):
+        return self._shared_step(batch, "test", self.test_acc)
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.AdamW(
+            self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay
+        )

@@ -1,0 +1,53 @@
+"""W&B offline defaults and the Markdown table."""
+
+from __future__ import annotations
+
+import pytest
+
+from lightning_info.core.logging import (
+    default_wandb_logger_config,
+    markdown_table,
+    wandb_is_configured,
+    wandb_offline_by_default,
+)
+
+
+@pytest.fixture
+def clean_env(tmp_path, monkeypatch):
+    for var in ("WANDB_API_KEY", "WANDB_MODE", "WANDB_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))
+    return tmp_path / "netrc"
+
+
+def test_offline_without_credentials(clean_env):
+    assert not wandb_is_configured()
+    assert wandb_offline_by_default()
+    assert default_wandb_logger_config()["init_args"]["offline"] is True
+
+
+def test_online_with_a_netrc_entry(clean_env):
+    clean_env.write_text("machine api.wandb.ai\n  login user\n  password abc\n")
+    clean_env.chmod(0o600)
+    assert wandb_is_configured() and not wandb_offline_by_default()
+
+
+def test_online_with_an_api_key_unless_mode_says_offline(clean_env, monkeypatch):
+    monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
+    assert not wandb_offline_by_default()
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    assert wandb_offline_by_default()
+
+
+def test_explicit_online_mode_wins(clean_env, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "online")
+    assert not wandb_offline_by_default()
+
+
+def test_markdown_table_aligns_columns():
+    table = markdown_table(["a", "long name"], [[1, "x"], ["wide value", 2]])
+    lines = table.splitlines()
+    assert lines[0] == "| a          | long name |"
+    assert lines[1] == "|------------|-----------|"
+    assert lines[3] == "| wide value | 2         |"
+    assert len({len(line) for line in lines}) == 1

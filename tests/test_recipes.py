@@ -1,0 +1,98 @@
+"""The FIC-TSC recipe end to end on a bundled data set, with a small model and few epochs."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from lightning_info import FisherConstraint
+
+RECIPES = Path(__file__).resolve().parents[1] / "recipes"
+SMALL = [
+    "--compare.datasets=[GunPoint]",
+    "--compare.seeds=[0, 1]",
+    "--trainer.max_epochs=2",
+    "--model.num_filters=4",
+    "--model.depth=3",
+    "--trainer.enable_progress_bar=false",
+]
+
+
+def _recipe(name: str):
+    spec = importlib.util.spec_from_file_location(name, RECIPES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _metric_columns(version_dir: Path) -> set[str]:
+    with open(version_dir / "metrics.csv") as f:
+        return set(next(csv.reader(f)))
+
+
+def test_fic_tsc_recipe_runs_both_arms_and_writes_the_table(tmp_path, capsys):
+    out = tmp_path / "results"
+    results = _recipe("fic_tsc").main(
+        SMALL
+        + [
+            f"--compare.output_dir={out}",
+            "--trainer.logger=CSVLogger",
+            f"--trainer.logger.save_dir={tmp_path}",
+            "--trainer.logger.name=csv",
+        ]
+    )
+    assert [(r.seed, r.arm) for r in results] == [
+        (0, "baseline"),
+        (0, "method"),
+        (1, "baseline"),
+        (1, "method"),
+    ]
+    assert all(0.0 <= r.value <= 1.0 for r in results)
+    saved = json.loads((out / "fic_tsc.json").read_text())
+    assert [r["value"] for r in saved] == [r.value for r in results]
+    table = (out / "fic_tsc.md").read_text()
+    assert "InceptionTime + FIC" in table and "GunPoint" in table
+    assert table in capsys.readouterr().out
+    # Only the method arm carries the constraint (runs are logged as version_0..3 in order).
+    versions = sorted((tmp_path / "csv").iterdir())
+    with_fisher = ["fisher/trace_before" in _metric_columns(v) for v in versions]
+    assert with_fisher == [False, True, False, True]
+
+
+def test_default_logger_is_offline_wandb_with_one_run_per_cell(tmp_path, monkeypatch):
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    module = _recipe("fic_tsc")
+    results = module.main(
+        SMALL
+        + [
+            "--compare.seeds=[0]",
+            f"--compare.output_dir={tmp_path}",
+            f"--trainer.logger.init_args.save_dir={tmp_path}",
+        ]
+    )
+    assert len(results) == 2
+    runs = sorted(p.name for p in (tmp_path / "wandb").glob("offline-run-*"))
+    assert len(runs) == 3, runs  # baseline, method, summary table
+
+
+def test_method_arm_must_differ_from_the_baseline(tmp_path):
+    with pytest.raises(ValueError, match="method_callbacks"):
+        _recipe("fic_tsc").main(
+            SMALL + ["--compare.method_callbacks=[]", f"--compare.output_dir={tmp_path}"]
+        )
+
+
+def test_recipe_config_attaches_the_papers_default_bound():
+    import yaml
+
+    config = yaml.safe_load((RECIPES / "fic_tsc.yaml").read_text())
+    (callback,) = config["compare"]["method_callbacks"]
+    assert callback["class_path"] == f"lightning_info.{FisherConstraint.__name__}"
+    assert callback["init_args"]["max_fisher"] == 2.0
+    assert len(config["compare"]["datasets"]) >= 3
