@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,12 @@ SMALL = [
     "--model.depth=3",
     "--trainer.enable_progress_bar=false",
 ]
+
+
+@pytest.fixture(autouse=True)
+def _recipe_argv(monkeypatch):
+    """Recipes parse ``args``; keep pytest's own command line out of LightningCLI's view."""
+    monkeypatch.setattr(sys, "argv", ["recipe"])
 
 
 def _recipe(name: str):
