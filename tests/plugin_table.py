@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 
 from lightning.pytorch import Callback, LightningDataModule, LightningModule
 
-from lightning_info import FisherConstraint, FisherPenalty, FisherPenaltyMixin, LinearSchedule
+from lightning_info import (
+    FisherConstraint,
+    FisherPenalty,
+    FisherPenaltyMixin,
+    InceptionTimeClassifier,
+    LinearSchedule,
+    UCRUEADataModule,
+)
 from tests.tiny import TinyClassifier, TinyDataModule
 
 
@@ -36,6 +43,15 @@ class TinyPenalisedClassifier(FisherPenaltyMixin, TinyClassifier):
     fisher_penalty = FisherPenalty(weight=0.05)
 
 
+def tiny_inception_time() -> InceptionTimeClassifier:
+    """No dropout: resuming restores the weights and data order, not the global RNG."""
+    return InceptionTimeClassifier(6, 4, num_filters=4, depth=3, kernel_size=8, dropout=0.0)
+
+
+def basic_motions(batch_size: int) -> UCRUEADataModule:
+    return UCRUEADataModule("BasicMotions", batch_size=batch_size, val_fraction=0.0)
+
+
 PLUGINS = [
     PluginCase(
         id="FisherConstraint",
@@ -51,4 +67,9 @@ PLUGINS = [
         ddp_matches_single_device=True,
     ),
     PluginCase(id="FisherPenaltyMixin", make_model=TinyPenalisedClassifier),
+    PluginCase(
+        id="UCRUEADataModule-InceptionTime",
+        make_model=tiny_inception_time,
+        make_data=basic_motions,
+    ),
 ]

@@ -7,6 +7,15 @@ from lightning.pytorch import LightningDataModule, LightningModule
 from torch import nn
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
+QUIET = dict(
+    logger=False,
+    enable_checkpointing=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+    accelerator="cpu",
+)
+"""Trainer arguments for tests: CPU, no logger, checkpoints, progress bar or summary."""
+
 
 class TinyClassifier(LightningModule):
     """Two-layer MLP on ``(x, y)`` batches, SGD with momentum (so the optimizer has state)."""

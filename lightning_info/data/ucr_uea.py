@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
+from lightning_info.core.sampling import EpochShuffleSampler
 from lightning_info.core.validation import require_int
 
 __all__ = ["UCRUEADataModule", "available_bundled_datasets", "load_bundled_dataset"]
@@ -373,15 +374,11 @@ class UCRUEADataModule(pl.LightningDataModule):
         self.test_dataset = self._dataset(self._apply_normalizer(data.x_test), data.y_test)
 
     def _loader(self, dataset: TensorDataset, shuffle: bool) -> DataLoader:
-        generator = None
-        if shuffle:
-            generator = torch.Generator()
-            generator.manual_seed(self.seed)
+        sampler = EpochShuffleSampler(len(dataset), seed=self.seed) if shuffle else None
         return DataLoader(
             dataset,
             batch_size=self.batch_size,
-            shuffle=shuffle,
-            generator=generator,
+            sampler=sampler,
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
             drop_last=False,

@@ -27,7 +27,9 @@ class FisherConstraint(Callback):
     the constraint applies to the gradient the optimizer actually uses.
 
     Logged (per step): ``{prefix}/trace_before``, ``{prefix}/trace_after``, ``{prefix}/max_fisher``;
-    (per epoch) ``{prefix}/constrained_fraction``, the fraction of steps that were rescaled.
+    (per epoch) ``{prefix}/constrained_fraction``, the fraction of steps that were rescaled. With
+    several optimizers each is constrained on its own parameters and logged under
+    ``{prefix}/opt{i}/...``.
 
     Args:
         max_fisher: the bound ``eps`` (> 0), or a :class:`~lightning_info.core.schedules.Schedule`
@@ -67,7 +69,7 @@ class FisherConstraint(Callback):
         if self._constrained_since_sync is None:
             self._constrained_since_sync = torch.zeros((), device=constrained.device)
         self._constrained_since_sync += constrained
-        prefix = self.log_prefix
+        prefix = self._prefix_for(trainer, optimizer)
         pl_module.log_dict(
             {
                 f"{prefix}/trace_before": before,
@@ -85,6 +87,14 @@ class FisherConstraint(Callback):
             on_epoch=True,
             batch_size=1,
         )
+
+    def _prefix_for(self, trainer: Trainer, optimizer: Optimizer) -> str:
+        """``log_prefix``, or ``log_prefix/opt{i}`` when the module has several optimizers."""
+        optimizers = trainer.optimizers
+        if len(optimizers) <= 1:
+            return self.log_prefix
+        index = next(i for i, o in enumerate(optimizers) if o is optimizer)
+        return f"{self.log_prefix}/opt{index}"
 
     @property
     def constrained_fraction(self) -> float:

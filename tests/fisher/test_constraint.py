@@ -13,15 +13,7 @@ from lightning.pytorch.strategies import FSDPStrategy
 
 from lightning_info import FisherConstraint, LinearSchedule
 from lightning_info.core.strategies import require_replicated_gradients
-from tests.tiny import TinyClassifier, TinyDataModule
-
-QUIET = dict(
-    logger=False,
-    enable_checkpointing=False,
-    enable_progress_bar=False,
-    enable_model_summary=False,
-    accelerator="cpu",
-)
+from tests.tiny import QUIET, TinyClassifier, TinyDataModule
 
 
 class GradientSpy(Callback):
@@ -152,3 +144,39 @@ def test_rejects_sharded_strategies():
     trainer = SimpleNamespace(strategy=FSDPStrategy())
     with pytest.raises(RuntimeError, match="FSDPStrategy.*DDP"):
         require_replicated_gradients(trainer, "FisherConstraint")
+
+
+class TwoOptimizerClassifier(TinyClassifier):
+    """Manual optimization with one optimizer per layer, stepped one after the other."""
+
+    def __init__(self):
+        super().__init__()
+        self.automatic_optimization = False
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        for optimizer in self.optimizers():
+            optimizer.zero_grad()
+            self.manual_backward(torch.nn.functional.cross_entropy(self(x), y))
+            optimizer.step()
+
+    def configure_optimizers(self):
+        first, second = self.net[0], self.net[2]
+        return [
+            torch.optim.SGD(first.parameters(), lr=0.5),
+            torch.optim.SGD(second.parameters(), lr=0.5),
+        ]
+
+
+def test_each_optimizer_is_constrained_on_its_own_parameters():
+    constraint = FisherConstraint(max_fisher=1e-3)
+    # In manual optimization every optimizer.step() is one global step: 2 batches x 2 optimizers.
+    trainer, model = _fit([constraint], model=TwoOptimizerClassifier(), max_steps=4)
+    assert constraint.num_steps == 4 and constraint.constrained_fraction == 1.0
+    metrics = trainer.callback_metrics
+    for index in (0, 1):
+        assert metrics[f"fisher/opt{index}/trace_after"].item() == pytest.approx(1e-3, rel=1e-4)
+        assert metrics[f"fisher/opt{index}/trace_before"].item() > 1e-3
+    # The last step belonged to the second optimizer: only its layer was rescaled.
+    last_layer = sum(float(p.grad.double().pow(2).sum()) for p in model.net[2].parameters())
+    assert last_layer == pytest.approx(1e-3, rel=1e-4)

@@ -1,0 +1,45 @@
+"""Samplers whose order is a pure function of (seed, epoch), so runs resume exactly."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch.utils.data import Sampler
+
+from lightning_info.core.validation import require_int
+
+
+class EpochShuffleSampler(Sampler[int]):
+    """Random permutation of ``range(num_samples)`` drawn from a generator seeded ``seed + epoch``.
+
+    ``torch.utils.data.RandomSampler`` draws from a generator that advances with every epoch, so a
+    run resumed from a checkpoint sees other batches than the uninterrupted run. Here epoch ``e``
+    always gives the same permutation (as ``DistributedSampler`` does): Lightning calls
+    :meth:`set_epoch` before every epoch, also when resuming, and under DDP wraps this sampler in
+    its ``DistributedSamplerWrapper`` (which forwards ``set_epoch``), so every rank shuffles
+    identically before sharding.
+    """
+
+    def __init__(self, num_samples: int, seed: int = 0) -> None:
+        self.num_samples = require_int(num_samples, "num_samples", 1)
+        self.seed = require_int(seed, "seed", 0)
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __iter__(self) -> Iterator[int]:
+        generator = torch.Generator().manual_seed(self.seed + self.epoch)
+        return iter(torch.randperm(self.num_samples, generator=generator).tolist())
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"epoch": self.epoch, "seed": self.seed}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.epoch = int(state_dict["epoch"])
+        self.seed = int(state_dict["seed"])
