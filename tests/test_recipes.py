@@ -95,6 +95,13 @@ def test_method_arm_must_differ_from_the_baseline(tmp_path):
         )
 
 
+def test_unknown_data_set_fails_before_any_training(tmp_path, capsys):
+    args = SMALL + ["--compare.datasets=[GunPoint, NoSuchSet]", f"--compare.output_dir={tmp_path}"]
+    with pytest.raises(ValueError, match="NoSuchSet.*Available: .*GunPoint"):
+        _recipe("fic_tsc").main(args)
+    assert "[1/" not in capsys.readouterr().out
+
+
 def test_recipe_config_attaches_the_papers_default_bound():
     import yaml
 

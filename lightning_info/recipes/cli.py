@@ -20,6 +20,7 @@ cell grouped under ``compare.name``. The table is printed and written to ``compa
 from __future__ import annotations
 
 import copy
+import importlib
 import json
 import statistics
 from dataclasses import asdict, dataclass
@@ -155,6 +156,7 @@ class ComparisonCLI(LightningCLI):
         base = self.config
         compare = base.compare
         datasets = list(compare.datasets) or [self._data_args(base)[compare.data_field]]
+        self._check_datasets(base, datasets)
         cells = [(d, s, a) for d in datasets for s in compare.seeds for a in (BASELINE, METHOD)]
         for index, (dataset, seed, arm) in enumerate(cells, start=1):
             value = self._run_cell(base, dataset, seed, arm)
@@ -177,6 +179,17 @@ class ComparisonCLI(LightningCLI):
     def _data_args(config: Namespace) -> Namespace:
         data = config.data
         return data.init_args if "init_args" in data else data
+
+    def _check_datasets(self, config: Namespace, datasets: list[str]) -> None:
+        """Build the data module for every data set first, so a typo fails before any training."""
+        data = config.data
+        data_class = self.datamodule_class
+        if "class_path" in data:
+            module, _, name = data.class_path.rpartition(".")
+            data_class = getattr(importlib.import_module(module), name)
+        for dataset in datasets:
+            init_args = {**vars(self._data_args(config)), config.compare.data_field: dataset}
+            data_class(**init_args)
 
     def _run_cell(self, base: Namespace, dataset: str, seed: int, arm: str) -> float:
         config = copy.deepcopy(base)
