@@ -8,18 +8,28 @@ from lightning_info.core import (
     Schedule,
 )
 from lightning_info.data import UCRUEADataModule
-from lightning_info.fisher import FisherConstraint, FisherPenalty, FisherPenaltyMixin
+from lightning_info.fisher import (
+    FisherConstraint,
+    FisherPenalty,
+    FisherPenaltyMixin,
+    FisherSubsetDataModule,
+    FisherSubsetSampler,
+)
+from lightning_info.language import CausalLMFineTuner
 from lightning_info.models import InceptionTime, InceptionTimeClassifier
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CausalLMFineTuner",
     "ConstantSchedule",
     "CosineSchedule",
     "ExponentialSchedule",
     "FisherConstraint",
     "FisherPenalty",
     "FisherPenaltyMixin",
+    "FisherSubsetDataModule",
+    "FisherSubsetSampler",
     "InceptionTime",
     "InceptionTimeClassifier",
     "LinearSchedule",

@@ -21,6 +21,7 @@ from lightning_info import (
     LinearSchedule,
     UCRUEADataModule,
 )
+from tests import tiny_lm
 from tests.tiny import TinyClassifier, TinyDataModule
 
 
@@ -71,5 +72,10 @@ PLUGINS = [
         id="UCRUEADataModule-InceptionTime",
         make_model=tiny_inception_time,
         make_data=basic_motions,
+    ),
+    PluginCase(
+        id="FisherSubsetDataModule-CausalLMFineTuner-LoRA",
+        make_model=tiny_lm.finetuner,
+        make_data=tiny_lm.subset_data,
     ),
 ]

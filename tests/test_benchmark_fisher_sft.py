@@ -1,0 +1,102 @@
+"""benchmarks/fisher_sft_selection.py: its oracle, its result dicts and its submodlib peer."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from lightning_info.fisher.selection import fisher_greedy_select, log_det_objective
+
+_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "fisher_sft_selection.py"
+_spec = importlib.util.spec_from_file_location("fisher_sft_selection", _PATH)
+bench = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = bench
+_spec.loader.exec_module(bench)
+
+TINY = ["--pool-sizes", "30", "50", "--tokens", "3", "--dim", "6", "--budget", "8"]
+TINY += ["--repeats", "1", "--baseline-seeds", "3"]
+
+
+def _has_submodlib() -> bool:
+    return importlib.util.find_spec("submodlib") is not None
+
+
+@pytest.fixture(scope="module")
+def results():
+    return bench.main(TINY)
+
+
+@pytest.mark.parametrize("make_pool", [bench.realistic_pool, bench.isotropic_pool])
+def test_textbook_slogdet_greedy_matches_naive_greedy(make_pool):
+    pool = make_pool(40, 5, 7, seed=3)
+    textbook = bench.slogdet_greedy(pool, 12, lam=0.5)
+    naive = fisher_greedy_select(pool, 12, lam=0.5, method="naive")
+    assert textbook.indices == naive.indices
+    assert textbook.evaluations == naive.evaluations == sum(40 - k for k in range(12))
+    torch.testing.assert_close(torch.tensor(textbook.gains), torch.tensor(naive.gains))
+    assert textbook.objective == pytest.approx(log_det_objective(pool, naive.indices, 0.5))
+
+
+def test_textbook_gives_up_past_its_time_limit():
+    pool = bench.realistic_pool(30, 3, 5)
+    assert bench.slogdet_greedy(pool, 5, time_limit=0.0) is None
+
+
+def test_realistic_pool_is_heterogeneous_and_anisotropic():
+    pool = bench.realistic_pool(400, 8, 10, seed=1)
+    assert len(pool) == 400 and pool.dim == 10 and set(pool.lengths.tolist()) == {8}
+    norms = torch.stack([b.norm() for b in pool.to_list()])
+    assert norms.max() / norms.min() > 5
+    spectrum = torch.linalg.eigvalsh(pool.values.T @ pool.values)
+    assert spectrum.max() / spectrum.min() > 100
+    torch.testing.assert_close(pool.values, bench.realistic_pool(400, 8, 10, seed=1).values)
+
+
+def test_main_reports_every_method_with_positive_times(results):
+    timing = results["timing"]
+    assert [(r["pool"], r["pool_size"]) for r in timing] == [
+        ("realistic", 30),
+        ("realistic", 50),
+        ("isotropic", 50),
+    ]
+    for row in timing:
+        assert set(row["seconds"]) == set(bench.METHODS)
+        assert all(row["seconds"][m] > 0 for m in bench.METHODS)
+        assert row["compared"] == list(bench.METHODS)
+        assert row["identical"]
+        assert row["indices"]["lazy"] == row["indices"]["naive"] == row["indices"]["textbook"]
+        assert row["evaluations"]["naive"] == row["evaluations"]["textbook"]
+        assert 0 < row["evaluations"]["lazy"] <= row["evaluations"]["naive"]
+    assert results["header"]["threads"] == torch.get_num_threads()
+
+
+def test_main_objectives_rank_greedy_first(results):
+    objective = results["objective"]
+    assert list(objective) == ["fisher (greedy)", "random", "k_center"]
+    greedy = objective["fisher (greedy)"]["mean"]
+    assert greedy > 0 and objective["fisher (greedy)"]["fraction"] == 1.0
+    for name in ("random", "k_center"):
+        assert objective[name]["runs"] == 3
+        assert math.isfinite(objective[name]["std"])
+        assert 0 < objective[name]["mean"] <= greedy
+        assert objective[name]["fraction"] == pytest.approx(objective[name]["mean"] / greedy)
+
+
+def test_submodlib_selection_equals_mean_pooled_greedy(results):
+    if not _has_submodlib():
+        pytest.skip("submodlib (submodlib-py) is not installed")
+    assert results["submodlib"] is not None
+    for row in results["submodlib"]:
+        assert row["agree"], row
+        assert row["ours_indices"] == row["submodlib_indices"]
+        assert row["kernel_seconds"] > 0 and row["maximize_seconds"] > 0
+    pool = bench.realistic_pool(60, 4, 6, seed=5)
+    indices, gains, _, _ = bench.submodlib_select(bench.mean_pooled(pool), 15, lam=2.0)
+    ours = fisher_greedy_select(pool, 15, lam=2.0, pooling="mean")
+    assert indices == ours.indices
+    torch.testing.assert_close(torch.tensor(gains), torch.tensor(ours.gains), rtol=0, atol=1e-5)
