@@ -4,6 +4,7 @@ Runs the grid of ``recipes/fic_tsc.yaml`` (bundled UCR/UEA data sets x seeds x {
 and prints the test-accuracy table. Any LightningCLI flag overrides the config, e.g.::
 
     python recipes/fic_tsc.py --compare.seeds='[0]' --trainer.max_epochs=20
+    python recipes/fic_tsc.py --compare.grid='[JapaneseVowels, ArrowHead]'
     python recipes/fic_tsc.py --trainer.logger=CSVLogger
 """
 

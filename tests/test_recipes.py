@@ -14,7 +14,7 @@ from lightning_info import FisherConstraint
 
 RECIPES = Path(__file__).resolve().parents[1] / "recipes"
 SMALL = [
-    "--compare.datasets=[GunPoint]",
+    "--compare.grid=[GunPoint]",
     "--compare.seeds=[0, 1]",
     "--trainer.max_epochs=2",
     "--model.num_filters=4",
@@ -89,14 +89,14 @@ def test_default_logger_is_offline_wandb_with_one_run_per_cell(tmp_path, monkeyp
 
 
 def test_method_arm_must_differ_from_the_baseline(tmp_path):
-    with pytest.raises(ValueError, match="method_callbacks"):
+    with pytest.raises(ValueError, match="arms are identical"):
         _recipe("fic_tsc").main(
             SMALL + ["--compare.method_callbacks=[]", f"--compare.output_dir={tmp_path}"]
         )
 
 
 def test_unknown_data_set_fails_before_any_training(tmp_path, capsys):
-    args = SMALL + ["--compare.datasets=[GunPoint, NoSuchSet]", f"--compare.output_dir={tmp_path}"]
+    args = SMALL + ["--compare.grid=[GunPoint, NoSuchSet]", f"--compare.output_dir={tmp_path}"]
     with pytest.raises(ValueError, match="NoSuchSet.*Available: .*GunPoint"):
         _recipe("fic_tsc").main(args)
     assert "[1/" not in capsys.readouterr().out
@@ -109,4 +109,4 @@ def test_recipe_config_attaches_the_papers_default_bound():
     (callback,) = config["compare"]["method_callbacks"]
     assert callback["class_path"] == f"lightning_info.{FisherConstraint.__name__}"
     assert callback["init_args"]["max_fisher"] == 2.0
-    assert len(config["compare"]["datasets"]) >= 3
+    assert len(config["compare"]["grid"]) >= 3

@@ -14,6 +14,9 @@ from lightning_info.core.validation import require_non_negative, require_positiv
 class CausalLMFineTuner(LightningModule):
     """Fine-tunes ``model`` on batches with ``input_ids``, ``attention_mask`` and ``labels``.
 
+    ``model`` is a causal LM module, or a Hugging Face name or local path loaded with
+    :func:`~lightning_info.language.load_causal_lm` (what a LightningCLI config passes).
+
     The loss is the mean next-token negative log-likelihood over the label tokens (``labels ==
     -100`` are ignored), as computed by the model itself. Validation and test log the
     token-weighted mean NLL over the whole split (``val/loss``) and its exponential, the
@@ -26,7 +29,7 @@ class CausalLMFineTuner(LightningModule):
 
     def __init__(
         self,
-        model: torch.nn.Module,
+        model: torch.nn.Module | str,
         lr: float = 1e-3,
         weight_decay: float = 0.0,
         lora: dict[str, Any] | None = None,
@@ -34,6 +37,10 @@ class CausalLMFineTuner(LightningModule):
         super().__init__()
         self.lr = require_positive(lr, "lr")
         self.weight_decay = require_non_negative(weight_decay, "weight_decay")
+        if isinstance(model, str):
+            from lightning_info.language.tiny_lm import load_causal_lm
+
+            model, _ = load_causal_lm(model)
         if lora is not None:
             from peft import LoraConfig, get_peft_model
 

@@ -1,4 +1,4 @@
-"""``ComparisonCLI``: one LightningCLI config run as a grid of data sets x seeds x arms.
+"""``ComparisonCLI``: one LightningCLI config run as a grid of values x seeds x {baseline, method}.
 
 A recipe is a few lines::
 
@@ -7,10 +7,16 @@ A recipe is a few lines::
 Everything a LightningCLI accepts works (``--config``, ``--trainer.*``, ``--model.*``, ``--data.*``,
 ``--trainer.logger=CSVLogger``, ``--trainer.callbacks+=...``). The ``compare`` group adds the grid:
 
-- ``compare.datasets``: values for the data module's ``compare.data_field`` (default ``name``);
-- ``compare.seeds``: seeds passed to ``seed_everything`` before each run;
-- ``compare.method_callbacks``: callbacks added to ``trainer.callbacks`` in the method arm only;
+- ``compare.grid``: values of the data module's argument ``compare.grid_field`` (default
+  ``name``: data sets; or budgets, sizes, ...);
+- ``compare.seeds``: seeds passed to ``seed_everything`` before each run (and to the data
+  module's ``compare.seed_field``, if set);
+- the arms: ``compare.method_callbacks`` are added to ``trainer.callbacks`` in the method arm
+  only; ``compare.baseline_data`` / ``compare.method_data`` override data-module arguments;
 - ``compare.metric``: the test metric collected into the results table.
+
+Classes are instantiated afresh for every grid cell (not once up front), so a recipe may prepare
+what the config points at (e.g. pretrain a base model) between parsing and :meth:`run`.
 
 Each run is fitted, then tested (on the best checkpoint when a monitored ``ModelCheckpoint`` is
 configured). The logger defaults to W&B, offline unless W&B is configured, one W&B run per grid
@@ -44,26 +50,28 @@ BASELINE, METHOD = "baseline", "method"
 class RunResult:
     """Outcome of one grid cell."""
 
-    dataset: str
+    grid_value: Any
     seed: int
     arm: str
     metric: str
     value: float
 
 
-def summarize(results: list[RunResult], arm_names: dict[str, str]) -> tuple[list[str], list[list]]:
-    """Table rows ``dataset | baseline mean ± std | method mean ± std | difference | n``."""
-    columns = ["dataset", arm_names[BASELINE], arm_names[METHOD], "difference", "seeds"]
+def summarize(
+    results: list[RunResult], arm_names: dict[str, str], grid_label: str = "dataset"
+) -> tuple[list[str], list[list]]:
+    """Table rows ``grid value | baseline mean ± std | method mean ± std | difference | n``."""
+    columns = [grid_label, arm_names[BASELINE], arm_names[METHOD], "difference", "seeds"]
     rows = []
-    for dataset in dict.fromkeys(r.dataset for r in results):
+    for grid_value in dict.fromkeys(r.grid_value for r in results):
         per_arm = {
-            arm: [r.value for r in results if r.dataset == dataset and r.arm == arm]
+            arm: [r.value for r in results if r.grid_value == grid_value and r.arm == arm]
             for arm in (BASELINE, METHOD)
         }
         means = {arm: statistics.fmean(v) if v else float("nan") for arm, v in per_arm.items()}
         rows.append(
             [
-                dataset,
+                grid_value,
                 *(_mean_std(per_arm[arm]) for arm in (BASELINE, METHOD)),
                 f"{means[METHOD] - means[BASELINE]:+.4f}",
                 max(len(v) for v in per_arm.values()),
@@ -93,6 +101,7 @@ class ComparisonCLI(LightningCLI):
         **kwargs: Any,
     ) -> None:
         self._links = dict(links or {})
+        self._instantiate_now = False
         parser_kwargs = dict(kwargs.pop("parser_kwargs", {}))
         if default_config is not None:
             parser_kwargs.setdefault("default_config_files", [str(default_config)])
@@ -116,54 +125,83 @@ class ComparisonCLI(LightningCLI):
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         for source, target in self._links.items():
             parser.link_arguments(source, target, apply_on="instantiate")
-        parser.add_argument(
+        add = parser.add_argument
+        add(
             "--compare.name",
             type=str,
             default="comparison",
             help="Name of the comparison (W&B group, output file names).",
         )
-        parser.add_argument(
-            "--compare.datasets",
-            type=list[str],
-            default=[],
-            help="Values of the data module's `data_field`; empty: the configured one.",
+        add(
+            "--compare.grid_field",
+            type=str,
+            default="name",
+            help="Data-module argument varied along the grid.",
         )
-        parser.add_argument("--compare.data_field", type=str, default="name")
-        parser.add_argument("--compare.seeds", type=list[int], default=[0])
-        parser.add_argument(
+        add(
+            "--compare.grid",
+            type=list[Any],
+            default=[],
+            help="Values of `grid_field`; empty: the configured one.",
+        )
+        add("--compare.seeds", type=list[int], default=[0])
+        add(
+            "--compare.seed_field",
+            type=str | None,
+            default=None,
+            help="Data-module argument set to each run's seed (e.g. a sampling seed).",
+        )
+        add(
             "--compare.method_callbacks",
             type=list[Callback],
             default=[],
-            help="Callbacks that make the method arm; the baseline runs without them.",
+            help="Callbacks of the method arm; the baseline runs without them.",
         )
-        parser.add_argument("--compare.metric", type=str, default="test/acc")
-        parser.add_argument("--compare.baseline_name", type=str, default="baseline")
-        parser.add_argument("--compare.method_name", type=str, default="method")
-        parser.add_argument("--compare.output_dir", type=str, default="results")
+        add(
+            "--compare.baseline_data",
+            type=dict[str, Any],
+            default={},
+            help="Data-module arguments of the baseline arm.",
+        )
+        add(
+            "--compare.method_data",
+            type=dict[str, Any],
+            default={},
+            help="Data-module arguments of the method arm.",
+        )
+        add("--compare.metric", type=str, default="test/acc")
+        add("--compare.baseline_name", type=str, default="baseline")
+        add("--compare.method_name", type=str, default="method")
+        add("--compare.output_dir", type=str, default="results")
 
     def before_instantiate_classes(self) -> None:
         compare = self.config.compare
         if not compare.seeds:
             raise ValueError("`compare.seeds` is empty: give at least one seed, e.g. [0].")
-        if not compare.method_callbacks:
+        if not compare.method_callbacks and compare.method_data == compare.baseline_data:
             raise ValueError(
-                "`compare.method_callbacks` is empty, so both arms would be identical: "
-                "list the callbacks of the method (see recipes/*.yaml)."
+                "The baseline and method arms are identical: give `compare.method_callbacks` "
+                "or different `compare.method_data` / `compare.baseline_data` (see recipes/*.yaml)."
             )
+
+    def instantiate_classes(self) -> None:
+        """Deferred: LightningCLI calls this once after parsing; each grid cell calls it again."""
+        if self._instantiate_now:
+            super().instantiate_classes()
 
     def run(self) -> list[RunResult]:
         """Run every grid cell, then print and save the results table."""
         base = self.config
         compare = base.compare
-        datasets = list(compare.datasets) or [self._data_args(base)[compare.data_field]]
-        self._check_datasets(base, datasets)
-        cells = [(d, s, a) for d in datasets for s in compare.seeds for a in (BASELINE, METHOD)]
-        for index, (dataset, seed, arm) in enumerate(cells, start=1):
-            value = self._run_cell(base, dataset, seed, arm)
-            self.results.append(RunResult(dataset, seed, arm, compare.metric, value))
+        grid = list(compare.grid) or [self._data_args(base)[compare.grid_field]]
+        self._check_data_modules(base, grid)
+        cells = [(g, s, a) for g in grid for s in compare.seeds for a in (BASELINE, METHOD)]
+        for index, (grid_value, seed, arm) in enumerate(cells, start=1):
+            value = self._run_cell(base, grid_value, seed, arm)
+            self.results.append(RunResult(grid_value, seed, arm, compare.metric, value))
             print(
-                f"[{index}/{len(cells)}] {dataset} seed={seed} {self._arm_names[arm]}: "
-                f"{compare.metric}={value:.4f}",
+                f"[{index}/{len(cells)}] {compare.grid_field}={grid_value} seed={seed} "
+                f"{self._arm_names[arm]}: {compare.metric}={value:.4f}",
                 flush=True,
             )
         self.config = base
@@ -180,20 +218,31 @@ class ComparisonCLI(LightningCLI):
         data = config.data
         return data.init_args if "init_args" in data else data
 
-    def _check_datasets(self, config: Namespace, datasets: list[str]) -> None:
-        """Build the data module for every data set first, so a typo fails before any training."""
+    def _cell_data_args(self, config: Namespace, grid_value: Any, seed: int, arm: str) -> dict:
+        compare = config.compare
+        overrides = compare.method_data if arm == METHOD else compare.baseline_data
+        args = {**vars(self._data_args(config)), **overrides, compare.grid_field: grid_value}
+        if compare.seed_field:
+            args[compare.seed_field] = seed
+        return args
+
+    def _check_data_modules(self, config: Namespace, grid: list[Any]) -> None:
+        """Build every cell's data module first, so a bad value fails before any training."""
         data = config.data
         data_class = self.datamodule_class
         if "class_path" in data:
             module, _, name = data.class_path.rpartition(".")
             data_class = getattr(importlib.import_module(module), name)
-        for dataset in datasets:
-            init_args = {**vars(self._data_args(config)), config.compare.data_field: dataset}
-            data_class(**init_args)
+        for grid_value in grid:
+            for arm in (BASELINE, METHOD):
+                seed = config.compare.seeds[0]
+                data_class(**self._cell_data_args(config, grid_value, seed, arm))
 
-    def _run_cell(self, base: Namespace, dataset: str, seed: int, arm: str) -> float:
+    def _run_cell(self, base: Namespace, grid_value: Any, seed: int, arm: str) -> float:
         config = copy.deepcopy(base)
-        self._data_args(config)[config.compare.data_field] = dataset
+        data_args = self._data_args(config)
+        for key, value in self._cell_data_args(base, grid_value, seed, arm).items():
+            data_args[key] = value
         config.seed_everything = seed
         if arm == METHOD:
             existing = config.trainer.callbacks or []
@@ -204,11 +253,16 @@ class ComparisonCLI(LightningCLI):
         if isinstance(logger, Namespace) and str(logger.get("class_path", "")).endswith(
             "WandbLogger"
         ):
-            logger.init_args.name = f"{dataset}-{self._arm_names[arm]}-seed{seed}"
+            label = f"{config.compare.grid_field}={grid_value}"
+            logger.init_args.name = f"{label}-{self._arm_names[arm]}-seed{seed}"
             logger.init_args.group = config.compare.name
         self.config = config
         seed_everything(seed, workers=True)
-        self.instantiate_classes()
+        self._instantiate_now = True
+        try:
+            self.instantiate_classes()
+        finally:
+            self._instantiate_now = False
         try:
             self.trainer.fit(self.model, datamodule=self.datamodule)
             checkpoint = self.trainer.checkpoint_callback
@@ -225,7 +279,7 @@ class ComparisonCLI(LightningCLI):
 
     def _report(self) -> None:
         compare = self.config.compare
-        columns, rows = summarize(self.results, self._arm_names)
+        columns, rows = summarize(self.results, self._arm_names, compare.grid_field)
         table = markdown_table(columns, rows)
         print(f"\n{compare.name}: {compare.metric} on the test split (mean ± std over seeds)\n")
         print(table, flush=True)
