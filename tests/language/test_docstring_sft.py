@@ -83,6 +83,7 @@ def test_recipe_compares_fisher_and_random_subsets(base_model, tmp_path, monkeyp
             "--trainer.enable_progress_bar=false",
             "--data.progress=false",
             f"--compare.output_dir={tmp_path}",
+            f"--trainer.default_root_dir={tmp_path}",
             "--model.lora={r: 2, lora_alpha: 4, target_modules: [c_attn]}",
         ]
     )
