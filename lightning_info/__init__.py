@@ -1,5 +1,11 @@
 """lightning-info: information-theoretic training methods as PyTorch Lightning plugins."""
 
+from lightning_info.bottleneck import (
+    GaussianBottleneck,
+    ImprovedRobustnessRatio,
+    InformationBottleneckMixin,
+    RobustnessRatio,
+)
 from lightning_info.core import (
     ConstantSchedule,
     CosineSchedule,
@@ -30,9 +36,13 @@ __all__ = [
     "FisherPenaltyMixin",
     "FisherSubsetDataModule",
     "FisherSubsetSampler",
+    "GaussianBottleneck",
+    "ImprovedRobustnessRatio",
     "InceptionTime",
     "InceptionTimeClassifier",
+    "InformationBottleneckMixin",
     "LinearSchedule",
+    "RobustnessRatio",
     "Schedule",
     "UCRUEADataModule",
 ]

@@ -22,6 +22,7 @@ from lightning_info import (
     UCRUEADataModule,
 )
 from tests import tiny_lm
+from tests.bottleneck.tiny_ib import TinyIBClassifier
 from tests.tiny import TinyClassifier, TinyDataModule
 
 
@@ -78,4 +79,5 @@ PLUGINS = [
         make_model=tiny_lm.finetuner,
         make_data=tiny_lm.subset_data,
     ),
+    PluginCase(id="InformationBottleneckMixin", make_model=TinyIBClassifier),
 ]
