@@ -5,6 +5,7 @@ from lightning_info.bottleneck import (
     ImprovedRobustnessRatio,
     InformationBottleneckMixin,
     RobustnessRatio,
+    ROMEDistillation,
 )
 from lightning_info.core import (
     ConstantSchedule,
@@ -42,6 +43,7 @@ __all__ = [
     "InceptionTimeClassifier",
     "InformationBottleneckMixin",
     "LinearSchedule",
+    "ROMEDistillation",
     "RobustnessRatio",
     "Schedule",
     "UCRUEADataModule",

@@ -1,4 +1,4 @@
-"""Information bottleneck: variational MI bounds, the IB mixin, attacks and robustness metrics."""
+"""Information bottleneck: MI bounds, the IB mixin, attacks, robustness metrics, ROME."""
 
 from lightning_info.bottleneck.attacks import fgsm, next_class_targets, pgd
 from lightning_info.bottleneck.bounds import (
@@ -21,12 +21,20 @@ from lightning_info.bottleneck.robustness import (
     improved_robustness_ratio,
     robustness_ratio,
 )
+from lightning_info.bottleneck.rome import (
+    ROMEDistillation,
+    SmallConvNet,
+    evaluate_distilled,
+    rome_alignment,
+)
 
 __all__ = [
     "GaussianBottleneck",
     "ImprovedRobustnessRatio",
     "InformationBottleneckMixin",
+    "ROMEDistillation",
     "RobustnessRatio",
+    "SmallConvNet",
     "attack_efficiency",
     "attack_success_rates",
     "crei",
@@ -41,6 +49,8 @@ __all__ = [
     "mmd2",
     "next_class_targets",
     "nt_xent",
+    "evaluate_distilled",
     "pgd",
     "robustness_ratio",
+    "rome_alignment",
 ]
