@@ -82,6 +82,13 @@ def attack_efficiency(clean_time: float | Tensor, attack_times: Values) -> Tenso
     return torch.where(span > 0, 100 * (times.mean() - clean) / safe_span, torch.zeros_like(span))
 
 
+def _efficiency_index(
+    ratio: Tensor, clean_time: float | Tensor, attack_times: Values, alpha: float
+) -> Tensor:
+    weight = _weight(alpha)
+    return weight * ratio + (1 - weight) * attack_efficiency(clean_time, attack_times)
+
+
 def crei(
     clean_acc: float | Tensor,
     attack_accs: Values,
@@ -91,9 +98,8 @@ def crei(
     alpha: float = 0.5,
 ) -> Tensor:
     """Comprehensive robustness-efficiency index ``CREI = alpha * RR + (1 - alpha) * AE``."""
-    weight = _weight(alpha)
-    rr = robustness_ratio(clean_acc, attack_accs)
-    return weight * rr + (1 - weight) * attack_efficiency(clean_time, attack_times)
+    ratio = robustness_ratio(clean_acc, attack_accs)
+    return _efficiency_index(ratio, clean_time, attack_times, alpha)
 
 
 def improved_crei(
@@ -105,9 +111,8 @@ def improved_crei(
     alpha: float = 0.5,
 ) -> Tensor:
     """``I-CREI = alpha * I-RR + (1 - alpha) * AE``, CREI with I-RR in place of RR."""
-    weight = _weight(alpha)
-    irr = improved_robustness_ratio(clean_acc, attack_accs)
-    return weight * irr + (1 - weight) * attack_efficiency(clean_time, attack_times)
+    ratio = improved_robustness_ratio(clean_acc, attack_accs)
+    return _efficiency_index(ratio, clean_time, attack_times, alpha)
 
 
 class _AttackAccuracies(Metric):

@@ -60,3 +60,27 @@ class TokenBlocks:
 
     def to_list(self) -> list[Tensor]:
         return [self.block(i) for i in range(len(self))]
+
+
+POOLINGS = ("mean", "sum")
+
+
+def pooled_features(blocks: TokenBlocks, pooling: str = "mean") -> Tensor:
+    """One vector per example: ``x_i = sum_t X_i[t]`` (``"sum"``) or that over ``m_i`` (``"mean"``).
+
+    Returns an ``(N, d)`` tensor of the dtype and device of ``blocks.values``; ``"mean"`` raises
+    ``ValueError`` when a block has no rows.
+    """
+    if pooling not in POOLINGS:
+        raise ValueError(f"`pooling` must be one of {POOLINGS}, got {pooling!r}.")
+    lengths = blocks.lengths.to(blocks.values.device)
+    owner = torch.repeat_interleave(torch.arange(len(blocks), device=lengths.device), lengths)
+    sums = blocks.values.new_zeros(len(blocks), blocks.dim).index_add_(0, owner, blocks.values)
+    if pooling == "sum":
+        return sums
+    if (lengths == 0).any():
+        empty = torch.nonzero(lengths == 0).flatten().tolist()
+        raise ValueError(
+            f"Mean pooling needs at least one row per block; blocks {empty} are empty."
+        )
+    return sums / lengths.unsqueeze(1).to(sums.dtype)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from lightning_info.core.blocks import TokenBlocks
+from lightning_info.core.blocks import TokenBlocks, pooled_features
 from lightning_info.core.validation import require_finite_tensor, require_int, require_positive
 
 POOLINGS = ("none", "mean", "sum")
@@ -95,17 +95,13 @@ def prepare_blocks(
     if (lengths == 0).any():
         empty = torch.nonzero(lengths == 0).flatten()[:5].tolist()
         raise ValueError(f"Examples {empty} have no token rows; drop them or give them tokens.")
+    if pooling != "none":
+        return list(pooled_features(TokenBlocks(values, blocks.offsets), pooling).unsqueeze(1))
     dim = values.shape[1]
-    factors = []
-    for block in torch.split(values, lengths.tolist()):
-        if pooling == "mean":
-            block = block.mean(dim=0, keepdim=True)
-        elif pooling == "sum":
-            block = block.sum(dim=0, keepdim=True)
-        elif block.shape[0] > dim:
-            block = torch.linalg.qr(block, mode="r").R
-        factors.append(block)
-    return factors
+    return [
+        torch.linalg.qr(block, mode="r").R if block.shape[0] > dim else block
+        for block in torch.split(values, lengths.tolist())
+    ]
 
 
 def _padded(factors: list[Tensor]) -> Tensor:

@@ -10,7 +10,7 @@ from typing import Any
 
 from torch.utils.data import Sampler
 
-from lightning_info.core.blocks import TokenBlocks
+from lightning_info.core.blocks import TokenBlocks, pooled_features
 from lightning_info.core.sampling import EpochShuffleSampler
 from lightning_info.core.validation import require_int
 from lightning_info.fisher.selection import (
@@ -54,8 +54,7 @@ def select_subset(
     else:
         if features is None:
             raise ValueError("strategy='k_center' needs the pool's features.")
-        pooled = TokenBlocks.from_list([b.mean(0, keepdim=True) for b in features.to_list()])
-        indices = k_center_select(pooled.values, budget, seed)
+        indices = k_center_select(pooled_features(features, "mean"), budget, seed)
         size = len(features)
     objective = (
         log_det_objective(features, indices, lam, pooling=pooling)

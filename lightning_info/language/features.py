@@ -6,7 +6,7 @@ response, the pre-logit embeddings ``h_t`` with ``logits_t = W h_t``. A prompt/r
 tokenised as the prompt followed by the response and an eos token
 (:func:`tokenize_prompt_response`); :func:`response_features` runs the model over a data set
 and returns the blocks as :class:`~lightning_info.core.blocks.TokenBlocks`, and
-:func:`pooled_features` reduces each block to one vector.
+:func:`~lightning_info.core.blocks.pooled_features` (re-exported) reduces each block to one vector.
 """
 
 from __future__ import annotations
@@ -18,12 +18,10 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from lightning_info.core.blocks import TokenBlocks
+from lightning_info.core.blocks import TokenBlocks, pooled_features
 from lightning_info.core.validation import require_int
 
 __all__ = ["pooled_features", "response_features", "tokenize_prompt_response"]
-
-_POOLINGS = ("mean", "sum")
 
 
 def tokenize_prompt_response(
@@ -137,27 +135,6 @@ def response_features(
         bar.close()
         model.train(was_training)
     return TokenBlocks.from_list(blocks)
-
-
-def pooled_features(blocks: TokenBlocks, pooling: str = "mean") -> Tensor:
-    """One vector per example: ``x_i = sum_t X_i[t]`` (``"sum"``) or that over ``m_i`` (``"mean"``).
-
-    Returns an ``(N, d)`` tensor of the dtype and device of ``blocks.values``; ``"mean"`` raises
-    ``ValueError`` when a block has no rows.
-    """
-    if pooling not in _POOLINGS:
-        raise ValueError(f"`pooling` must be one of {_POOLINGS}, got {pooling!r}.")
-    lengths = blocks.lengths.to(blocks.values.device)
-    owner = torch.repeat_interleave(torch.arange(len(blocks), device=lengths.device), lengths)
-    sums = blocks.values.new_zeros(len(blocks), blocks.dim).index_add_(0, owner, blocks.values)
-    if pooling == "sum":
-        return sums
-    if (lengths == 0).any():
-        empty = torch.nonzero(lengths == 0).flatten().tolist()
-        raise ValueError(
-            f"Mean pooling needs at least one row per block; blocks {empty} are empty."
-        )
-    return sums / lengths.unsqueeze(1).to(sums.dtype)
 
 
 def _unwrap(model: Any) -> Any:

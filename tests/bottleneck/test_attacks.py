@@ -8,26 +8,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from lightning_info.bottleneck.attacks import fgsm, next_class_targets, pgd
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+from tests.bottleneck.conftest import shuffled_digits
 
 
 @pytest.fixture(scope="module")
 def digits():
     """A small MLP trained on sklearn's bundled 8x8 digits (pixels scaled to [0, 1]), test split."""
-    from sklearn.datasets import load_digits
-
-    features, labels = load_digits(return_X_y=True)
-    x = torch.tensor(features / 16.0, dtype=torch.float32)
-    y = torch.tensor(labels)
-    order = torch.randperm(len(y), generator=torch.Generator().manual_seed(0))
-    train, test = order[:1400], order[1400:]
+    x, y = shuffled_digits()
+    train, test = slice(0, 1400), slice(1400, None)
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)

@@ -19,14 +19,6 @@ from lightning_info.bottleneck.bounds import (
 )
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def correlated_gaussians(n: int, d: int, rho: float, seed: int) -> tuple[torch.Tensor, ...]:
     """``n`` pairs with ``(x_k, y_k)`` standard bivariate normal of correlation ``rho``."""
     generator = torch.Generator().manual_seed(seed)

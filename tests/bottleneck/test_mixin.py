@@ -16,14 +16,6 @@ from tests.bottleneck.tiny_ib import TinyEncoderClassifier, TinyIBClassifier
 from tests.tiny import QUIET, TinyDataModule
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 class Recorder(Callback):
     """Before each step: the loss recomputed by a fresh copy of the module (same weights and noise
     counter, loaded from the ``state_dict``); after it: what the mixin returned and logged."""

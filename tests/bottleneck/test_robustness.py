@@ -25,14 +25,6 @@ ATTACKS = [0.4468, 0.4559, 0.5081, 0.4471]
 NAMES = ("fgsm", "pgd", "pgd_l2", "cw")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def test_reported_benchmark_values_are_reproduced():
     assert round(float(robustness_ratio(CLEAN, ATTACKS)), 2) == 6.99
     assert round(float(improved_robustness_ratio(CLEAN, ATTACKS)), 2) == 87.86

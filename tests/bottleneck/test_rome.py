@@ -15,27 +15,15 @@ from lightning_info.bottleneck.rome import (
     evaluate_distilled,
     rome_alignment,
 )
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+from tests.bottleneck.conftest import shuffled_digits
 
 
 @pytest.fixture(scope="module")
 def digits():
     """sklearn's 8x8 digits of classes 0-4, pixels scaled to [0, 1], as (N, 1, 8, 8)."""
-    from sklearn.datasets import load_digits
-
-    features, labels = load_digits(return_X_y=True)
-    keep = labels < 5
-    x = torch.tensor(features[keep] / 16.0, dtype=torch.float32).view(-1, 1, 8, 8)
-    y = torch.tensor(labels[keep])
-    order = torch.randperm(len(y), generator=torch.Generator().manual_seed(0))
-    return x[order[:600]], y[order[:600]], x[order[600:]], y[order[600:]]
+    x, y = shuffled_digits(max_class=4)
+    x = x.view(-1, 1, 8, 8)
+    return x[:600], y[:600], x[600:], y[600:]
 
 
 def _trainer(steps: int, **kwargs) -> pl.Trainer:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import torch
-from lightning.pytorch import LightningModule
 from torch import nn
 
 from lightning_info.bottleneck.mixin import InformationBottleneckMixin
+from tests.tiny import TinyClassifier
 
 
-class TinyEncoderClassifier(LightningModule):
-    """``head(encoder(x))`` on ``(x, y)`` batches; the head takes ``latent_dim`` features."""
+class TinyEncoderClassifier(TinyClassifier):
+    """``head(encoder(x))``: the tiny classifier split so the head takes ``latent_dim`` features."""
 
     def __init__(
         self,
@@ -20,26 +19,11 @@ class TinyEncoderClassifier(LightningModule):
         num_classes: int = 3,
         lr: float = 0.1,
     ) -> None:
-        super().__init__()
+        super().__init__(in_features, hidden, num_classes, lr)
         self.save_hyperparameters()
         self.encoder = nn.Sequential(nn.Linear(in_features, hidden), nn.Tanh())
         self.head = nn.Linear(latent_dim, num_classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.encoder(x))
-
-    def training_step(self, batch, batch_idx):
-        x, y = batch
-        loss = nn.functional.cross_entropy(self(x), y)
-        self.log("train/loss", loss)
-        return loss
-
-    def validation_step(self, batch, batch_idx):
-        x, y = batch
-        self.log("val/loss", nn.functional.cross_entropy(self(x), y))
-
-    def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=self.hparams.lr, momentum=0.9)
+        self.net = nn.Sequential(self.encoder, self.head)
 
 
 class TinyIBClassifier(InformationBottleneckMixin, TinyEncoderClassifier):

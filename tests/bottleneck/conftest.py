@@ -1,0 +1,26 @@
+"""Shared set-up of the bottleneck tests: one torch thread, sklearn's digits in [0, 1]."""
+
+import pytest
+import torch
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Small-tensor loops run far faster on one thread than on two shared cores."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def shuffled_digits(max_class: int = 9) -> tuple[torch.Tensor, torch.Tensor]:
+    """sklearn's bundled 8x8 digits of classes ``0..max_class``, flat, pixels scaled to [0, 1],
+    in a fixed shuffled order (seed 0)."""
+    from sklearn.datasets import load_digits
+
+    features, labels = load_digits(return_X_y=True)
+    keep = labels <= max_class
+    x = torch.tensor(features[keep] / 16.0, dtype=torch.float32)
+    y = torch.tensor(labels[keep])
+    order = torch.randperm(len(y), generator=torch.Generator().manual_seed(0))
+    return x[order], y[order]
