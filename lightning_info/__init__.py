@@ -14,7 +14,7 @@ from lightning_info.core import (
     LinearSchedule,
     Schedule,
 )
-from lightning_info.data import UCRUEADataModule
+from lightning_info.data import DigitsDataModule, UCRUEADataModule
 from lightning_info.fisher import (
     FisherConstraint,
     FisherPenalty,
@@ -31,6 +31,7 @@ __all__ = [
     "CausalLMFineTuner",
     "ConstantSchedule",
     "CosineSchedule",
+    "DigitsDataModule",
     "ExponentialSchedule",
     "FisherConstraint",
     "FisherPenalty",

@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from lightning.pytorch import Callback, LightningDataModule, LightningModule
 
 from lightning_info import (
+    DigitsDataModule,
     FisherConstraint,
     FisherPenalty,
     FisherPenaltyMixin,
     InceptionTimeClassifier,
     LinearSchedule,
+    ROMEDistillation,
     UCRUEADataModule,
 )
 from tests import tiny_lm
@@ -54,6 +56,30 @@ def basic_motions(batch_size: int) -> UCRUEADataModule:
     return UCRUEADataModule("BasicMotions", batch_size=batch_size, val_fraction=0.0)
 
 
+def tiny_digits(batch_size: int) -> DigitsDataModule:
+    return DigitsDataModule(classes=3, batch_size=batch_size)
+
+
+def tiny_rome() -> ROMEDistillation:
+    """Robust distillation with a growing pool trained every step, at toy sizes."""
+    data = tiny_digits(8)
+    return ROMEDistillation(
+        data.train_images,
+        data.train_labels,
+        images_per_class=2,
+        real_batch=8,
+        attack_steps=1,
+        eps=0.1,
+        num_nets=2,
+        max_nets=3,
+        add_net_every=2,
+        net_refresh_every=1,
+        net_train_steps=1,
+        width=4,
+        eval_epochs=2,
+    )
+
+
 PLUGINS = [
     PluginCase(
         id="FisherConstraint",
@@ -80,4 +106,10 @@ PLUGINS = [
         make_data=tiny_lm.subset_data,
     ),
     PluginCase(id="InformationBottleneckMixin", make_model=TinyIBClassifier),
+    PluginCase(
+        id="ROMEDistillation-DigitsDataModule",
+        make_model=tiny_rome,
+        make_data=tiny_digits,
+        trainer_kwargs={"limit_train_batches": 3},
+    ),
 ]

@@ -110,3 +110,73 @@ def test_recipe_config_attaches_the_papers_default_bound():
     assert callback["class_path"] == f"lightning_info.{FisherConstraint.__name__}"
     assert callback["init_args"]["max_fisher"] == 2.0
     assert len(config["compare"]["grid"]) >= 3
+
+
+ROME_SMALL = [
+    "--compare.seeds=[0]",
+    "--trainer.max_steps=2",
+    "--trainer.log_every_n_steps=1",
+    "--trainer.enable_progress_bar=false",
+    "--model.real_batch=8",
+    "--model.attack_steps=1",
+    "--model.net_train_steps=1",
+    "--model.width=4",
+    "--model.eval_epochs=2",
+    "--data.classes=3",
+]
+
+
+def test_rome_recipe_compares_three_arms_on_five_metrics(tmp_path, capsys):
+    out = tmp_path / "results"
+    results = _recipe("rome").main(
+        ROME_SMALL
+        + [
+            f"--compare.output_dir={out}",
+            "--trainer.logger=CSVLogger",
+            f"--trainer.logger.save_dir={tmp_path}",
+            "--trainer.logger.name=csv",
+        ]
+    )
+    arms = ["random real", "DM", "ROME"]
+    metrics = ["test/clean", "test/fgsm", "test/pgd", "test/pgd_l2", "test/i_rr"]
+    assert [(r.arm, r.metric) for r in results] == [(a, m) for a in arms for m in metrics]
+    for r in results:
+        if r.metric != "test/i_rr":
+            assert 0.0 <= r.value <= 1.0
+    table = (out / "rome.md").read_text()
+    assert all(arm in table for arm in arms) and "test/pgd_l2" in table
+    assert table in capsys.readouterr().out
+    # the random-real arm takes no distillation step; DM and ROME take two
+    versions = sorted((tmp_path / "csv").iterdir())
+    trained = ["rome/l_rob" in _metric_columns(v) for v in versions]
+    assert trained == [False, True, True]
+
+
+def test_rome_logs_the_distilled_grid_to_wandb(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    _recipe("rome").main(
+        ROME_SMALL
+        + [
+            "--compare.arms={DM: {model: {robust: false, alpha: 1.0}}, ROME: {}}",
+            f"--compare.output_dir={tmp_path}",
+            f"--trainer.logger.init_args.save_dir={tmp_path}",
+        ]
+    )
+    runs = sorted((tmp_path / "wandb").glob("offline-run-*"))
+    grids = [list(run.glob("files/media/images/rome/distilled*.png")) for run in runs]
+    assert sum(len(g) == 1 for g in grids) == 2, grids  # one per arm, none in the summary run
+
+
+@pytest.mark.parametrize(
+    "arms, match",
+    [
+        ("{only: {}}", "at least two arms"),
+        ("{a: {model: {lr: 0.1}}, b: {optimizer: {}}}", "unknown sections"),
+        ("{a: {model: {lr: 0.1}}, b: {model: {lr: 0.1}}}", "same overrides"),
+    ],
+)
+def test_bad_arms_fail_before_training(arms, match, tmp_path):
+    with pytest.raises(ValueError, match=match):
+        _recipe("rome").main(
+            ROME_SMALL + [f"--compare.arms={arms}", f"--compare.output_dir={tmp_path}"]
+        )

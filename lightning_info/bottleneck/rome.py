@@ -24,14 +24,20 @@ from contextlib import contextmanager
 from typing import Any
 
 import lightning.pytorch as pl
+import numpy as np
 import torch
 import torch.nn.functional as F
+from lightning.pytorch.loggers import WandbLogger
 from torch import Tensor, nn
 from torch.utils.data import DataLoader
 
 from lightning_info.bottleneck.attacks import fgsm, next_class_targets, pgd
 from lightning_info.bottleneck.bounds import mean_embedding_distance
-from lightning_info.bottleneck.robustness import improved_robustness_ratio, robustness_ratio
+from lightning_info.bottleneck.robustness import (
+    ImprovedRobustnessRatio,
+    improved_robustness_ratio,
+    robustness_ratio,
+)
 from lightning_info.core.validation import (
     require_fraction,
     require_in_range,
@@ -101,19 +107,32 @@ class ROMEDistillation(pl.LightningModule):
     """Distil a labelled image set into ``images_per_class`` robust synthetic images per class.
 
     The module samples its own per-class real batches from ``real_images`` and ``real_labels``
-    (kept as non-persistent buffers, so they move with the module but stay out of checkpoints);
-    the train dataloader it provides only counts steps (``steps_per_epoch`` integers per epoch),
-    so ``trainer.fit(module)`` with ``max_steps`` or ``max_epochs`` needs no data of its own.
+    (kept as non-persistent buffers, so they move with the module but stay out of checkpoints).
+    Batches fed by a data module (e.g. :class:`~lightning_info.data.DigitsDataModule`) only
+    count steps; without one, :meth:`train_dataloader` yields ``steps_per_epoch`` step indices,
+    so ``trainer.fit(module)`` needs no data of its own.
 
-    Optimisation is manual. The synthetic images are the only parameters of the optimizer from
-    :meth:`configure_optimizers` (SGD, ``lr``, ``momentum``). Each training step picks one
-    network from the pool, adds up the loss of the module docstring over all classes and takes
-    one step; as each class owns its own slice of images, this equals one step per class. The
-    networks live in ``self.nets`` (an ``nn.ModuleList``, so checkpoints hold them); every
-    ``net_refresh_every`` steps ``train_nets_per_refresh`` of them take ``net_train_steps`` plain
-    SGD steps (``net_lr``, no momentum, hence no optimizer state to save) on real batches of all
-    classes, attacked with untargeted PGD when ``robust`` (clean otherwise). Every
-    ``add_net_every`` steps a new network joins the pool; past ``max_nets`` the oldest leaves.
+    Optimisation is manual. The synthetic images are the only trainable parameters (the pool's
+    weights have ``requires_grad=False`` outside their own training, so DDP synchronises the
+    images alone). Each training step picks one network from the pool, adds up the loss of the
+    module docstring over all classes and takes one SGD step (``lr``, ``momentum``); as each
+    class owns its own slice of images, this equals one step per class. The networks live in
+    ``self.nets`` (an ``nn.ModuleList``, so checkpoints hold them); every ``net_refresh_every``
+    steps ``train_nets_per_refresh`` of them take ``net_train_steps`` plain SGD steps
+    (``net_lr``, no momentum, hence no optimizer state to save) on real batches of all classes,
+    attacked with untargeted PGD when ``robust`` (clean otherwise). Every ``add_net_every``
+    steps a new network joins the pool; past ``max_nets`` the oldest leaves.
+
+    Randomness is a pure function of ``(seed, step)``: the pool (which network, its training
+    batches) draws from a stream shared by all processes, the real batches of the distillation
+    term from a stream that also depends on the global rank. Under DDP every rank thus aligns
+    its own real batches, the image gradients are averaged, and the pool stays identical (rank
+    0's trained weights are broadcast as well); a resumed run continues exactly.
+
+    Testing (``trainer.test``) trains a fresh :class:`SmallConvNet` on the distilled set
+    (``eval_epochs``, ``eval_lr``, seeded by ``seed``) and logs its accuracy on the test batches,
+    clean and under each of ``eval_attacks``, with RR and I-RR (see :func:`evaluate_distilled`)
+    as ``test/clean``, ``test/<attack>``, ``test/rr`` and ``test/i_rr``.
 
     Args:
         real_images: ``(N, C, H, W)`` real images with pixels in ``[0, 1]``.
@@ -124,7 +143,7 @@ class ROMEDistillation(pl.LightningModule):
         w_ce: weight of the performance term.
         robust: attack the real batch (ROME) or match clean features (distribution matching).
         eps, attack_steps, attack_step_size: targeted L-inf PGD in pixel units; a step size of
-            ``None`` means ``2.5 * eps / attack_steps``.
+            ``None`` means ``2.5 * eps / attack_steps``. ``eps`` is also the L-inf test radius.
         real_batch: real images per class and step (and per network-training step).
         lr, momentum: SGD on the synthetic images.
         num_nets, max_nets, add_net_every: initial and largest pool size, growth period
@@ -135,7 +154,8 @@ class ROMEDistillation(pl.LightningModule):
         net_factory: ``net_factory(in_channels, num_classes, image_size)`` builds a pool network
             exposing ``features`` and ``forward``; ``None`` builds a :class:`SmallConvNet`. It is
             not saved in the hyperparameters: pass it again when loading a checkpoint.
-        steps_per_epoch: length of the step-counting dataloader.
+        steps_per_epoch: length of the module's own step-counting dataloader.
+        eval_epochs, eval_lr, eval_attacks, eval_eps_l2: the test-time evaluation.
         seed: seeds the initial images, the network initialisations and all sampling.
     """
 
@@ -165,6 +185,10 @@ class ROMEDistillation(pl.LightningModule):
         width: int = 32,
         net_factory: NetFactory | None = None,
         steps_per_epoch: int = 100,
+        eval_epochs: int = 300,
+        eval_lr: float = 0.01,
+        eval_attacks: Sequence[str] = _ATTACKS,
+        eval_eps_l2: float = 0.5,
         seed: int = 0,
     ) -> None:
         super().__init__()
@@ -206,6 +230,10 @@ class ROMEDistillation(pl.LightningModule):
         self.net_lr = require_positive(net_lr, "net_lr")
         self.width = require_int(width, "width", 1)
         self.steps_per_epoch = require_int(steps_per_epoch, "steps_per_epoch", 1)
+        self.eval_epochs = require_int(eval_epochs, "eval_epochs", 1)
+        self.eval_lr = require_positive(eval_lr, "eval_lr")
+        self.eval_attacks = _check_attacks(eval_attacks)
+        self.eval_eps_l2 = require_non_negative(eval_eps_l2, "eval_eps_l2")
         self.seed = require_int(seed, "seed", 0)
         self._net_factory = net_factory
         self._shape = tuple(images.shape[1:])
@@ -219,22 +247,32 @@ class ROMEDistillation(pl.LightningModule):
         self.register_buffer("_class_count", counts, persistent=False)
         self.register_buffer("iteration", torch.zeros((), dtype=torch.long))
         self.register_buffer("nets_built", torch.tensor(num_nets, dtype=torch.long))
-        self._rng = torch.Generator().manual_seed(self.seed)
 
-        init = torch.cat([self._sample_class(c, self.ipc, images) for c in range(k)])
+        init_rng = self._generator(_INIT_STREAM)
+        init = torch.cat([self._sample_class(c, self.ipc, init_rng, images) for c in range(k)])
         self.images = nn.Parameter(init.clone())
         self.register_buffer("labels", torch.arange(k).repeat_interleave(self.ipc))
         self.nets = nn.ModuleList(self._build_net(i) for i in range(num_nets))
+        self.test_scores = ImprovedRobustnessRatio(self.eval_attacks)
+        self._evaluation: dict[str, nn.Module] = {}
 
     # ---------------------------------------------------------------- data and networks
 
-    def _sample_class(self, c: int, n: int, images: Tensor | None = None) -> Tensor:
-        """Up to ``n`` distinct real images of class ``c``, drawn with the module's generator."""
+    def _generator(self, stream: int, rank: int = 0, device: torch.device | None = None):
+        """A generator seeded by ``(seed, stream, step, rank)``: no RNG state to checkpoint."""
+        entropy = [self.seed, stream, int(self.iteration), rank]
+        seed = int(np.random.SeedSequence(entropy).generate_state(1, dtype=np.uint64)[0] >> 1)
+        return torch.Generator(device=device or "cpu").manual_seed(seed)
+
+    def _sample_class(
+        self, c: int, n: int, generator: torch.Generator, images: Tensor | None = None
+    ) -> Tensor:
+        """Up to ``n`` distinct real images of class ``c`` (with repeats beyond the class size)."""
         images = self.real_images if images is None else images
         count, start = int(self._class_count[c]), int(self._class_start[c])
-        pick = torch.randperm(count, generator=self._rng)[:n]
+        pick = torch.randperm(count, generator=generator)[:n]
         if n > count:
-            extra = torch.randint(count, (n - count,), generator=self._rng)
+            extra = torch.randint(count, (n - count,), generator=generator)
             pick = torch.cat([pick, extra])
         return images[self._class_order[start + pick.to(self._class_order.device)]]
 
@@ -246,11 +284,7 @@ class ROMEDistillation(pl.LightningModule):
                 net = SmallConvNet(channels, self.num_classes, size, self.width)
             else:
                 net = self._net_factory(channels, self.num_classes, size)
-        return net
-
-    def _attack_generator(self, x: Tensor) -> torch.Generator | None:
-        # torch generators are bound to one device; off CPU the random start uses the global RNG.
-        return self._rng if x.device.type == "cpu" else None
+        return net.requires_grad_(False)
 
     def distilled_dataset(self) -> tuple[Tensor, Tensor]:
         """The synthetic images ``(K * ipc, C, H, W)`` and their labels, detached copies."""
@@ -265,13 +299,16 @@ class ROMEDistillation(pl.LightningModule):
 
     # ---------------------------------------------------------------- training
 
-    def class_loss(self, net: nn.Module, c: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    def class_loss(
+        self, net: nn.Module, c: int, generator: torch.Generator | None = None
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """``(alpha * L_rob + L_perf, L_rob, L_perf, acc_net)`` of class ``c`` under ``net``.
 
         ``acc_net`` is the clean accuracy of ``net`` on the real batch, a fraction in ``[0, 1]``;
         the real features are detached, so only the synthetic images receive gradients.
         """
-        x_real = self._sample_class(c, self.real_batch)
+        generator = generator or self._generator(_REAL_STREAM, self.global_rank)
+        x_real = self._sample_class(c, self.real_batch, generator)
         y_real = torch.full((x_real.shape[0],), c, dtype=torch.long, device=x_real.device)
         with torch.no_grad():
             acc_net = (net(x_real).argmax(1) == y_real).float().mean()
@@ -284,7 +321,7 @@ class ROMEDistillation(pl.LightningModule):
                 steps=self.attack_steps,
                 step_size=self.attack_step_size,
                 targeted=True,
-                generator=self._attack_generator(x_real),
+                generator=self._device_generator(generator, x_real),
             )
         with torch.no_grad():
             target = net.features(x_real)
@@ -294,29 +331,37 @@ class ROMEDistillation(pl.LightningModule):
         l_perf = self.w_ce * (1 - self.alpha) * acc_net * F.cross_entropy(net(x_syn), y_syn)
         return self.alpha * l_rob + l_perf, l_rob, l_perf, acc_net
 
+    @staticmethod
+    def _device_generator(generator: torch.Generator, x: Tensor) -> torch.Generator:
+        """``generator`` if it lives on ``x``'s device, else one on that device seeded from it."""
+        if x.device.type == generator.device.type:
+            return generator
+        seed = int(torch.randint(2**62, (1,), generator=generator))
+        return torch.Generator(device=x.device).manual_seed(seed)
+
     def training_step(self, batch: Any, batch_idx: int) -> None:
         optimizer = self.optimizers()
-        pick = int(torch.randint(len(self.nets), (1,), generator=self._rng))
-        net = self.nets[pick]
+        pool_rng = self._generator(_POOL_STREAM)
+        real_rng = self._generator(_REAL_STREAM, self.global_rank)
+        net = self.nets[int(torch.randint(len(self.nets), (1,), generator=pool_rng))]
         total = self.images.new_zeros(())
         l_rob, l_perf, acc = [], [], []
-        with _frozen(net):
-            for c in range(self.num_classes):
-                loss, rob, perf, accuracy = self.class_loss(net, c)
-                total = total + loss
-                l_rob.append(rob.detach())
-                l_perf.append(perf.detach())
-                acc.append(accuracy)
-            optimizer.zero_grad()
-            self.manual_backward(total)
-            optimizer.step()
+        for c in range(self.num_classes):
+            loss, rob, perf, accuracy = self.class_loss(net, c, real_rng)
+            total = total + loss
+            l_rob.append(rob.detach())
+            l_perf.append(perf.detach())
+            acc.append(accuracy)
+        optimizer.zero_grad()
+        self.manual_backward(total)
+        optimizer.step()
         with torch.no_grad():
             self.images.clamp_(0.0, 1.0)
 
-        self.iteration += 1
-        step = int(self.iteration)
+        step = int(self.iteration) + 1
         if self.net_refresh_every and step % self.net_refresh_every == 0:
-            self._train_nets()
+            self._train_nets(pool_rng)
+        self.iteration += 1
         if self.add_net_every and step % self.add_net_every == 0:
             self._add_net()
         self.log("rome/l_rob", torch.stack(l_rob).mean())
@@ -324,31 +369,35 @@ class ROMEDistillation(pl.LightningModule):
         self.log("rome/acc_net", torch.stack(acc).mean())
         self.log("rome/num_nets", float(len(self.nets)))
 
-    def _train_nets(self) -> None:
+    def _train_nets(self, generator: torch.Generator) -> None:
         count = min(self.train_nets_per_refresh, len(self.nets))
-        chosen = torch.randperm(len(self.nets), generator=self._rng)[:count].tolist()
+        chosen = torch.randperm(len(self.nets), generator=generator)[:count].tolist()
         n_real = self.real_images.shape[0]
         for index in chosen:
             net = self.nets[index]
-            optimizer = torch.optim.SGD(net.parameters(), lr=self.net_lr)
-            for _ in range(self.net_train_steps):
-                pick = torch.randperm(n_real, generator=self._rng)[: self.real_batch]
-                pick = pick.to(self.real_images.device)
-                x, y = self.real_images[pick], self.real_labels[pick]
-                if self.robust:
-                    x = pgd(
-                        net,
-                        x,
-                        y,
-                        self.eps,
-                        steps=self.attack_steps,
-                        step_size=self.attack_step_size,
-                        generator=self._attack_generator(x),
-                    )
-                optimizer.zero_grad()
-                F.cross_entropy(net(x), y).backward()
-                optimizer.step()
-            net.zero_grad(set_to_none=True)
+            with _trainable(net):
+                optimizer = torch.optim.SGD(net.parameters(), lr=self.net_lr)
+                for _ in range(self.net_train_steps):
+                    pick = torch.randperm(n_real, generator=generator)[: self.real_batch]
+                    pick = pick.to(self.real_images.device)
+                    x, y = self.real_images[pick], self.real_labels[pick]
+                    if self.robust:
+                        x = pgd(
+                            net,
+                            x,
+                            y,
+                            self.eps,
+                            steps=self.attack_steps,
+                            step_size=self.attack_step_size,
+                            generator=self._device_generator(generator, x),
+                        )
+                    optimizer.zero_grad()
+                    F.cross_entropy(net(x), y).backward()
+                    optimizer.step()
+            if self.trainer.world_size > 1:
+                # CPU training is bitwise identical on every rank; a GPU's atomics may not be.
+                state = self.trainer.strategy.broadcast(net.state_dict(), src=0)
+                net.load_state_dict(state)
 
     def _add_net(self) -> None:
         net = self._build_net(int(self.nets_built)).to(self.images.device)
@@ -357,10 +406,61 @@ class ROMEDistillation(pl.LightningModule):
         while len(self.nets) > self.max_nets:
             del self.nets[0]
 
-    # ---------------------------------------------------------------- checkpoints
+    def on_train_end(self) -> None:
+        """Log the distilled set as one image grid (a row per class) to W&B loggers."""
+        loggers = [lg for lg in self.loggers if isinstance(lg, WandbLogger)]
+        if loggers:
+            grid = image_grid(self.images.detach().cpu(), self.ipc).permute(1, 2, 0)
+            picture = grid.squeeze(-1) if grid.shape[-1] == 1 else grid
+            for logger in loggers:
+                logger.log_image(key="rome/distilled", images=[picture.numpy()])
 
-    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        checkpoint["rome_rng_state"] = self._rng.get_state()
+    # ---------------------------------------------------------------- evaluation
+
+    def on_test_epoch_start(self) -> None:
+        images, labels = self.distilled_dataset()
+        with torch.inference_mode(False), torch.enable_grad():
+            net = train_fresh_net(
+                images.clone(),
+                labels.clone(),
+                epochs=self.eval_epochs,
+                lr=self.eval_lr,
+                seed=self.seed,
+                width=self.width,
+                num_classes=self.num_classes,
+            )
+        self._evaluation["net"] = net
+        self.test_scores.reset()
+
+    def test_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> None:
+        net = self._evaluation["net"]
+        with torch.inference_mode(False), torch.enable_grad():
+            # batches made under inference mode cannot enter autograd; copies made here can
+            x, y = batch[0].clone(), batch[1].clone()
+            generator = self._generator(_TEST_STREAM + batch_idx, self.global_rank, x.device)
+            attacked = attacked_predictions(
+                net,
+                x,
+                y,
+                self.eval_attacks,
+                eps=self.eps,
+                eps_l2=self.eval_eps_l2,
+                steps=self.attack_steps,
+                generator=generator,
+            )
+            with torch.no_grad():
+                clean = net(x).argmax(1)
+        self.test_scores.update(clean, attacked, y)
+
+    def on_test_epoch_end(self) -> None:
+        clean, accs = self.test_scores.accuracies()
+        self.log("test/clean", clean.float())
+        for name, acc in zip(self.eval_attacks, accs):
+            self.log(f"test/{name}", acc.float())
+        self.log("test/rr", robustness_ratio(clean, accs).float())
+        self.log("test/i_rr", self.test_scores.compute().float())
+
+    # ---------------------------------------------------------------- checkpoints
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         state = checkpoint["state_dict"]
@@ -371,21 +471,42 @@ class ROMEDistillation(pl.LightningModule):
         self.nets = nn.ModuleList(
             self._build_net(built - pool + i).to(self.images.device) for i in range(pool)
         )
-        if "rome_rng_state" in checkpoint:
-            self._rng.set_state(checkpoint["rome_rng_state"])
+
+
+_INIT_STREAM, _POOL_STREAM, _REAL_STREAM, _TEST_STREAM = 0, 1, 2, 3
+
+
+def image_grid(images: Tensor, per_row: int, pad: int = 1) -> Tensor:
+    """Tile ``(N, C, H, W)`` images row-major, ``per_row`` per row, with ``pad`` white pixels."""
+    n, c, h, w = images.shape
+    rows = -(-n // per_row)
+    grid = images.new_ones(c, rows * (h + pad) + pad, per_row * (w + pad) + pad)
+    for i in range(n):
+        top, left = pad + (i // per_row) * (h + pad), pad + (i % per_row) * (w + pad)
+        grid[:, top : top + h, left : left + w] = images[i]
+    return grid
 
 
 @contextmanager
-def _frozen(net: nn.Module) -> Iterator[None]:
-    """Stop gradients into ``net``'s parameters while the synthetic images take their step."""
-    flags = [(p, p.requires_grad) for p in net.parameters()]
-    for p, _ in flags:
-        p.requires_grad_(False)
+def _trainable(net: nn.Module) -> Iterator[None]:
+    """Let ``net``'s parameters take gradients while it trains, then freeze them again."""
+    net.requires_grad_(True)
     try:
         yield
     finally:
-        for p, flag in flags:
-            p.requires_grad_(flag)
+        net.requires_grad_(False)
+        net.zero_grad(set_to_none=True)
+
+
+def _check_attacks(attacks: Sequence[str]) -> tuple[str, ...]:
+    attacks = tuple(attacks)
+    if (
+        not attacks
+        or any(name not in _ATTACKS for name in attacks)
+        or len(set(attacks)) < len(attacks)
+    ):
+        raise ValueError(f"attacks must be distinct names from {_ATTACKS}, got {attacks!r}.")
+    return attacks
 
 
 def _check_real(images: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
@@ -400,6 +521,71 @@ def _check_real(images: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
     if labels.min() < 0:
         raise ValueError("`real_labels` must be >= 0.")
     return images.detach().clone(), labels.detach().long().clone()
+
+
+def train_fresh_net(
+    images: Tensor,
+    labels: Tensor,
+    *,
+    epochs: int = 300,
+    lr: float = 0.01,
+    seed: int = 0,
+    batch_size: int = 256,
+    width: int = 32,
+    num_classes: int | None = None,
+) -> SmallConvNet:
+    """A :class:`SmallConvNet` trained from a seeded initialisation on ``(images, labels)``.
+
+    Seeded SGD (momentum 0.9, weight decay 5e-4) on cross-entropy, ``epochs`` passes in seeded
+    random order; returned in eval mode on the images' device.
+    """
+    epochs = require_int(epochs, "epochs", 1)
+    lr = require_positive(lr, "lr")
+    seed = require_int(seed, "seed", 0)
+    images, labels = _check_real(images, labels)
+    k = num_classes or int(labels.max()) + 1
+    generator = torch.Generator().manual_seed(seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        net = SmallConvNet(images.shape[1], k, images.shape[-1], width).to(images.device)
+    optimizer = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
+    net.train()
+    for _ in range(epochs):
+        order = torch.randperm(images.shape[0], generator=generator).to(images.device)
+        for start in range(0, images.shape[0], batch_size):
+            pick = order[start : start + batch_size]
+            optimizer.zero_grad()
+            F.cross_entropy(net(images[pick]), labels[pick]).backward()
+            optimizer.step()
+    return net.eval()
+
+
+def attacked_predictions(
+    net: nn.Module,
+    x: Tensor,
+    y: Tensor,
+    attacks: Sequence[str] = _ATTACKS,
+    *,
+    eps: float = 8 / 255,
+    eps_l2: float = 0.5,
+    steps: int = 10,
+    generator: torch.Generator | None = None,
+) -> dict[str, Tensor]:
+    """Predicted labels of ``net`` on ``x`` under each untargeted attack on the true labels ``y``.
+
+    ``"fgsm"`` and ``"pgd"`` use the L-inf radius ``eps``, ``"pgd_l2"`` the L2 radius ``eps_l2``;
+    PGD takes ``steps`` steps from a random start drawn with ``generator``. Pixel space ``[0, 1]``.
+    """
+    predictions = {}
+    for name in _check_attacks(attacks):
+        if name == "fgsm":
+            x_adv = fgsm(net, x, y, eps)
+        else:
+            radius, norm = (eps, "linf") if name == "pgd" else (eps_l2, "l2")
+            x_adv = pgd(net, x, y, radius, steps=steps, norm=norm, generator=generator)
+        with torch.no_grad():
+            predictions[name] = net(x_adv).argmax(1)
+    return predictions
 
 
 def evaluate_distilled(
@@ -421,10 +607,8 @@ def evaluate_distilled(
 ) -> dict[str, float]:
     """Train a fresh :class:`SmallConvNet` on a (distilled) set and test it clean and attacked.
 
-    Training is seeded SGD (momentum 0.9, weight decay 5e-4) on cross-entropy for ``epochs``
-    passes over ``(images, labels)``. Every attack is untargeted with the true labels, in pixel
-    space ``[0, 1]``: ``"fgsm"`` and ``"pgd"`` (L-inf, ``eps``, ``attack_steps`` steps) and
-    ``"pgd_l2"`` (L2, ``eps_l2``). With ``ACC`` the clean accuracy and ``ASR_i = ACC - acc_i``,
+    Training is :func:`train_fresh_net`; the attacks are :func:`attacked_predictions`. With
+    ``ACC`` the clean accuracy and ``ASR_i = ACC - acc_i``,
 
         RR   = 100 * (1 - mean(ASR) / max(ASR)),
         I-RR = 100 * (1 - mean(ASR) * max(ASR) / ACC^2)    (BEARD; Zhou et al., ICML 2025).
@@ -433,44 +617,37 @@ def evaluate_distilled(
         ``{"clean": ACC, <attack>: acc_i for each attack, "rr": RR, "i_rr": I-RR}``, accuracies
         as fractions in ``[0, 1]`` and the two ratios in percent.
     """
-    attacks = tuple(attacks)
-    if not attacks or any(name not in _ATTACKS for name in attacks):
-        raise ValueError(f"`attacks` must be a non-empty subset of {_ATTACKS}, got {attacks!r}.")
-    epochs = require_int(epochs, "epochs", 1)
-    lr = require_positive(lr, "lr")
-    seed = require_int(seed, "seed", 0)
-    images, labels = _check_real(images, labels)
+    attacks = _check_attacks(attacks)
     test_x, test_y = _check_real(test_x, test_y)
     k = num_classes or int(max(int(labels.max()), int(test_y.max()))) + 1
+    net = train_fresh_net(
+        images,
+        labels,
+        epochs=epochs,
+        lr=lr,
+        seed=seed,
+        batch_size=batch_size,
+        width=width,
+        num_classes=k,
+    )
     generator = torch.Generator().manual_seed(seed)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        net = SmallConvNet(images.shape[1], k, images.shape[-1], width)
-    optimizer = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
-    net.train()
-    for _ in range(epochs):
-        order = torch.randperm(images.shape[0], generator=generator)
-        for start in range(0, images.shape[0], batch_size):
-            pick = order[start : start + batch_size]
-            optimizer.zero_grad()
-            F.cross_entropy(net(images[pick]), labels[pick]).backward()
-            optimizer.step()
-    net.eval()
+    predictions = attacked_predictions(
+        net,
+        test_x,
+        test_y,
+        attacks,
+        eps=eps,
+        eps_l2=eps_l2,
+        steps=attack_steps,
+        generator=generator,
+    )
 
-    def accuracy(x: Tensor) -> float:
-        with torch.no_grad():
-            return float((net(x).argmax(1) == test_y).float().mean())
+    def accuracy(preds: Tensor) -> float:
+        return float((preds == test_y).float().mean())
 
-    result = {"clean": accuracy(test_x)}
-    for name in attacks:
-        if name == "fgsm":
-            x_adv = fgsm(net, test_x, test_y, eps)
-        else:
-            radius, norm = (eps, "linf") if name == "pgd" else (eps_l2, "l2")
-            x_adv = pgd(
-                net, test_x, test_y, radius, steps=attack_steps, norm=norm, generator=generator
-            )
-        result[name] = accuracy(x_adv)
+    with torch.no_grad():
+        result = {"clean": accuracy(net(test_x).argmax(1))}
+    result.update({name: accuracy(predictions[name]) for name in attacks})
     attacked = [result[name] for name in attacks]
     result["rr"] = float(robustness_ratio(result["clean"], attacked))
     result["i_rr"] = float(improved_robustness_ratio(result["clean"], attacked))

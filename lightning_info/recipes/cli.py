@@ -13,7 +13,13 @@ Everything a LightningCLI accepts works (``--config``, ``--trainer.*``, ``--mode
   module's ``compare.seed_field``, if set);
 - the arms: ``compare.method_callbacks`` are added to ``trainer.callbacks`` in the method arm
   only; ``compare.baseline_data`` / ``compare.method_data`` override data-module arguments;
-- ``compare.metric``: the test metric collected into the results table.
+- or any number of arms: ``compare.arms`` maps each arm's name to its overrides of ``model``,
+  ``data`` and ``trainer`` arguments (``{"ROME": {"model": {"robust": true}}, ...}``); the first
+  arm is the reference the others are compared with;
+- ``compare.metric`` (or several, ``compare.metrics``): the test metrics in the results table.
+
+``compare.grid_field`` names a data-module argument (``name``) or, with a prefix, a model one
+(``model.images_per_class``).
 
 Classes are instantiated afresh for every grid cell (not once up front), so a recipe may prepare
 what the config points at (e.g. pretrain a base model) between parsing and :meth:`run`.
@@ -44,6 +50,17 @@ from lightning_info.core.logging import (
 )
 
 BASELINE, METHOD = "baseline", "method"
+_ARM_SECTIONS = ("model", "data", "trainer")
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm of the comparison: its id in the results, its display name and its overrides."""
+
+    id: str
+    name: str
+    overrides: dict[str, dict[str, Any]]
+    with_method_callbacks: bool = False
 
 
 @dataclass
@@ -60,23 +77,35 @@ class RunResult:
 def summarize(
     results: list[RunResult], arm_names: dict[str, str], grid_label: str = "dataset"
 ) -> tuple[list[str], list[list]]:
-    """Table rows ``grid value | baseline mean ± std | method mean ± std | difference | n``."""
-    columns = [grid_label, arm_names[BASELINE], arm_names[METHOD], "difference", "seeds"]
+    """Table rows ``grid value [| metric] | mean ± std per arm [| difference] | seeds``.
+
+    The metric column appears when the results hold several metrics; the difference (second arm
+    minus first, in means) when there are exactly two arms.
+    """
+    arms = list(arm_names)
+    metrics = list(dict.fromkeys(r.metric for r in results))
+    several = len(metrics) > 1
+    columns = [grid_label, *(["metric"] if several else []), *arm_names.values()]
+    columns += ["difference"] if len(arms) == 2 else []
+    columns.append("seeds")
     rows = []
     for grid_value in dict.fromkeys(r.grid_value for r in results):
-        per_arm = {
-            arm: [r.value for r in results if r.grid_value == grid_value and r.arm == arm]
-            for arm in (BASELINE, METHOD)
-        }
-        means = {arm: statistics.fmean(v) if v else float("nan") for arm, v in per_arm.items()}
-        rows.append(
-            [
-                grid_value,
-                *(_mean_std(per_arm[arm]) for arm in (BASELINE, METHOD)),
-                f"{means[METHOD] - means[BASELINE]:+.4f}",
-                max(len(v) for v in per_arm.values()),
-            ]
-        )
+        for metric in metrics:
+            per_arm = {
+                arm: [
+                    r.value
+                    for r in results
+                    if r.grid_value == grid_value and r.arm == arm and r.metric == metric
+                ]
+                for arm in arms
+            }
+            row = [grid_value, *([metric] if several else [])]
+            row += [_mean_std(per_arm[arm]) for arm in arms]
+            if len(arms) == 2:
+                means = [statistics.fmean(v) if v else float("nan") for v in per_arm.values()]
+                row.append(f"{means[1] - means[0]:+.4f}")
+            row.append(max(len(v) for v in per_arm.values()))
+            rows.append(row)
     return columns, rows
 
 
@@ -169,7 +198,20 @@ class ComparisonCLI(LightningCLI):
             default={},
             help="Data-module arguments of the method arm.",
         )
+        add(
+            "--compare.arms",
+            type=dict[str, dict[str, dict[str, Any]]],
+            default={},
+            help="Arm name -> overrides of `model`, `data` and `trainer` arguments (any number "
+            "of arms; replaces the baseline/method pair).",
+        )
         add("--compare.metric", type=str, default="test/acc")
+        add(
+            "--compare.metrics",
+            type=list[str],
+            default=[],
+            help="Several test metrics for the table; empty: `compare.metric`.",
+        )
         add("--compare.baseline_name", type=str, default="baseline")
         add("--compare.method_name", type=str, default="method")
         add("--compare.output_dir", type=str, default="results")
@@ -178,7 +220,25 @@ class ComparisonCLI(LightningCLI):
         compare = self.config.compare
         if not compare.seeds:
             raise ValueError("`compare.seeds` is empty: give at least one seed, e.g. [0].")
-        if not compare.method_callbacks and compare.method_data == compare.baseline_data:
+        if compare.arms:
+            if compare.method_callbacks or compare.baseline_data or compare.method_data:
+                raise ValueError(
+                    "Give either `compare.arms` or the baseline/method fields "
+                    "(`method_callbacks`, `baseline_data`, `method_data`), not both."
+                )
+            if len(compare.arms) < 2:
+                raise ValueError("`compare.arms` needs at least two arms to compare.")
+            for name, overrides in compare.arms.items():
+                unknown = set(overrides) - set(_ARM_SECTIONS)
+                if unknown:
+                    raise ValueError(
+                        f"Arm {name!r} overrides unknown sections {sorted(unknown)}; "
+                        f"use {list(_ARM_SECTIONS)}."
+                    )
+            specs = [repr(sorted(o.items())) for o in compare.arms.values()]
+            if len(set(specs)) < len(specs):
+                raise ValueError("Two arms of `compare.arms` have the same overrides.")
+        elif not compare.method_callbacks and compare.method_data == compare.baseline_data:
             raise ValueError(
                 "The baseline and method arms are identical: give `compare.method_callbacks` "
                 "or different `compare.method_data` / `compare.baseline_data` (see recipes/*.yaml)."
@@ -193,15 +253,21 @@ class ComparisonCLI(LightningCLI):
         """Run every grid cell, then print and save the results table."""
         base = self.config
         compare = base.compare
-        grid = list(compare.grid) or [self._data_args(base)[compare.grid_field]]
+        grid = list(compare.grid) or [self._grid_default(base)]
         self._check_data_modules(base, grid)
-        cells = [(g, s, a) for g in grid for s in compare.seeds for a in (BASELINE, METHOD)]
+        arms = self._arms
+        metrics = list(compare.metrics) or [compare.metric]
+        cells = [(g, s, a) for g in grid for s in compare.seeds for a in arms]
         for index, (grid_value, seed, arm) in enumerate(cells, start=1):
-            value = self._run_cell(base, grid_value, seed, arm)
-            self.results.append(RunResult(grid_value, seed, arm, compare.metric, value))
+            values = self._run_cell(base, grid_value, seed, arm, metrics)
+            self.results += [
+                RunResult(grid_value, seed, arm.id, metric, value)
+                for metric, value in zip(metrics, values)
+            ]
+            shown = ", ".join(f"{m}={v:.4f}" for m, v in zip(metrics, values))
             print(
                 f"[{index}/{len(cells)}] {compare.grid_field}={grid_value} seed={seed} "
-                f"{self._arm_names[arm]}: {compare.metric}={value:.4f}",
+                f"{arm.name}: {shown}",
                 flush=True,
             )
         self.config = base
@@ -209,19 +275,47 @@ class ComparisonCLI(LightningCLI):
         return self.results
 
     @property
-    def _arm_names(self) -> dict[str, str]:
+    def _arms(self) -> list[Arm]:
         compare = self.config.compare
-        return {BASELINE: compare.baseline_name, METHOD: compare.method_name}
+        if compare.arms:
+            return [Arm(name, name, dict(overrides)) for name, overrides in compare.arms.items()]
+        return [
+            Arm(BASELINE, compare.baseline_name, {"data": dict(compare.baseline_data)}),
+            Arm(METHOD, compare.method_name, {"data": dict(compare.method_data)}, True),
+        ]
+
+    @property
+    def _arm_names(self) -> dict[str, str]:
+        return {arm.id: arm.name for arm in self._arms}
 
     @staticmethod
-    def _data_args(config: Namespace) -> Namespace:
-        data = config.data
-        return data.init_args if "init_args" in data else data
+    def _init_args(section: Namespace) -> Namespace:
+        return section.init_args if "init_args" in section else section
 
-    def _cell_data_args(self, config: Namespace, grid_value: Any, seed: int, arm: str) -> dict:
+    def _data_args(self, config: Namespace) -> Namespace:
+        return self._init_args(config.data)
+
+    @staticmethod
+    def _grid_target(config: Namespace) -> tuple[str, str]:
+        """``("data" | "model", argument)`` varied along the grid."""
+        section, _, name = config.compare.grid_field.rpartition(".")
+        if section not in ("", "data", "model"):
+            raise ValueError(
+                f"`compare.grid_field` must be a data argument, `data.<arg>` or `model.<arg>`; "
+                f"got {config.compare.grid_field!r}."
+            )
+        return section or "data", name
+
+    def _grid_default(self, config: Namespace) -> Any:
+        section, name = self._grid_target(config)
+        return self._init_args(config[section])[name]
+
+    def _cell_data_args(self, config: Namespace, grid_value: Any, seed: int, arm: Arm) -> dict:
         compare = config.compare
-        overrides = compare.method_data if arm == METHOD else compare.baseline_data
-        args = {**vars(self._data_args(config)), **overrides, compare.grid_field: grid_value}
+        args = {**vars(self._data_args(config)), **arm.overrides.get("data", {})}
+        section, name = self._grid_target(config)
+        if section == "data":
+            args[name] = grid_value
         if compare.seed_field:
             args[compare.seed_field] = seed
         return args
@@ -234,17 +328,27 @@ class ComparisonCLI(LightningCLI):
             module, _, name = data.class_path.rpartition(".")
             data_class = getattr(importlib.import_module(module), name)
         for grid_value in grid:
-            for arm in (BASELINE, METHOD):
+            for arm in self._arms:
                 seed = config.compare.seeds[0]
                 data_class(**self._cell_data_args(config, grid_value, seed, arm))
 
-    def _run_cell(self, base: Namespace, grid_value: Any, seed: int, arm: str) -> float:
+    def _run_cell(
+        self, base: Namespace, grid_value: Any, seed: int, arm: Arm, metrics: list[str]
+    ) -> list[float]:
         config = copy.deepcopy(base)
         data_args = self._data_args(config)
         for key, value in self._cell_data_args(base, grid_value, seed, arm).items():
             data_args[key] = value
+        model_args = self._init_args(config.model)
+        for key, value in arm.overrides.get("model", {}).items():
+            model_args[key] = value
+        section, name = self._grid_target(config)
+        if section == "model":
+            model_args[name] = grid_value
+        for key, value in arm.overrides.get("trainer", {}).items():
+            config.trainer[key] = value
         config.seed_everything = seed
-        if arm == METHOD:
+        if arm.with_method_callbacks:
             existing = config.trainer.callbacks or []
             if not isinstance(existing, list):
                 existing = [existing]
@@ -254,7 +358,7 @@ class ComparisonCLI(LightningCLI):
             "WandbLogger"
         ):
             label = f"{config.compare.grid_field}={grid_value}"
-            logger.init_args.name = f"{label}-{self._arm_names[arm]}-seed{seed}"
+            logger.init_args.name = f"{label}-{arm.name}-seed{seed}"
             logger.init_args.group = config.compare.name
         self.config = config
         seed_everything(seed, workers=True)
@@ -267,21 +371,22 @@ class ComparisonCLI(LightningCLI):
             self.trainer.fit(self.model, datamodule=self.datamodule)
             checkpoint = self.trainer.checkpoint_callback
             ckpt_path = "best" if checkpoint is not None and checkpoint.best_model_path else None
-            (metrics,) = self.trainer.test(
+            (logged,) = self.trainer.test(
                 self.model, datamodule=self.datamodule, ckpt_path=ckpt_path
             )
         finally:
             finish_wandb_runs(self.trainer.loggers)
-        metric = config.compare.metric
-        if metric not in metrics:
-            raise KeyError(f"Test metric {metric!r} was not logged; logged: {sorted(metrics)}.")
-        return float(metrics[metric])
+        missing = [metric for metric in metrics if metric not in logged]
+        if missing:
+            raise KeyError(f"Test metrics {missing} were not logged; logged: {sorted(logged)}.")
+        return [float(logged[metric]) for metric in metrics]
 
     def _report(self) -> None:
         compare = self.config.compare
         columns, rows = summarize(self.results, self._arm_names, compare.grid_field)
         table = markdown_table(columns, rows)
-        print(f"\n{compare.name}: {compare.metric} on the test split (mean ± std over seeds)\n")
+        shown = ", ".join(compare.metrics or [compare.metric])
+        print(f"\n{compare.name}: {shown} on the test split (mean ± std over seeds)\n")
         print(table, flush=True)
         out = Path(compare.output_dir)
         out.mkdir(parents=True, exist_ok=True)

@@ -214,6 +214,138 @@ def test_checkpoint_round_trip_restores_images_and_pool(digits, tmp_path):
     loaded = ROMEDistillation.load_from_checkpoint(path, real_images=x, real_labels=y, seed=7)
     assert torch.equal(loaded.images, module.images)
     assert len(loaded.nets) == 3
-    assert torch.equal(loaded._rng.get_state(), module._rng.get_state())
+    assert int(loaded.iteration) == 3
     for a, b in zip(module.state_dict().items(), loaded.state_dict().items()):
         assert a[0] == b[0] and torch.equal(a[1], b[1])
+
+
+def test_robust_distillation_reduces_alignment_to_attacked_reals(digits):
+    x, y, _, _ = digits
+    module = _small(x, y, real_batch=64, lr=1.0, attack_steps=3)
+    net = module.nets[0]
+    generator = torch.Generator().manual_seed(5)
+    targets = {c: rome_module.next_class_targets(y[y == c], 5) for c in range(5)}
+    attacked = {
+        c: rome_module.pgd(
+            net, x[y == c], targets[c], 0.1, steps=3, targeted=True, generator=generator
+        )
+        for c in range(5)
+    }
+
+    def alignment() -> float:
+        with torch.no_grad():
+            return sum(
+                rome_alignment(
+                    net.features(module.images[2 * c : 2 * c + 2]), net.features(attacked[c])
+                ).item()
+                for c in range(5)
+            )
+
+    start = alignment()
+    _trainer(15).fit(module)
+    assert alignment() < 0.7 * start
+
+
+def test_image_grid_places_each_image_in_its_cell():
+    images = torch.arange(6, dtype=torch.float32).view(6, 1, 1, 1).expand(6, 1, 2, 3) / 10
+    grid = rome_module.image_grid(images, per_row=3, pad=1)
+    assert grid.shape == (1, 2 * 3 + 1, 3 * 4 + 1)
+    for i in range(6):
+        top, left = 1 + (i // 3) * 3, 1 + (i % 3) * 4
+        assert torch.all(grid[0, top : top + 2, left : left + 3] == i / 10)
+    assert torch.all(grid[0, 0] == 1) and torch.all(grid[0, :, 0] == 1)
+
+
+def test_trainer_test_matches_evaluate_distilled(tmp_path):
+    from lightning_info.data import DigitsDataModule
+
+    data = DigitsDataModule(classes=5, batch_size=100, seed=0)
+    module = ROMEDistillation(
+        data.train_images,
+        data.train_labels,
+        images_per_class=2,
+        real_batch=16,
+        attack_steps=2,
+        eps=0.1,
+        num_nets=1,
+        width=8,
+        net_refresh_every=0,
+        add_net_every=0,
+        eval_epochs=20,
+        eval_eps_l2=1.0,
+    )
+    trainer = _trainer(2, default_root_dir=tmp_path)
+    trainer.fit(module, datamodule=data)
+    (metrics,) = trainer.test(module, datamodule=data, verbose=False)
+    images, labels = module.distilled_dataset()
+    expected = evaluate_distilled(
+        images,
+        labels,
+        data.test_images,
+        data.test_labels,
+        epochs=20,
+        eps=0.1,
+        eps_l2=1.0,
+        attack_steps=2,
+        width=8,
+        num_classes=5,
+    )
+    # the same seeded network: clean and FGSM (deterministic) agree exactly; PGD's random start
+    # is drawn per batch here and once in evaluate_distilled
+    assert metrics["test/clean"] == pytest.approx(expected["clean"], abs=1e-6)
+    assert metrics["test/fgsm"] == pytest.approx(expected["fgsm"], abs=1e-6)
+    for name in ("pgd", "pgd_l2"):
+        assert metrics[f"test/{name}"] == pytest.approx(expected[name], abs=0.05)
+        assert metrics[f"test/{name}"] <= metrics["test/clean"]
+    accs = [metrics[f"test/{name}"] for name in ("fgsm", "pgd", "pgd_l2")]
+    i_rr = rome_module.improved_robustness_ratio(metrics["test/clean"], accs)
+    assert metrics["test/i_rr"] == pytest.approx(float(i_rr), rel=1e-5)
+
+
+def test_ddp_keeps_pool_and_images_identical_across_ranks(digits, tmp_path):
+    x, y, _, _ = digits
+    module = _small(
+        x, y, num_nets=2, max_nets=3, add_net_every=1, net_refresh_every=1, net_train_steps=1
+    )
+    initial = module.distilled_dataset()[0]
+    trainer = _trainer(
+        3,
+        strategy="ddp_spawn",
+        devices=2,
+        callbacks=[_SaveState(tmp_path)],
+        default_root_dir=tmp_path,
+    )
+    trainer.fit(module)
+    rank0, rank1 = (torch.load(tmp_path / f"rank{r}.pt") for r in range(2))
+    assert rank0["iteration"] == rank1["iteration"] == 3
+    assert len(rank0["pool"]) == 3  # grown from 2 to 3 (5 built, FIFO)
+    assert torch.equal(rank0["images"], rank1["images"])
+    assert not torch.equal(rank0["images"], initial)
+    for a, b in zip(rank0["pool"], rank1["pool"]):
+        assert torch.equal(a, b)
+
+
+class _SaveState(pl.Callback):
+    """Each rank saves its synthetic images and pool weights at the end of training."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def on_train_end(self, trainer, pl_module):
+        state = {
+            "iteration": int(pl_module.iteration),
+            "images": pl_module.images.detach().clone(),
+            "pool": [
+                torch.cat([p.detach().flatten() for p in net.parameters()])
+                for net in pl_module.nets
+            ],
+        }
+        torch.save(state, self.folder / f"rank{trainer.global_rank}.pt")
+
+
+def test_rejects_bad_evaluation_arguments(digits):
+    x, y, _, _ = digits
+    with pytest.raises(ValueError, match="attacks must be distinct"):
+        _small(x, y, eval_attacks=["pgd", "cw"])
+    with pytest.raises(ValueError, match="attacks must be distinct"):
+        _small(x, y, eval_attacks=["pgd", "pgd"])
