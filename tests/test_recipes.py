@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from lightning_info import FisherConstraint
 
@@ -165,6 +166,13 @@ def test_rome_logs_the_distilled_grid_to_wandb(tmp_path, monkeypatch):
     runs = sorted((tmp_path / "wandb").glob("offline-run-*"))
     grids = [list(run.glob("files/media/images/rome/distilled*.png")) for run in runs]
     assert sum(len(g) == 1 for g in grids) == 2, grids  # one per arm, none in the summary run
+    from PIL import Image
+
+    for (path,) in filter(None, grids):
+        pixels = torch.tensor(list(Image.open(path).getdata()), dtype=torch.float32)
+        images = _recipe("rome").DigitsDataModule(classes=3).train_images
+        # the grid's white padding and the digits' ink: as bright as the data, not all black
+        assert pixels.max() == 255 and pixels.mean() > 255 * images.mean() * 0.5
 
 
 @pytest.mark.parametrize(
@@ -180,3 +188,22 @@ def test_bad_arms_fail_before_training(arms, match, tmp_path):
         _recipe("rome").main(
             ROME_SMALL + [f"--compare.arms={arms}", f"--compare.output_dir={tmp_path}"]
         )
+
+
+def test_seed_field_reaches_the_model(tmp_path):
+    _recipe("rome").main(
+        ROME_SMALL
+        + [
+            "--compare.seeds=[3, 4]",
+            "--compare.arms={random: {trainer: {max_steps: 0}}, DM: {model: {robust: false}}}",
+            f"--compare.output_dir={tmp_path}",
+            "--trainer.logger=CSVLogger",
+            f"--trainer.logger.save_dir={tmp_path}",
+            "--trainer.logger.name=csv",
+        ]
+    )
+    import yaml
+
+    versions = sorted((tmp_path / "csv").iterdir())
+    seeds = [yaml.safe_load((v / "hparams.yaml").read_text())["seed"] for v in versions]
+    assert seeds == [3, 3, 4, 4]

@@ -411,6 +411,8 @@ class ROMEDistillation(pl.LightningModule):
         loggers = [lg for lg in self.loggers if isinstance(lg, WandbLogger)]
         if loggers:
             grid = image_grid(self.images.detach().cpu(), self.ipc).permute(1, 2, 0)
+            # 8-bit pixels: W&B reads float arrays as 0..255, which would show [0, 1] as black
+            grid = (grid * 255).round().to(torch.uint8)
             picture = grid.squeeze(-1) if grid.shape[-1] == 1 else grid
             for logger in loggers:
                 logger.log_image(key="rome/distilled", images=[picture.numpy()])

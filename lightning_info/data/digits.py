@@ -44,11 +44,16 @@ class DigitsDataModule(pl.LightningDataModule):
         classes: number of digit classes kept, ``2..10``.
         test_fraction: share of each class held out for testing, in ``(0, 1)``.
         batch_size: batch size of every loader.
-        seed: seeds the split and the shuffling.
+        split_seed: seeds the split and the shuffling (named apart from a model's ``seed``, so
+            both can sit in one logger's hyperparameters).
     """
 
     def __init__(
-        self, classes: int = 10, test_fraction: float = 0.3, batch_size: int = 128, seed: int = 0
+        self,
+        classes: int = 10,
+        test_fraction: float = 0.3,
+        batch_size: int = 128,
+        split_seed: int = 0,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -56,10 +61,10 @@ class DigitsDataModule(pl.LightningDataModule):
         if not 0 < test_fraction < 1:
             raise ValueError(f"`test_fraction` must lie in (0, 1), got {test_fraction!r}.")
         self.batch_size = require_int(batch_size, "batch_size", 1)
-        self.seed = require_int(seed, "seed", 0)
+        self.split_seed = require_int(split_seed, "split_seed", 0)
         images, labels = load_digits_images(classes)
         self.num_classes = int(labels.max()) + 1
-        generator = torch.Generator().manual_seed(self.seed)
+        generator = torch.Generator().manual_seed(self.split_seed)
         test_mask = torch.zeros(len(labels), dtype=torch.bool)
         for c in range(self.num_classes):
             members = torch.nonzero(labels == c).flatten()
@@ -70,7 +75,7 @@ class DigitsDataModule(pl.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         dataset = TensorDataset(self.train_images, self.train_labels)
-        sampler = EpochShuffleSampler(len(dataset), seed=self.seed)
+        sampler = EpochShuffleSampler(len(dataset), seed=self.split_seed)
         return DataLoader(dataset, batch_size=self.batch_size, sampler=sampler)
 
     def val_dataloader(self) -> DataLoader:

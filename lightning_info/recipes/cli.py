@@ -9,8 +9,8 @@ Everything a LightningCLI accepts works (``--config``, ``--trainer.*``, ``--mode
 
 - ``compare.grid``: values of the data module's argument ``compare.grid_field`` (default
   ``name``: data sets; or budgets, sizes, ...);
-- ``compare.seeds``: seeds passed to ``seed_everything`` before each run (and to the data
-  module's ``compare.seed_field``, if set);
+- ``compare.seeds``: seeds passed to ``seed_everything`` before each run (and to the argument
+  ``compare.seed_field``, if set: a data-module one, or ``model.<arg>``);
 - the arms: ``compare.method_callbacks`` are added to ``trainer.callbacks`` in the method arm
   only; ``compare.baseline_data`` / ``compare.method_data`` override data-module arguments;
 - or any number of arms: ``compare.arms`` maps each arm's name to its overrides of ``model``,
@@ -178,7 +178,8 @@ class ComparisonCLI(LightningCLI):
             "--compare.seed_field",
             type=str | None,
             default=None,
-            help="Data-module argument set to each run's seed (e.g. a sampling seed).",
+            help="Argument set to each run's seed: a data-module one (`seed`, `data.seed`) or "
+            "a model one (`model.seed`).",
         )
         add(
             "--compare.method_callbacks",
@@ -296,28 +297,35 @@ class ComparisonCLI(LightningCLI):
         return self._init_args(config.data)
 
     @staticmethod
-    def _grid_target(config: Namespace) -> tuple[str, str]:
-        """``("data" | "model", argument)`` varied along the grid."""
-        section, _, name = config.compare.grid_field.rpartition(".")
+    def _target(field: str, option: str) -> tuple[str, str]:
+        """``("data" | "model", argument)`` named by ``arg``, ``data.arg`` or ``model.arg``."""
+        section, _, name = field.rpartition(".")
         if section not in ("", "data", "model"):
             raise ValueError(
-                f"`compare.grid_field` must be a data argument, `data.<arg>` or `model.<arg>`; "
-                f"got {config.compare.grid_field!r}."
+                f"`compare.{option}` must be a data argument, `data.<arg>` or `model.<arg>`; "
+                f"got {field!r}."
             )
         return section or "data", name
+
+    def _grid_target(self, config: Namespace) -> tuple[str, str]:
+        return self._target(config.compare.grid_field, "grid_field")
+
+    def _seed_target(self, config: Namespace) -> tuple[str, str] | None:
+        field = config.compare.seed_field
+        return None if not field else self._target(field, "seed_field")
 
     def _grid_default(self, config: Namespace) -> Any:
         section, name = self._grid_target(config)
         return self._init_args(config[section])[name]
 
     def _cell_data_args(self, config: Namespace, grid_value: Any, seed: int, arm: Arm) -> dict:
-        compare = config.compare
         args = {**vars(self._data_args(config)), **arm.overrides.get("data", {})}
-        section, name = self._grid_target(config)
-        if section == "data":
-            args[name] = grid_value
-        if compare.seed_field:
-            args[compare.seed_field] = seed
+        for target, value in (
+            (self._grid_target(config), grid_value),
+            (self._seed_target(config), seed),
+        ):
+            if target is not None and target[0] == "data":
+                args[target[1]] = value
         return args
 
     def _check_data_modules(self, config: Namespace, grid: list[Any]) -> None:
@@ -342,9 +350,12 @@ class ComparisonCLI(LightningCLI):
         model_args = self._init_args(config.model)
         for key, value in arm.overrides.get("model", {}).items():
             model_args[key] = value
-        section, name = self._grid_target(config)
-        if section == "model":
-            model_args[name] = grid_value
+        for target, value in (
+            (self._grid_target(base), grid_value),
+            (self._seed_target(base), seed),
+        ):
+            if target is not None and target[0] == "model":
+                model_args[target[1]] = value
         for key, value in arm.overrides.get("trainer", {}).items():
             config.trainer[key] = value
         config.seed_everything = seed
@@ -361,6 +372,9 @@ class ComparisonCLI(LightningCLI):
             logger.init_args.name = f"{label}-{arm.name}-seed{seed}"
             logger.init_args.group = config.compare.name
         self.config = config
+        # LightningCLI caches the config it records as hyperparameters (`config_dump`) on first
+        # use; drop it so that every cell logs its own arguments, not the first cell's.
+        self.__dict__.pop("config_dump", None)
         seed_everything(seed, workers=True)
         self._instantiate_now = True
         try:

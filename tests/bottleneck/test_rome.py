@@ -259,7 +259,7 @@ def test_image_grid_places_each_image_in_its_cell():
 def test_trainer_test_matches_evaluate_distilled(tmp_path):
     from lightning_info.data import DigitsDataModule
 
-    data = DigitsDataModule(classes=5, batch_size=100, seed=0)
+    data = DigitsDataModule(classes=5, batch_size=100, split_seed=0)
     module = ROMEDistillation(
         data.train_images,
         data.train_labels,

@@ -17,7 +17,7 @@ def test_images_are_sklearn_pixels_over_16():
 
 
 def test_split_is_stratified_disjoint_and_seeded():
-    data = DigitsDataModule(classes=5, test_fraction=0.3, seed=1)
+    data = DigitsDataModule(classes=5, test_fraction=0.3, split_seed=1)
     images, labels = load_digits_images(5)
     counts = torch.bincount(labels)
     test_counts = torch.bincount(data.test_labels, minlength=5)
@@ -27,9 +27,9 @@ def test_split_is_stratified_disjoint_and_seeded():
     test_rows = [tuple(r.tolist()) for r in data.test_images.flatten(1)]
     duplicates_in_data = len(labels) - len({tuple(r.tolist()) for r in images.flatten(1)})
     assert sum(r in train_rows for r in test_rows) <= duplicates_in_data
-    again = DigitsDataModule(classes=5, test_fraction=0.3, seed=1)
+    again = DigitsDataModule(classes=5, test_fraction=0.3, split_seed=1)
     assert torch.equal(again.test_images, data.test_images)
-    other = DigitsDataModule(classes=5, test_fraction=0.3, seed=2)
+    other = DigitsDataModule(classes=5, test_fraction=0.3, split_seed=2)
     assert not torch.equal(other.test_images, data.test_images)
 
 
