@@ -7,6 +7,12 @@ from lightning_info.bottleneck import (
     RobustnessRatio,
     ROMEDistillation,
 )
+from lightning_info.control import (
+    AsymmetricActorCritic,
+    LinearAsymmetricActorCritic,
+    ObservationWindow,
+    PartialObservation,
+)
 from lightning_info.core import (
     ConstantSchedule,
     CosineSchedule,
@@ -28,6 +34,7 @@ from lightning_info.models import InceptionTime, InceptionTimeClassifier
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsymmetricActorCritic",
     "CausalLMFineTuner",
     "ConstantSchedule",
     "CosineSchedule",
@@ -43,7 +50,10 @@ __all__ = [
     "InceptionTime",
     "InceptionTimeClassifier",
     "InformationBottleneckMixin",
+    "LinearAsymmetricActorCritic",
     "LinearSchedule",
+    "ObservationWindow",
+    "PartialObservation",
     "ROMEDistillation",
     "RobustnessRatio",
     "Schedule",

@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from lightning.pytorch import Callback, LightningDataModule, LightningModule
 
 from lightning_info import (
+    AsymmetricActorCritic,
     DigitsDataModule,
     FisherConstraint,
     FisherPenalty,
     FisherPenaltyMixin,
     InceptionTimeClassifier,
+    LinearAsymmetricActorCritic,
     LinearSchedule,
     ROMEDistillation,
     UCRUEADataModule,
@@ -33,8 +35,9 @@ class PluginCase:
     id: str
     make_model: Callable[[], LightningModule] = TinyClassifier
     make_callbacks: Callable[[], list[Callback]] = list
-    make_data: Callable[[int], LightningDataModule] = TinyDataModule
-    """Builds the data module for a per-device batch size."""
+    make_data: Callable[[int], LightningDataModule] | None = TinyDataModule
+    """Builds the data module for a per-device batch size; ``None``: the model brings its own
+    loaders (e.g. environment steps)."""
     callback_yaml: str | None = None
     """File in ``callbacks/`` that attaches the plugin to any LightningCLI run."""
     expected_callback: type[Callback] | None = None
@@ -80,6 +83,26 @@ def tiny_rome() -> ROMEDistillation:
     )
 
 
+def tiny_deep_actor_critic() -> AsymmetricActorCritic:
+    """Masked CartPole (no velocities), a 2-observation window, short episodes."""
+    return AsymmetricActorCritic(
+        "CartPole-v1",
+        keep=[0, 2],
+        window=2,
+        num_envs=2,
+        max_episode_steps=20,
+        hidden=8,
+        steps_per_epoch=2,
+        eval_episodes=2,
+    )
+
+
+def tiny_linear_actor_critic() -> LinearAsymmetricActorCritic:
+    return LinearAsymmetricActorCritic(
+        window=2, critic_steps=50, critic_batch=16, steps_per_epoch=2
+    )
+
+
 PLUGINS = [
     PluginCase(
         id="FisherConstraint",
@@ -111,5 +134,13 @@ PLUGINS = [
         make_model=tiny_rome,
         make_data=tiny_digits,
         trainer_kwargs={"limit_train_batches": 3},
+    ),
+    PluginCase(
+        id="AsymmetricActorCritic-CartPole", make_model=tiny_deep_actor_critic, make_data=None
+    ),
+    PluginCase(
+        id="LinearAsymmetricActorCritic-TMaze",
+        make_model=tiny_linear_actor_critic,
+        make_data=None,
     ),
 ]

@@ -35,7 +35,7 @@ def _fit(
 ):
     seed_everything(seed)
     model, callbacks = case.make_model(), case.make_callbacks()
-    data = case.make_data(batch_size)
+    data = None if case.make_data is None else case.make_data(batch_size)
     if sequential_shards:
         data.sequential_shards = True
         trainer_kwargs["use_distributed_sampler"] = False

@@ -207,3 +207,63 @@ def test_seed_field_reaches_the_model(tmp_path):
     versions = sorted((tmp_path / "csv").iterdir())
     seeds = [yaml.safe_load((v / "hparams.yaml").read_text())["seed"] for v in versions]
     assert seeds == [3, 3, 4, 4]
+
+
+AC_SMALL = [
+    "--tabular.seeds=[0]",
+    "--tabular.critic_windows=[1]",
+    "--tabular.td_steps=[1]",
+    "--tabular.updates=[50, 800]",
+    "--tabular.actor_critic_windows=[1]",
+    "--tabular.iterations=2",
+    "--tabular.critic_updates=100",
+    "--tabular.actor_updates=50",
+    "--compare.seeds=[0]",
+    "--compare.grid=[1]",
+    "--trainer.max_steps=3",
+    "--trainer.enable_progress_bar=false",
+    "--model.num_envs=2",
+    "--model.max_episode_steps=20",
+    "--model.eval_episodes=2",
+    "--model.hidden=8",
+]
+
+
+def test_asymmetric_ac_recipe_runs_the_tabular_study_and_both_critics(tmp_path, capsys):
+    out = tmp_path / "results"
+    results = _recipe("asymmetric_ac").main(
+        AC_SMALL
+        + [
+            f"--compare.output_dir={out}",
+            "--trainer.logger=CSVLogger",
+            f"--trainer.logger.save_dir={tmp_path}",
+        ]
+    )
+    assert [r.arm for r in results] == ["symmetric critic", "asymmetric critic"]
+    assert all(1.0 <= r.value <= 20.0 for r in results)  # CartPole: 1 point per step, 20 max
+    tabular = json.loads((out / "asymmetric_ac_tabular.json").read_text())
+    final = {r["kind"]: r for r in tabular["critic"] if r["updates"] == 800}
+    # k = 1 aliases the junction: only the asymmetric critic gets below the floor
+    assert final["asymmetric"]["error"] < 0.2 * final["asymmetric"]["floor"]
+    assert final["symmetric"]["error"] >= 0.95 * final["symmetric"]["floor"]
+    assert {len(r["values"]) for r in tabular["actor_critic"]} == {3}
+    for plot in ("critic_error", "actor_critic"):
+        assert (out / f"asymmetric_ac_{plot}.png").stat().st_size > 0
+    printed = capsys.readouterr().out
+    assert (out / "asymmetric_ac_tabular.md").read_text().strip() in printed
+    assert (out / "asymmetric_ac.md").read_text().strip() in printed
+
+
+def test_asymmetric_ac_logs_the_tabular_plots_to_wandb(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    _recipe("asymmetric_ac").main(
+        AC_SMALL
+        + [
+            f"--compare.output_dir={tmp_path}",
+            f"--trainer.logger.init_args.save_dir={tmp_path}",
+        ]
+    )
+    runs = sorted((tmp_path / "wandb").glob("offline-run-*"))
+    assert len(runs) == 4  # tabular, two cells, summary
+    images = [p.name for run in runs for p in run.glob("files/media/images/tabular/*.png")]
+    assert sorted(n.split("_")[0] for n in images) == ["actor", "critic"]

@@ -294,7 +294,9 @@ class ComparisonCLI(LightningCLI):
         return section.init_args if "init_args" in section else section
 
     def _data_args(self, config: Namespace) -> Namespace:
-        return self._init_args(config.data)
+        """The data module's arguments; empty when the model brings its own loaders."""
+        data = config.get("data")
+        return Namespace() if data is None else self._init_args(data)
 
     @staticmethod
     def _target(field: str, option: str) -> tuple[str, str]:
@@ -330,7 +332,9 @@ class ComparisonCLI(LightningCLI):
 
     def _check_data_modules(self, config: Namespace, grid: list[Any]) -> None:
         """Build every cell's data module first, so a bad value fails before any training."""
-        data = config.data
+        data = config.get("data")
+        if data is None:
+            return
         data_class = self.datamodule_class
         if "class_path" in data:
             module, _, name = data.class_path.rpartition(".")
@@ -411,12 +415,23 @@ class ComparisonCLI(LightningCLI):
         self._log_table_to_wandb(columns, rows)
 
     def _log_table_to_wandb(self, columns: list[str], rows: list[list]) -> None:
+        summary = self.wandb_run("summary")
+        if summary is not None:
+            data = [[str(v) for v in r] for r in rows]
+            summary.log_table(key="results", columns=columns, data=data)
+            finish_wandb_runs([summary])
+
+    def wandb_run(self, suffix: str):
+        """A ``WandbLogger`` run ``<compare.name>-<suffix>`` in the recipe's group, configured as
+        the trainer's logger, or ``None`` when the logger is not W&B. The caller finishes it."""
         logger = self.config.trainer.logger
         if not (isinstance(logger, Namespace) and str(logger.class_path).endswith("WandbLogger")):
-            return
+            return None
         from lightning.pytorch.loggers import WandbLogger
 
-        init_args = {**vars(logger.init_args), "name": f"{self.config.compare.name}-summary"}
-        summary = WandbLogger(**{k: v for k, v in init_args.items() if v is not None})
-        summary.log_table(key="results", columns=columns, data=[[str(v) for v in r] for r in rows])
-        finish_wandb_runs([summary])
+        init_args = {
+            **vars(logger.init_args),
+            "name": f"{self.config.compare.name}-{suffix}",
+            "group": self.config.compare.name,
+        }
+        return WandbLogger(**{k: v for k, v in init_args.items() if v is not None})

@@ -1,0 +1,85 @@
+"""Window agent state over discrete observations, encoded as one integer.
+
+The agent state is the window of the last ``k`` observations, ``z_t = (o_{t-k+1}, ..., o_t)``,
+updated by ``z_{t+1} = U(z_t, a_t, o_{t+1})`` (Lambrechts, Ernst & Mahajan, ICML 2025;
+the update ignores ``a_t`` for a window of observations). Before the first observation the window
+holds ``k`` copies of the blank symbol ``n`` (``n`` observations are ``0 .. n-1``), so at reset
+``z_0 = U(blank window, o_0)``.
+
+A window is encoded in base ``n + 1`` with the oldest entry as most significant digit,
+
+    code(z) = sum_{i=0}^{k-1} z_i (n + 1)^{k-1-i},    U(code, o) = code (n + 1) mod (n + 1)^k + o,
+
+so the update is integer arithmetic that works elementwise on numpy arrays of codes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from lightning_info.core.validation import require_int
+
+_MAX_CODE = 2**62
+
+
+@dataclass(frozen=True)
+class WindowEncoding:
+    """Integer codes of windows of ``length`` observations from ``num_observations`` symbols."""
+
+    num_observations: int
+    length: int
+
+    def __post_init__(self) -> None:
+        require_int(self.num_observations, "num_observations", 1)
+        require_int(self.length, "length", 1)
+        if (self.num_observations + 1) ** (self.length + 1) > _MAX_CODE:
+            raise ValueError(
+                f"A window of {self.length} observations from {self.num_observations} symbols "
+                "does not fit a 64-bit code; use a shorter window."
+            )
+
+    @property
+    def blank(self) -> int:
+        """The padding symbol that fills the window before the first observation."""
+        return self.num_observations
+
+    @property
+    def size(self) -> int:
+        """Number of codes, ``(n + 1)^k``, the blank-padded windows included."""
+        return (self.num_observations + 1) ** self.length
+
+    @property
+    def empty(self) -> int:
+        """Code of the all-blank window, from which ``U`` builds ``z_0``."""
+        return self.size - 1
+
+    def update(self, code, observation):
+        """``U(z, o)``: drop the oldest entry, append ``observation``; numpy arrays elementwise."""
+        return (code * (self.num_observations + 1)) % self.size + observation
+
+    def encode(self, window: Sequence[int]) -> int:
+        """Code of ``window`` (oldest first), whose entries lie in ``0 .. n`` (``n`` = blank)."""
+        values = [int(value) for value in window]
+        if len(values) != self.length:
+            raise ValueError(f"A window must hold {self.length} entries, got {len(values)}.")
+        if any(not 0 <= value <= self.blank for value in values):
+            raise ValueError(
+                f"Window entries must lie in 0..{self.blank} ({self.blank} = blank), got {values}."
+            )
+        code = 0
+        for value in values:
+            code = code * (self.num_observations + 1) + value
+        return code
+
+    def decode(self, code: int) -> np.ndarray:
+        """The window (oldest first, ``int64``) whose code is ``code``."""
+        code = int(code)
+        if not 0 <= code < self.size:
+            raise ValueError(f"A window code must lie in [0, {self.size}), got {code}.")
+        window = np.empty(self.length, dtype=np.int64)
+        for i in range(self.length - 1, -1, -1):
+            code, window[i] = divmod(code, self.num_observations + 1)
+        return window
