@@ -46,15 +46,21 @@ _TRAIN_STREAM, _TEST_STREAM = 0, 1
 
 
 class _FullState(gym.Wrapper):
-    """Report the observation itself as ``info["state"]`` (a fully observed environment)."""
+    """Report the observation as ``info["state"]`` unless the environment reports its own."""
+
+    @staticmethod
+    def _with_state(observation, info: dict) -> dict:
+        if "state" in info:
+            return info
+        return {**info, "state": np.array(observation, copy=True)}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         observation, info = self.env.reset(seed=seed, options=options)
-        return observation, {**info, "state": np.array(observation, copy=True)}
+        return observation, self._with_state(observation, info)
 
     def step(self, action):
         observation, reward, terminated, truncated, info = self.env.step(action)
-        return observation, reward, terminated, truncated, {**info, "state": np.array(observation)}
+        return observation, reward, terminated, truncated, self._with_state(observation, info)
 
 
 def make_agent_env(
@@ -66,8 +72,9 @@ def make_agent_env(
     """``env`` (a gymnasium id or a factory) with the privileged state in ``info["state"]``.
 
     ``keep`` hides every other coordinate of a 1-D ``Box`` observation
-    (:class:`PartialObservation`); ``None`` keeps them all (and reports the observation as the
-    state). The agent sees the last ``window`` observations (:class:`ObservationWindow`).
+    (:class:`PartialObservation`); ``None`` keeps them all, and the environment's own
+    ``info["state"]`` is the privileged state, or the observation when it reports none. The agent
+    sees the last ``window`` observations (:class:`ObservationWindow`).
     """
     base = gym.make(env, max_episode_steps=max_episode_steps) if isinstance(env, str) else env()
     if not isinstance(base.action_space, spaces.Discrete):
@@ -142,11 +149,6 @@ class AsymmetricActorCritic(pl.LightningModule):
 
         probe = self.make_env()  # fails here, before training, on an unsuitable environment
         observation, info = probe.reset(seed=0)
-        if "state" not in info:
-            raise ValueError(
-                "the environment reports no privileged `info['state']`; pass `keep` (masking a "
-                "Box observation) or wrap it so that reset/step return info['state']."
-            )
         agent_dim = int(np.asarray(observation, dtype=np.float32).size)
         state_dim = int(np.asarray(info["state"], dtype=np.float32).size)
         self.num_actions = int(probe.action_space.n)

@@ -80,8 +80,6 @@ class LinearAsymmetricActorCritic(pl.LightningModule):
         self.chain = agent_state_chain(pomdp, require_int(window, "window", 1))
         self.kind = "asymmetric" if asymmetric else "symmetric"
         self.gamma = require_fraction(gamma, "gamma")
-        if self.gamma >= 1:
-            raise ValueError("`gamma` must be < 1 for discounted values.")
         self.td_steps = require_int(td_steps, "td_steps", 1)
         self.settings = SGDSettings(
             num_steps=require_int(critic_steps, "critic_steps", 1),
