@@ -64,18 +64,28 @@ def gaussian_kl_standard_normal(
     return 0.5 * (log_var.exp() + mu.pow(2) - 1 - log_var).sum(-1)
 
 
-def jensen_shannon_mi(critic_pos: Tensor, critic_neg: Tensor) -> Tensor:
+def jensen_shannon_mi(
+    critic_pos: Tensor, critic_neg: Tensor, neg_weights: Tensor | None = None
+) -> Tensor:
     """Jensen-Shannon mutual-information estimator of Deep InfoMax.
 
         I_JS = E_P[-softplus(-T)] - E_Q[softplus(T)]
 
     (Hjelm et al., "Learning Deep Representations by Mutual Information Estimation and
     Maximization", ICLR 2019, eq. 4). It equals ``2 JS(P || Q) - 2 log 2`` at the optimal critic, so
-    a constant-zero critic gives ``-2 log 2``. Inputs of any shape; all elements are samples.
+    a constant-zero critic gives ``-2 log 2``; the optimal critic is ``T = log dP/dQ``. Inputs of
+    any shape; all elements are samples. ``neg_weights`` (shape of ``critic_neg``, non-negative)
+    turns ``E_Q`` into a weighted mean, e.g. an exact expectation over a discrete variable.
     """
     critic_pos = _tensor(critic_pos, "critic_pos")
     critic_neg = _tensor(critic_neg, "critic_neg")
-    return -F.softplus(-critic_pos).mean() - F.softplus(critic_neg).mean()
+    if neg_weights is None:
+        negative = F.softplus(critic_neg).mean()
+    else:
+        if neg_weights.shape != critic_neg.shape or (neg_weights < 0).any():
+            raise ValueError("`neg_weights` must be non-negative with the shape of `critic_neg`.")
+        negative = (neg_weights * F.softplus(critic_neg)).sum() / neg_weights.sum()
+    return -F.softplus(-critic_pos).mean() - negative
 
 
 def infonce(scores: Tensor) -> Tensor:

@@ -212,3 +212,15 @@ def test_bounds_are_differentiable():
     total = infonce(scores) + mmd2(x, torch.randn(6, 3)) + nt_xent(x, torch.randn(5, 3))
     total.backward()
     assert torch.isfinite(scores.grad).all() and torch.isfinite(x.grad).all()
+
+
+def test_jensen_shannon_weights_equal_repeated_negatives():
+    generator = torch.Generator().manual_seed(3)
+    positive, negative = torch.randn(7, generator=generator), torch.randn(4, generator=generator)
+    weights = torch.tensor([1.0, 3.0, 0.0, 2.0])
+    repeated = torch.repeat_interleave(negative, weights.long())
+    torch.testing.assert_close(
+        jensen_shannon_mi(positive, negative, weights), jensen_shannon_mi(positive, repeated)
+    )
+    with pytest.raises(ValueError, match="neg_weights"):
+        jensen_shannon_mi(positive, negative, -weights)
