@@ -29,7 +29,16 @@ from lightning_info.fisher import (
     FisherSubsetSampler,
 )
 from lightning_info.language import CausalLMFineTuner
-from lightning_info.models import InceptionTime, InceptionTimeClassifier
+from lightning_info.models import InceptionTime, InceptionTimeClassifier, MLPClassifier
+from lightning_info.scoring import (
+    FeatureShapingScorer,
+    MSPScorer,
+    PMIScorer,
+    PosthocScorer,
+    PosthocScoring,
+    PSIScorer,
+    PVIScorer,
+)
 
 __version__ = "0.1.0"
 
@@ -50,10 +59,18 @@ __all__ = [
     "InceptionTime",
     "InceptionTimeClassifier",
     "InformationBottleneckMixin",
+    "FeatureShapingScorer",
     "LinearAsymmetricActorCritic",
+    "MLPClassifier",
+    "MSPScorer",
     "LinearSchedule",
     "ObservationWindow",
+    "PMIScorer",
+    "PSIScorer",
+    "PVIScorer",
     "PartialObservation",
+    "PosthocScorer",
+    "PosthocScoring",
     "ROMEDistillation",
     "RobustnessRatio",
     "Schedule",

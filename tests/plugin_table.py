@@ -22,6 +22,9 @@ from lightning_info import (
     InceptionTimeClassifier,
     LinearAsymmetricActorCritic,
     LinearSchedule,
+    MSPScorer,
+    PosthocScoring,
+    PSIScorer,
     ROMEDistillation,
     UCRUEADataModule,
 )
@@ -134,6 +137,14 @@ PLUGINS = [
         make_model=tiny_rome,
         make_data=tiny_digits,
         trainer_kwargs={"limit_train_batches": 3},
+    ),
+    PluginCase(
+        id="PosthocScoring",
+        make_callbacks=lambda: [
+            PosthocScoring(scorers=[MSPScorer(), PSIScorer(num_directions=4)], shapers=[])
+        ],
+        callback_yaml="posthoc_scoring.yaml",
+        expected_callback=PosthocScoring,
     ),
     PluginCase(
         id="AsymmetricActorCritic-CartPole", make_model=tiny_deep_actor_critic, make_data=None

@@ -267,3 +267,24 @@ def test_asymmetric_ac_logs_the_tabular_plots_to_wandb(tmp_path, monkeypatch):
     assert len(runs) == 4  # tabular, two cells, summary
     images = [p.name for run in runs for p in run.glob("files/media/images/tabular/*.png")]
     assert sorted(n.split("_")[0] for n in images) == ["actor", "critic"]
+
+
+def test_posthoc_scoring_recipe_prints_both_tables(tmp_path, capsys):
+    tables = _recipe("posthoc_scoring").main(
+        [
+            "--trainer.max_epochs=2",
+            "--trainer.enable_progress_bar=false",
+            "--trainer.logger=false",
+            f"--trainer.default_root_dir={tmp_path}",
+            f"--trainer.callbacks.init_args.output_dir={tmp_path}",
+            "--trainer.callbacks.init_args.tune_trials=3",
+        ]
+    )
+    failure_columns, failure = tables["failure"]
+    assert [r[0] for r in failure] == ["MSP", "MSP (temperature)", "PMI", "PVI", "PSI"]
+    _, ood = tables["ood"]
+    assert [r[0] for r in ood] == ["energy", "react", "vra", "plf"]
+    for row in failure:
+        assert 0.0 <= float(row[failure_columns.index("AUROC")]) <= 1.0
+    printed = capsys.readouterr().out
+    assert (tmp_path / "posthoc_scoring.md").read_text().strip() in printed

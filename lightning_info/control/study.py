@@ -22,6 +22,7 @@ from lightning_info.control.linear_ac import (
     softmax_policy,
 )
 from lightning_info.control.tabular_pomdp import TabularPOMDP
+from lightning_info.core.plotting import pyplot
 from lightning_info.core.validation import require_int
 
 KINDS = ("asymmetric", "symmetric")
@@ -179,7 +180,7 @@ def _mean_std(values: Sequence[float]) -> str:
 def plot_critic_errors(rows: list[dict], path: str):
     """Critic error vs TD updates (log-log), one panel per ``m``; floors dashed. Saved to
     ``path`` and returned (a matplotlib figure)."""
-    plt = _pyplot()
+    plt = pyplot()
     td_steps = sorted({r["td_steps"] for r in rows})
     windows = sorted({r["window"] for r in rows})
     fig, axes = plt.subplots(1, len(td_steps), figsize=(5 * len(td_steps), 4), squeeze=False)
@@ -212,7 +213,7 @@ def plot_critic_errors(rows: list[dict], path: str):
 
 def plot_actor_critic(rows: list[dict], path: str):
     """``J(pi_t)`` vs iteration, mean over seeds, one panel per window; saved and returned."""
-    plt = _pyplot()
+    plt = pyplot()
     windows = sorted({r["window"] for r in rows})
     td_steps = sorted({r["td_steps"] for r in rows})
     fig, axes = plt.subplots(1, len(windows), figsize=(5 * len(windows), 4), squeeze=False)
@@ -230,14 +231,3 @@ def plot_actor_critic(rows: list[dict], path: str):
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     return fig
-
-
-def _pyplot():
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as err:
-        raise ImportError("Plots need matplotlib: pip install 'lightning-info[plots]'") from err
-    return plt

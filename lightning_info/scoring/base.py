@@ -1,0 +1,96 @@
+"""One API for post-hoc scorers: fit on in-distribution outputs of a trained classifier, then
+score new inputs from their penultimate features and logits, without touching the network.
+
+A scorer sees a classifier only through ``features`` ``(N, D)`` (penultimate activations),
+``logits`` ``(N, K)`` and, when fitting, integer ``labels`` ``(N,)``. ``score`` returns ``(N,)``
+values where higher means more confident (failure prediction) or more in-distribution (OOD
+detection). Everything a fitted scorer needs lives in ``state_dict()`` (tensors and plain
+values), so ``save`` / ``load`` round-trip it with ``torch.save``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+
+class PosthocScorer(ABC):
+    """Base class of the scorers in :mod:`lightning_info.scoring`."""
+
+    name: str = "scorer"
+
+    def __init__(self) -> None:
+        self.fitted = False
+
+    def fit(self, features: Tensor, logits: Tensor, labels: Tensor) -> PosthocScorer:
+        """Fit on in-distribution training or validation outputs; returns ``self``."""
+        features, logits, labels = check_outputs(features, logits, labels)
+        self._fit(features, logits, labels)
+        self.fitted = True
+        return self
+
+    def score(self, features: Tensor, logits: Tensor) -> Tensor:
+        """``(N,)`` scores, higher = more confident / more in-distribution."""
+        if not self.fitted:
+            raise RuntimeError(f"{type(self).__name__} is not fitted: call `fit(...)` first.")
+        features, logits, _ = check_outputs(features, logits)
+        return self._score(features, logits)
+
+    @abstractmethod
+    def _fit(self, features: Tensor, logits: Tensor, labels: Tensor) -> None: ...
+
+    @abstractmethod
+    def _score(self, features: Tensor, logits: Tensor) -> Tensor: ...
+
+    def state_dict(self) -> dict[str, Any]:
+        """Fitted state: tensors and plain values only."""
+        return {"fitted": self.fitted}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.fitted = bool(state["fitted"])
+
+    def save(self, path: str | Path) -> None:
+        torch.save({"class": type(self).__name__, "state": self.state_dict()}, path)
+
+    def load(self, path: str | Path) -> PosthocScorer:
+        """Restore a state saved by :meth:`save` into this (identically configured) scorer."""
+        saved = torch.load(path, weights_only=True)
+        if saved["class"] != type(self).__name__:
+            raise ValueError(
+                f"{path} holds a {saved['class']}, not a {type(self).__name__}; load it into "
+                "a scorer of that class."
+            )
+        self.load_state_dict(saved["state"])
+        return self
+
+
+def check_outputs(
+    features: Tensor, logits: Tensor, labels: Tensor | None = None
+) -> tuple[Tensor, Tensor, Tensor | None]:
+    """Validate ``features (N, D)``, ``logits (N, K)`` and optional ``labels (N,)`` in ``[0, K)``;
+    returns detached float copies of the first two (observed data is never modified)."""
+    for name, value in (("features", features), ("logits", logits)):
+        if not isinstance(value, Tensor) or value.dim() != 2 or not value.is_floating_point():
+            raise ValueError(f"`{name}` must be a floating-point (N, {name[0].upper()}) tensor.")
+        if value.shape[0] == 0:
+            raise ValueError(f"`{name}` is empty: pass at least one sample.")
+        if not torch.isfinite(value).all():
+            raise ValueError(f"`{name}` holds NaN or infinite values; check the classifier.")
+    if features.shape[0] != logits.shape[0]:
+        raise ValueError(
+            f"`features` and `logits` must have the same N, got {features.shape[0]} and "
+            f"{logits.shape[0]}."
+        )
+    if labels is not None:
+        if not isinstance(labels, Tensor) or labels.dim() != 1 or labels.is_floating_point():
+            raise ValueError("`labels` must be an integer (N,) tensor.")
+        if labels.shape[0] != features.shape[0]:
+            raise ValueError(f"`labels` must have N = {features.shape[0]} entries.")
+        if labels.min() < 0 or labels.max() >= logits.shape[1]:
+            raise ValueError(f"`labels` must lie in [0, {logits.shape[1]}).")
+        labels = labels.detach().long()
+    return features.detach().float(), logits.detach().float(), labels

@@ -1,0 +1,744 @@
+"""OOD detection by shaping penultimate features before the energy score.
+
+Mondal, Jiang & Sundaramoorthi (ICML 2025) derive, from a loss with a KL term separating the
+in-distribution (ID) and OOD feature distributions plus an information-bottleneck term, *shaping
+functions* ``h`` applied elementwise to the penultimate features ``z`` before the classifier's
+final linear layer ``(W, b)``. The OOD score is the energy score of the reshaped logits:
+
+    S(x) = logsumexp_k (W h(z) + b)_k        (higher = more in-distribution).
+
+ReAct, VRA and the paper's new piecewise-linear function (PLF, described in appendix A of the
+follow-up arXiv 2602.05935) are all piecewise linear with knots at quantiles of the ID feature
+values, so this module builds them on one functional core:
+
+- :func:`piecewise_linear` — a piecewise-linear function with optional jumps at its knots,
+  vectorised with :func:`torch.bucketize`;
+- :func:`energy_score` (AUROC comes from :func:`lightning_info.scoring.metrics.ood_auroc`);
+- the shapers :class:`Identity`, :class:`ReAct`, :class:`VRA`, :class:`PLF`, each turning ID
+  quantiles (:class:`FeatureQuantiles`) into a :class:`PiecewiseLinear`;
+- :class:`FeatureShapingScorer`, a :class:`~lightning_info.scoring.base.PosthocScorer`;
+- :func:`tune` — random search (or optuna's TPE when optuna is installed) over a shaper's
+  parameter box, maximising OOD AUROC on held-out data, as the follow-up paper fits PLF.
+
+Knot placement: every quantile is taken over *all* ``N * D`` feature values of the ID set pooled
+together (ReAct's ``tau`` is the 90th percentile of all ID activations, not one per unit), with
+linear interpolation between order statistics (``numpy.quantile``'s default).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from lightning_info.core.validation import (
+    require_finite,
+    require_finite_tensor,
+    require_int,
+)
+from lightning_info.scoring.base import PosthocScorer
+from lightning_info.scoring.metrics import ood_auroc
+
+__all__ = [
+    "PLF",
+    "SHAPERS",
+    "VRA",
+    "FeatureQuantiles",
+    "FeatureShapingScorer",
+    "Identity",
+    "PiecewiseLinear",
+    "ReAct",
+    "Shaper",
+    "TuneResult",
+    "energy_score",
+    "make_shaper",
+    "piecewise_linear",
+    "tune",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Functional core
+# --------------------------------------------------------------------------------------------
+
+
+def piecewise_linear(
+    z: Tensor,
+    knots_x: Tensor | Sequence[float],
+    knots_y: Tensor | Sequence[float],
+    left_slope: float = 0.0,
+    right_slope: float = 0.0,
+    *,
+    left_limits: Tensor | Sequence[float] | None = None,
+    right_limits: Tensor | Sequence[float] | None = None,
+) -> Tensor:
+    """Apply a piecewise-linear function with possible jumps at its knots to ``z`` elementwise.
+
+    With knots ``x_0 <= ... <= x_{n-1}``, values ``y_i`` (the function's value *at* ``x_i``), left
+    limits ``l_i`` and right limits ``r_i`` (both default to ``y_i``: a continuous function)::
+
+        f(z) = l_0     + left_slope  * (z - x_0)                          z < x_0
+        f(z) = r_i     + (l_{i+1} - r_i) * (z - x_i) / (x_{i+1} - x_i)    x_i < z < x_{i+1}
+        f(z) = y_i                                                        z = x_i
+        f(z) = r_{n-1} + right_slope * (z - x_{n-1})                      z > x_{n-1}
+
+    So a jump at ``x_i`` goes from ``l_i`` to ``r_i``, and the value exactly at the knot is chosen
+    freely (``y_i = l_i``: left-continuous, ``y_i = r_i``: right-continuous). Repeated knots are
+    allowed; of a run of equal knots the left limit comes from the first copy, and the value and
+    right limit from the last. With the default limits and ``left_slope = right_slope = 0`` this
+    is ``numpy.interp``. The output has ``z``'s shape and dtype; ``z`` is not modified.
+    """
+    if not isinstance(z, Tensor) or not z.is_floating_point():
+        raise ValueError("`z` must be a floating-point tensor.")
+    require_finite_tensor(z, "z")
+    kx = _knot_tensor(knots_x, "knots_x", z)
+    n = kx.numel()
+    ky = _knot_tensor(knots_y, "knots_y", z, n)
+    kl = ky if left_limits is None else _knot_tensor(left_limits, "left_limits", z, n)
+    kr = ky if right_limits is None else _knot_tensor(right_limits, "right_limits", z, n)
+    if n > 1 and (kx[1:] < kx[:-1]).any():
+        raise ValueError("`knots_x` must be non-decreasing.")
+    left_slope = require_finite(float(left_slope), "left_slope")
+    right_slope = require_finite(float(right_slope), "right_slope")
+
+    # seg = (number of knots <= z) - 1: -1 left of x_0, n - 1 right of (or at) x_{n-1}.
+    seg = torch.bucketize(z, kx, right=True) - 1
+    lo = seg.clamp(0, n - 1)
+    hi = (seg + 1).clamp(0, n - 1)
+    x_lo, x_hi = kx[lo], kx[hi]
+    r_lo = kr[lo]
+    width = x_hi - x_lo
+    t = (z - x_lo) / torch.where(width > 0, width, torch.ones_like(width))
+    inner = r_lo + (kl[hi] - r_lo) * t
+    left = kl[0] + left_slope * (z - kx[0])
+    right = kr[n - 1] + right_slope * (z - kx[n - 1])
+    out = torch.where(seg < 0, left, torch.where(seg >= n - 1, right, inner))
+    return torch.where((seg >= 0) & (z == x_lo), ky[lo], out)
+
+
+def energy_score(logits: Tensor) -> Tensor:
+    """``(N,)`` energy score ``logsumexp_k logits_{:, k}``; higher = more in-distribution.
+
+    Sign convention: the free energy of Liu et al. (2020) is ``E(x) = -logsumexp_k f_k(x)``, low
+    for ID inputs; the score returned here is ``-E(x)``, so that it ranks like the other scorers.
+    """
+    if not isinstance(logits, Tensor) or logits.dim() != 2 or not logits.is_floating_point():
+        raise ValueError("`logits` must be a floating-point (N, K) tensor.")
+    return torch.logsumexp(logits, dim=1)
+
+
+def _knot_tensor(
+    value: Tensor | Sequence[float], name: str, like: Tensor, length: int | None = None
+) -> Tensor:
+    tensor = torch.as_tensor(value, dtype=like.dtype, device=like.device)
+    if tensor.dim() != 1 or tensor.numel() == 0:
+        raise ValueError(f"`{name}` must be a non-empty 1-D sequence of knots.")
+    if length is not None and tensor.numel() != length:
+        raise ValueError(f"`{name}` must have one entry per knot ({length}), got {tensor.numel()}.")
+    require_finite_tensor(tensor, name)
+    return tensor.contiguous()
+
+
+# --------------------------------------------------------------------------------------------
+# Shaping functions and ID quantiles
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PiecewiseLinear:
+    """A fitted shaping function: the arguments of :func:`piecewise_linear` plus ``odd``.
+
+    ``odd = False``: ``h(z) = f(z)``. ``odd = True``: ``f`` acts on ``|z|`` and the sign is
+    restored, ``h(z) = sign(z) f(|z|)`` with ``sign(0) = +1`` (so ``h(0) = f(0)``, and ``h`` on
+    non-negative post-ReLU features is exactly ``f``).
+    """
+
+    knots_x: Tensor
+    knots_y: Tensor
+    left_limits: Tensor
+    right_limits: Tensor
+    left_slope: float
+    right_slope: float
+    odd: bool = False
+
+    @classmethod
+    def make(
+        cls,
+        knots_x: Sequence[float],
+        knots_y: Sequence[float],
+        left_slope: float,
+        right_slope: float,
+        *,
+        left_limits: Sequence[float] | None = None,
+        right_limits: Sequence[float] | None = None,
+        odd: bool = False,
+    ) -> PiecewiseLinear:
+        def as_knots(values: Sequence[float] | None, default: Sequence[float]) -> Tensor:
+            return torch.tensor([float(v) for v in (default if values is None else values)])
+
+        return cls(
+            as_knots(knots_x, knots_x),
+            as_knots(knots_y, knots_y),
+            as_knots(left_limits, knots_y),
+            as_knots(right_limits, knots_y),
+            float(left_slope),
+            float(right_slope),
+            bool(odd),
+        )
+
+    def __call__(self, z: Tensor) -> Tensor:
+        arguments = (self.knots_x, self.knots_y, self.left_slope, self.right_slope)
+        limits = {"left_limits": self.left_limits, "right_limits": self.right_limits}
+        if not self.odd:
+            return piecewise_linear(z, *arguments, **limits)
+        magnitude = piecewise_linear(z.abs(), *arguments, **limits)
+        return torch.where(z < 0, -magnitude, magnitude)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> PiecewiseLinear:
+        return cls(**{field.name: state[field.name] for field in dataclasses.fields(cls)})
+
+
+class FeatureQuantiles:
+    """Quantiles of the pooled ID feature values (all ``N * D`` entries), of ``z`` or ``|z|``.
+
+    The values are sorted once (``|z|`` on first use), so the many shapers of a parameter search
+    share one sort; quantiles interpolate linearly between order statistics, like
+    ``numpy.quantile`` and ``torch.quantile`` (which refuses inputs above 2**24 elements).
+    """
+
+    def __init__(self, features: Tensor) -> None:
+        if not isinstance(features, Tensor) or not features.is_floating_point():
+            raise ValueError("`features` must be a floating-point tensor.")
+        if features.numel() == 0:
+            raise ValueError("`features` is empty: pass at least one in-distribution sample.")
+        require_finite_tensor(features, "features")
+        self._values = features.detach().reshape(-1).float()
+        self._sorted: dict[bool, Tensor] = {}
+
+    def __call__(self, fractions: Sequence[float], *, absolute: bool = False) -> list[float]:
+        """Quantiles at ``fractions`` (in ``[0, 1]``) of ``z`` (or of ``|z|``), as floats."""
+        if absolute not in self._sorted:
+            values = self._values.abs() if absolute else self._values
+            self._sorted[absolute] = values.sort().values
+        ordered = self._sorted[absolute]
+        out = []
+        for fraction in fractions:
+            if not 0.0 <= fraction <= 1.0:
+                raise ValueError(f"quantile fractions must lie in [0, 1], got {fraction!r}.")
+            position = fraction * (ordered.numel() - 1)
+            below = math.floor(position)
+            above = min(below + 1, ordered.numel() - 1)
+            low, high = float(ordered[below]), float(ordered[above])
+            out.append(low + (high - low) * (position - below))
+        return out
+
+
+class Shaper:
+    """A family of shaping functions: parameters (dataclass fields) + ID quantiles -> function.
+
+    Subclasses are frozen dataclasses that validate their parameters, name themselves in
+    ``name`` and give the default box of :func:`tune` in ``search_space``.
+    """
+
+    name: ClassVar[str]
+    search_space: ClassVar[dict[str, tuple[float, float]]]
+
+    def build(self, quantiles: FeatureQuantiles) -> PiecewiseLinear:
+        raise NotImplementedError
+
+    def params(self) -> dict[str, float]:
+        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+
+
+def _require_percentile(value: float, name: str) -> float:
+    value = require_finite(value, name)
+    if not 0.0 <= value <= 100.0:
+        raise ValueError(f"`{name}` is a percentile and must lie in [0, 100], got {value!r}.")
+    return value
+
+
+@dataclass(frozen=True)
+class Identity(Shaper):
+    """``h(z) = z``: the score is the plain energy of the classifier's own logits."""
+
+    name: ClassVar[str] = "identity"
+    search_space: ClassVar[dict[str, tuple[float, float]]] = {}
+
+    def build(self, quantiles: FeatureQuantiles) -> PiecewiseLinear:
+        return PiecewiseLinear.make([0.0], [0.0], 1.0, 1.0)
+
+
+@dataclass(frozen=True)
+class ReAct(Shaper):
+    """ReAct (Sun et al., 2021): ``h(z) = min(z, tau)``, ``tau`` = ``percentile`` of ID values."""
+
+    percentile: float = 90.0
+
+    name: ClassVar[str] = "react"
+    search_space: ClassVar[dict[str, tuple[float, float]]] = {"percentile": (50.0, 99.9)}
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "percentile", _require_percentile(self.percentile, "percentile"))
+
+    def build(self, quantiles: FeatureQuantiles) -> PiecewiseLinear:
+        (tau,) = quantiles([self.percentile / 100])
+        return PiecewiseLinear.make([tau], [tau], 1.0, 0.0)
+
+
+@dataclass(frozen=True)
+class VRA(Shaper):
+    """VRA (Xu et al., 2023)::
+
+        h(z) = 0          z < a
+        h(z) = z + gamma  a <= z <= b
+        h(z) = b          z > b
+
+    with ``a``, ``b`` the ``lower_percentile`` / ``upper_percentile`` of the ID values. ``h`` jumps
+    at ``a`` (``0 -> a + gamma``) and at ``b`` (``b + gamma -> b``); both jumps are knots with
+    separate left/right limits. Defaults are a starting point for :func:`tune`.
+    """
+
+    lower_percentile: float = 60.0
+    upper_percentile: float = 95.0
+    gamma: float = 0.5
+
+    name: ClassVar[str] = "vra"
+    search_space: ClassVar[dict[str, tuple[float, float]]] = {
+        "lower_percentile": (0.0, 90.0),
+        "upper_percentile": (90.0, 99.9),
+        "gamma": (0.0, 2.0),
+    }
+
+    def __post_init__(self) -> None:
+        lower = _require_percentile(self.lower_percentile, "lower_percentile")
+        upper = _require_percentile(self.upper_percentile, "upper_percentile")
+        if lower > upper:
+            raise ValueError(
+                f"`lower_percentile` ({lower}) must not exceed `upper_percentile` ({upper})."
+            )
+        object.__setattr__(self, "lower_percentile", lower)
+        object.__setattr__(self, "upper_percentile", upper)
+        object.__setattr__(self, "gamma", require_finite(self.gamma, "gamma"))
+
+    def build(self, quantiles: FeatureQuantiles) -> PiecewiseLinear:
+        a, b = quantiles([self.lower_percentile / 100, self.upper_percentile / 100])
+        g = self.gamma
+        return PiecewiseLinear.make(
+            [a, b], [a + g, b + g], 0.0, 0.0, left_limits=[0.0, b + g], right_limits=[a + g, b]
+        )
+
+
+@dataclass(frozen=True)
+class PLF(Shaper):
+    """The piecewise-linear shaper of Mondal et al. (follow-up arXiv 2602.05935, appendix A).
+
+    Acts on ``r = |z|`` and restores the sign: ``h(z) = sign(z) f(|z|)`` with ``sign(0) = +1``
+    (for non-negative post-ReLU features ``h = f``). Breakpoints are quantiles of ``|z|`` pooled
+    over all ID feature values::
+
+        x1 = F^-1(q1),   x2 = F^-1(q2),   q2 = q1 + 0.10 + u (0.89 - q1),   y1 = y_end + dy
+
+    and ``f`` has three segments. The source fixes only the parameters; this geometry is our
+    reading of them (``y1`` sits at ``x1``, ``y_end`` at the end ``x2`` of the middle segment, the
+    slopes belong to the two outer segments)::
+
+        f(r) = y_start + m1 r                                 0 <= r < x1    (segment 1)
+        f(r) = y1 + (y_end - y1) (r - x1) / (x2 - x1)         x1 <= r < x2   (segment 2)
+        f(r) = y_end + m2 (r - x2)                            r >= x2        (segment 3)
+
+    - segment 1 starts at ``y_start`` at ``r = 0`` with slope ``m1``;
+    - at ``x1`` ``f`` jumps from ``y_start + m1 x1`` to ``y1`` (continuous only when they agree);
+    - segment 2 runs linearly from ``y1`` at ``x1`` to ``y_end`` at ``x2``; with ``dy >= 0`` (the
+      search box) it is non-increasing: a peak at ``x1`` falling to ``y_end`` at ``x2``;
+    - segment 3 continues from ``y_end`` at ``x2`` with slope ``m2`` for all ``r`` beyond ``x2``
+      (``m2 = 0`` clips large activations as ReAct does; ``m2 < 0`` suppresses them).
+
+    ``f`` is continuous at ``x2`` and right-continuous at ``x1``. When ties make ``x1 = x2``,
+    segment 2 is empty and ``f(x1) = y_end``; ``x1 = 0`` makes segment 1 empty. The y-values and
+    slopes are in feature units. ``q1 in [0, 0.89]`` and ``u in [0, 1]`` keep ``q2 <= 0.99``.
+    Defaults are arbitrary; PLF is meant to be fitted with :func:`tune` on the note's box
+    (``search_space``).
+    """
+
+    q1: float = 0.5
+    u: float = 0.5
+    m1: float = 1.0
+    m2: float = 0.0
+    y_start: float = 0.0
+    y_end: float = 1.0
+    dy: float = 0.0
+
+    name: ClassVar[str] = "plf"
+    search_space: ClassVar[dict[str, tuple[float, float]]] = {
+        "q1": (0.1, 0.8),
+        "u": (0.0, 1.0),
+        "m1": (0.0, 5.0),
+        "m2": (-5.0, 5.0),
+        "y_start": (-5.0, 0.0),
+        "y_end": (0.0, 5.0),
+        "dy": (0.0, 5.0),
+    }
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            object.__setattr__(
+                self, field.name, require_finite(getattr(self, field.name), field.name)
+            )
+        if not 0.0 <= self.q1 <= 0.89:
+            raise ValueError(
+                f"`q1` is a quantile fraction and must lie in [0, 0.89], got {self.q1}."
+            )
+        if not 0.0 <= self.u <= 1.0:
+            raise ValueError(f"`u` must lie in [0, 1], got {self.u}.")
+
+    @property
+    def q2(self) -> float:
+        return min(self.q1 + 0.10 + self.u * (0.89 - self.q1), 1.0)
+
+    def build(self, quantiles: FeatureQuantiles) -> PiecewiseLinear:
+        x1, x2 = quantiles([self.q1, self.q2], absolute=True)
+        y1 = self.y_end + self.dy
+        return PiecewiseLinear.make(
+            [0.0, x1, x2],
+            [self.y_start, y1, self.y_end],
+            self.m1,
+            self.m2,
+            left_limits=[self.y_start, self.y_start + self.m1 * x1, self.y_end],
+            right_limits=[self.y_start, y1, self.y_end],
+            odd=True,
+        )
+
+
+SHAPERS: dict[str, type[Shaper]] = {cls.name: cls for cls in (Identity, ReAct, VRA, PLF)}
+
+
+def make_shaper(shaper: str | Shaper, **params: float) -> Shaper:
+    """A shaper from a preset name in :data:`SHAPERS` and its parameters (or a ready shaper)."""
+    if isinstance(shaper, Shaper):
+        if params:
+            raise ValueError("Pass parameters either to the shaper or here, not both.")
+        return shaper
+    if not isinstance(shaper, str) or shaper not in SHAPERS:
+        raise ValueError(f"Unknown shaper {shaper!r}; choose one of {sorted(SHAPERS)}.")
+    cls = SHAPERS[shaper]
+    allowed = [field.name for field in dataclasses.fields(cls)]
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        raise ValueError(
+            f"Unknown parameter(s) {unknown} for shaper {shaper!r}; it takes {allowed}."
+        )
+    return cls(**params)
+
+
+# --------------------------------------------------------------------------------------------
+# Scorer
+# --------------------------------------------------------------------------------------------
+
+
+class FeatureShapingScorer(PosthocScorer):
+    """Energy score of the logits recomputed from shaped penultimate features, ``W h(z) + b``.
+
+    ``layer`` is the classifier's final ``nn.Linear`` (copied), a weight ``(K, D)`` tensor (with
+    optional ``bias`` ``(K,)``, zero by default) or a ``(weight, bias)`` pair. ``shaper`` is a
+    preset name (``"identity"``, ``"react"``, ``"vra"``, ``"plf"``) with its parameters as keyword
+    arguments, or a :class:`Shaper`. ``fit`` places the knots at quantiles of the pooled ID
+    feature values (labels are not used); ``score`` ignores the given logits except for a shape
+    check and returns ``energy_score(W h(z) + b)``.
+    """
+
+    name = "feature_shaping"
+
+    def __init__(
+        self,
+        layer: nn.Linear | Tensor | tuple[Tensor, Tensor | None],
+        shaper: str | Shaper = "react",
+        *,
+        bias: Tensor | None = None,
+        **params: float,
+    ) -> None:
+        super().__init__()
+        self.weight, self.bias = _linear_parameters(layer, bias)
+        self.shaper = make_shaper(shaper, **params)
+        self.function: PiecewiseLinear | None = None
+
+    @property
+    def in_features(self) -> int:
+        return self.weight.shape[1]
+
+    def fit_features(self, features: Tensor) -> FeatureShapingScorer:
+        """Fit from ID features alone (the logits and labels of ``fit`` are not needed)."""
+        self._check_features(features)
+        return self.fit_quantiles(FeatureQuantiles(features))
+
+    def fit_quantiles(self, quantiles: FeatureQuantiles) -> FeatureShapingScorer:
+        """Fit from precomputed ID quantiles (shared by the trials of :func:`tune`)."""
+        self.function = self.shaper.build(quantiles)
+        self.fitted = True
+        return self
+
+    def shape(self, features: Tensor) -> Tensor:
+        """Shaped features ``h(z)``, ``(N, D)``."""
+        self._require_fitted()
+        return self.function(features)
+
+    def shaped_logits(self, features: Tensor) -> Tensor:
+        """``W h(z) + b``, ``(N, K)``."""
+        self._require_fitted()
+        self._check_features(features)
+        return self._logits(features)
+
+    def score_features(self, features: Tensor) -> Tensor:
+        """``(N,)`` scores from features alone; same as ``score`` (which ignores the logits)."""
+        return energy_score(self.shaped_logits(features.detach().float()))
+
+    def _logits(self, features: Tensor) -> Tensor:
+        h = self.shape(features)
+        return F.linear(h, self.weight.to(h), self.bias.to(h))
+
+    def _fit(self, features: Tensor, logits: Tensor, labels: Tensor) -> None:
+        self._check_dims(features, logits)
+        self.fit_quantiles(FeatureQuantiles(features))
+
+    def _score(self, features: Tensor, logits: Tensor) -> Tensor:
+        self._check_dims(features, logits)
+        return energy_score(self._logits(features))
+
+    def _require_fitted(self) -> None:
+        if not self.fitted or self.function is None:
+            raise RuntimeError(f"{type(self).__name__} is not fitted: call `fit(...)` first.")
+
+    def _check_features(self, features: Tensor) -> None:
+        if (
+            not isinstance(features, Tensor)
+            or features.dim() != 2
+            or not features.is_floating_point()
+        ):
+            raise ValueError("`features` must be a floating-point (N, D) tensor.")
+        if features.shape[0] == 0:
+            raise ValueError("`features` is empty: pass at least one sample.")
+        require_finite_tensor(features, "features")
+        self._check_dims(features, None)
+
+    def _check_dims(self, features: Tensor, logits: Tensor | None) -> None:
+        if features.shape[1] != self.in_features:
+            raise ValueError(
+                f"`features` have D = {features.shape[1]} but the linear layer's weight is "
+                f"{tuple(self.weight.shape)} (K, D); pass the penultimate features of this layer."
+            )
+        if logits is not None and logits.shape[1] != self.weight.shape[0]:
+            raise ValueError(
+                f"`logits` have K = {logits.shape[1]} but the linear layer has "
+                f"{self.weight.shape[0]} outputs; pass the logits of this classifier."
+            )
+
+    def state_dict(self) -> dict[str, Any]:
+        state = super().state_dict()
+        state.update(
+            weight=self.weight.clone(),
+            bias=self.bias.clone(),
+            shaper=self.shaper.name,
+            params=self.shaper.params(),
+            function=None if self.function is None else self.function.state_dict(),
+        )
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state["shaper"] != self.shaper.name:
+            raise ValueError(
+                f"The state holds a {state['shaper']!r} shaper but this scorer uses "
+                f"{self.shaper.name!r}; build the scorer with shaper={state['shaper']!r}."
+            )
+        super().load_state_dict(state)
+        self.weight, self.bias = _linear_parameters(state["weight"], state["bias"])
+        self.shaper = make_shaper(state["shaper"], **state["params"])
+        function = state["function"]
+        self.function = None if function is None else PiecewiseLinear.from_state(function)
+
+
+def _linear_parameters(
+    layer: nn.Linear | Tensor | tuple[Tensor, Tensor | None], bias: Tensor | None
+) -> tuple[Tensor, Tensor]:
+    if isinstance(layer, nn.Linear):
+        if bias is not None:
+            raise ValueError("Pass `bias` only with a weight tensor; an nn.Linear has its own.")
+        weight, bias = layer.weight, layer.bias
+    elif isinstance(layer, tuple):
+        if len(layer) != 2 or bias is not None:
+            raise ValueError("Pass the layer as (weight, bias), or a weight and `bias=`.")
+        weight, bias = layer
+    else:
+        weight = layer
+    if not isinstance(weight, Tensor) or weight.dim() != 2 or not weight.is_floating_point():
+        raise ValueError("The linear layer's weight must be a floating-point (K, D) tensor.")
+    weight = weight.detach().float().clone()
+    if bias is None:
+        bias = torch.zeros(weight.shape[0])
+    if not isinstance(bias, Tensor) or bias.shape != (weight.shape[0],):
+        raise ValueError(f"`bias` must be a ({weight.shape[0]},) tensor to match the weight.")
+    bias = bias.detach().float().clone().to(weight.device)
+    require_finite_tensor(weight, "weight")
+    require_finite_tensor(bias, "bias")
+    return weight, bias
+
+
+# --------------------------------------------------------------------------------------------
+# Tuning on held-out data
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TuneResult:
+    """Outcome of :func:`tune`: the best parameters, their held-out AUROC, the fitted scorer and
+    every trial as ``(params, auroc)`` in the order evaluated."""
+
+    params: dict[str, float]
+    auroc: float
+    scorer: FeatureShapingScorer
+    history: list[tuple[dict[str, float], float]]
+
+
+def tune(
+    shaper: str | Callable[..., FeatureShapingScorer],
+    id_features: Tensor,
+    ood_features: Tensor,
+    *,
+    layer: nn.Linear | Tensor | tuple[Tensor, Tensor | None] | None = None,
+    fit_features: Tensor | None = None,
+    search_space: Mapping[str, float | tuple[float, float]] | None = None,
+    n_trials: int = 64,
+    seed: int = 0,
+    method: str = "random",
+) -> TuneResult:
+    """Choose a shaper's parameters maximising held-out OOD AUROC (ID = positive class).
+
+    ``shaper`` is a preset name (then ``layer`` is required) or a factory
+    ``factory(**params) -> FeatureShapingScorer`` (then ``search_space`` is required). Each trial
+    fits the knots on the ID quantiles of ``fit_features`` (default: ``id_features``) and scores
+    ``id_features`` against ``ood_features``; the logits are recomputed from the layer, so none
+    are needed. ``search_space`` maps parameter names to ``(low, high)`` boxes or fixed values
+    and updates the preset's default box (:attr:`Shaper.search_space`); parameters left out keep
+    the preset's defaults.
+
+    ``method="random"``: ``n_trials`` uniform draws from the box, from a ``torch.Generator``
+    seeded with ``seed`` (reproducible; the first best trial wins ties). ``method="tpe"``: optuna's
+    seeded TPE sampler, when optuna is installed. Parameters that the shaper rejects (e.g. a VRA
+    box where ``lower_percentile > upper_percentile`` can be drawn) raise ``ValueError``.
+    """
+    if method not in ("random", "tpe"):
+        raise ValueError(f"Unknown search `method` {method!r}; choose 'random' or 'tpe'.")
+    if isinstance(shaper, str):
+        if shaper not in SHAPERS:
+            raise ValueError(f"Unknown shaper {shaper!r}; choose one of {sorted(SHAPERS)}.")
+        if layer is None:
+            raise ValueError("Tuning a preset needs the classifier's final `layer`.")
+        preset = SHAPERS[shaper]
+        box: dict[str, float | tuple[float, float]] = dict(preset.search_space)
+        allowed = {field.name for field in dataclasses.fields(preset)}
+        unknown = sorted(set(search_space or {}) - allowed)
+        if unknown:
+            raise ValueError(f"Unknown parameter(s) {unknown} for shaper {shaper!r}.")
+        box.update(search_space or {})
+        weight, bias = _linear_parameters(layer, None)
+
+        def factory(**params: float) -> FeatureShapingScorer:
+            return FeatureShapingScorer((weight, bias), shaper, **params)
+
+    elif callable(shaper):
+        if search_space is None:
+            raise ValueError("Tuning with a scorer factory needs an explicit `search_space`.")
+        box, factory = dict(search_space), shaper
+    else:
+        raise ValueError("`shaper` must be a preset name or a callable returning a scorer.")
+    bounds = _parse_box(box)
+    id_features = _held_out(id_features, "id_features")
+    ood_features = _held_out(ood_features, "ood_features")
+    if id_features.shape[1] != ood_features.shape[1]:
+        raise ValueError(
+            f"`id_features` and `ood_features` must have the same D, got {id_features.shape[1]} "
+            f"and {ood_features.shape[1]}."
+        )
+    fit_features = id_features if fit_features is None else _held_out(fit_features, "fit_features")
+    n_trials = require_int(n_trials, "n_trials", 1)
+    seed = require_int(seed, "seed", 0)
+    quantiles = FeatureQuantiles(fit_features)
+    history: list[tuple[dict[str, float], float]] = []
+    best: list[Any] = [-math.inf, None, None]  # auroc, params, scorer
+
+    def evaluate(params: dict[str, float]) -> float:
+        scorer = factory(**params)
+        if not isinstance(scorer, FeatureShapingScorer):
+            raise ValueError("The scorer factory must return a FeatureShapingScorer.")
+        scorer.fit_quantiles(quantiles)
+        auroc = float(
+            ood_auroc(scorer.score_features(id_features), scorer.score_features(ood_features))
+        )
+        history.append((params, auroc))
+        if auroc > best[0]:
+            best[:] = [auroc, params, scorer]
+        return auroc
+
+    if method == "random":
+        generator = torch.Generator().manual_seed(seed)
+        n_draws = n_trials if bounds else 1  # nothing to search: one evaluation
+        for _ in range(n_draws):
+            draws = torch.rand(len(bounds), generator=generator, dtype=torch.float64).tolist()
+            evaluate(
+                {name: lo + d * (hi - lo) for (name, (lo, hi)), d in zip(bounds.items(), draws)}
+            )
+    else:
+        _tune_tpe(evaluate, bounds, n_trials, seed)
+    return TuneResult(params=best[1], auroc=best[0], scorer=best[2], history=history)
+
+
+def _tune_tpe(
+    evaluate: Callable[[dict[str, float]], float],
+    bounds: dict[str, tuple[float, float]],
+    n_trials: int,
+    seed: int,
+) -> None:
+    if importlib.util.find_spec("optuna") is None:
+        raise ImportError("method='tpe' needs optuna: `pip install optuna`, or use 'random'.")
+    optuna = importlib.import_module("optuna")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed))
+
+    def objective(trial: Any) -> float:
+        params = {
+            name: trial.suggest_float(name, lo, hi) if hi > lo else lo
+            for name, (lo, hi) in bounds.items()
+        }
+        return evaluate(params)
+
+    study.optimize(objective, n_trials=n_trials if bounds else 1)
+
+
+def _parse_box(box: Mapping[str, float | tuple[float, float]]) -> dict[str, tuple[float, float]]:
+    bounds = {}
+    for name, value in box.items():
+        low, high = (value, value) if isinstance(value, (int, float)) else tuple(value)
+        low, high = require_finite(low, f"{name} (low)"), require_finite(high, f"{name} (high)")
+        if low > high:
+            raise ValueError(f"Search box for `{name}` has low {low} > high {high}.")
+        bounds[name] = (low, high)
+    return bounds
+
+
+def _held_out(features: Tensor, name: str) -> Tensor:
+    if not isinstance(features, Tensor) or features.dim() != 2 or not features.is_floating_point():
+        raise ValueError(f"`{name}` must be a floating-point (N, D) tensor.")
+    if features.shape[0] == 0:
+        raise ValueError(f"`{name}` is empty: tuning needs held-out samples.")
+    require_finite_tensor(features, name)
+    return features.detach().float()

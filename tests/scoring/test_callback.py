@@ -1,0 +1,92 @@
+"""PosthocScoring end to end on digits 0-4: its tables against metrics recomputed independently."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from lightning.pytorch import Trainer, seed_everything
+from sklearn.metrics import roc_auc_score
+
+from lightning_info import DigitsDataModule, MLPClassifier
+from lightning_info.scoring import MSPScorer, PosthocScoring, PSIScorer, collect_outputs
+from lightning_info.scoring.shaping import FeatureShapingScorer
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    seed_everything(0)
+    data = DigitsDataModule(classes=5, test_fraction=0.5, val_fraction=0.3, batch_size=64)
+    model = MLPClassifier(64, 5, hidden=[32])
+    scoring = PosthocScoring(
+        scorers=[MSPScorer(), PSIScorer(num_directions=20)],
+        shapers=["identity", "react"],
+        tune_trials=5,
+        output_dir=str(tmp_path_factory.mktemp("scoring")),
+    )
+    trainer = Trainer(
+        max_epochs=4,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[scoring],
+        default_root_dir=tmp_path_factory.mktemp("runs"),
+    )
+    trainer.fit(model, datamodule=data)
+    return data, model, scoring
+
+
+def test_failure_table_matches_sklearn(trained):
+    data, model, scoring = trained
+    columns, rows = scoring.tables["failure"]
+    assert [r[0] for r in rows] == ["MSP", "PSI"]
+    features, logits, labels = collect_outputs(model, model.head, data.test_dataloader())
+    msp = logits.softmax(1).amax(1)
+    correct = (logits.argmax(1) == labels).numpy()
+    assert 0 < correct.mean() < 1  # the test split has errors to predict
+    expected = roc_auc_score(correct, msp.numpy())
+    assert float(rows[0][columns.index("AUROC")]) == pytest.approx(expected, abs=1e-4)
+
+
+def test_ood_table_energy_row_matches_a_direct_computation(trained):
+    data, model, scoring = trained
+    columns, rows = scoring.tables["ood"]
+    assert [r[0] for r in rows] == ["energy", "react"]
+    sets, kinds = ("digits", "noise", "shuffled"), ("AUROC", "FPR@95")
+    assert columns[1:] == [f"{name} {metric}" for name in sets for metric in kinds]
+    id_features = collect_outputs(model, model.head, data.test_dataloader())[0]
+    ood = collect_outputs(model, model.head, data.ood_dataloaders("test")["digits"])[0]
+    energy_in = torch.logsumexp(model.head(id_features), 1).detach()
+    energy_out = torch.logsumexp(model.head(ood), 1).detach()
+    labels = [1] * len(energy_in) + [0] * len(energy_out)
+    expected = roc_auc_score(labels, torch.cat([energy_in, energy_out]).numpy())
+    assert float(rows[0][1]) == pytest.approx(expected, abs=1e-4)
+    shaped = FeatureShapingScorer(model.head, "identity").fit_features(id_features)
+    torch.testing.assert_close(shaped.score_features(id_features), energy_in)
+
+
+def test_outputs_are_written(trained):
+    _, _, scoring = trained
+    text = (Path(scoring.output_dir) / "posthoc_scoring.md").read_text()
+    assert "failure prediction" in text and "OOD detection" in text
+    assert (Path(scoring.output_dir) / "posthoc_reliability.png").exists()
+
+
+def test_bad_configuration_fails_before_training(tmp_path):
+    with pytest.raises(ValueError, match="fit_on"):
+        PosthocScoring(fit_on="holdout")
+    scoring = PosthocScoring(head="no_such_layer")
+    trainer = Trainer(max_epochs=1, logger=False, callbacks=[scoring], default_root_dir=tmp_path)
+    with pytest.raises(ValueError, match="no submodule 'no_such_layer'"):
+        trainer.fit(MLPClassifier(64, 5), datamodule=DigitsDataModule(classes=5))
+    assert trainer.global_step == 0
