@@ -53,3 +53,39 @@ def test_loaders_cover_the_splits():
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         DigitsDataModule(**kwargs)
+
+
+def test_validation_split_is_carved_from_the_training_images():
+    plain = DigitsDataModule(classes=5, split_seed=3)
+    data = DigitsDataModule(classes=5, split_seed=3, val_fraction=0.25)
+    assert torch.equal(data.test_images, plain.test_images)  # the test split does not move
+    assert len(data.val_labels) + len(data.train_labels) == len(plain.train_labels)
+    counts = torch.bincount(plain.train_labels, minlength=5)
+    expected = torch.round(0.25 * counts.double()).long()
+    assert torch.equal(torch.bincount(data.val_labels, minlength=5), expected)
+    seen = {tuple(r.tolist()) for r in data.train_images.flatten(1)}
+    overlap = sum(tuple(r.tolist()) in seen for r in data.val_images.flatten(1))
+    assert overlap <= 2  # only the data set's own duplicate digits
+    assert torch.equal(next(iter(data.val_dataloader()))[1], data.val_labels[:128])
+
+
+def test_ood_sets_are_disjoint_halves_of_out_of_class_noise_and_shuffled_images():
+    data = DigitsDataModule(classes=5)
+    val, test = data.ood_images("val"), data.ood_images("test")
+    assert set(val) == set(test) == {"digits", "noise", "shuffled"}
+    all_images, labels = load_digits_images(10)
+    other = all_images[labels >= 5].flatten(1)
+    for name in ("digits",):
+        both = torch.cat([val[name], test[name]]).flatten(1)
+        assert len(both) == len(other)
+        assert torch.equal(both.sort(0).values, other.sort(0).values)
+    for split in (val, test):
+        assert split["noise"].min() >= 0 and split["noise"].max() <= 1
+        test_pixels = data.test_images.flatten(1).sort(1).values
+        shuffled = split["shuffled"].flatten(1).sort(1).values
+        # every shuffled image has exactly the pixel values of one test image
+        assert all((test_pixels == row).all(1).any() for row in shuffled)
+    assert not torch.equal(val["noise"][: len(test["noise"])], test["noise"][: len(val["noise"])])
+    assert DigitsDataModule(classes=10).ood_images().keys() == {"noise", "shuffled"}
+    with pytest.raises(ValueError, match="split"):
+        data.ood_images("train")
