@@ -119,7 +119,22 @@ def _seeded(seed: int, build):
         return build()
 
 
-class _NetworkScorer(PosthocScorer):
+class _PointwiseInformationScorer(PosthocScorer):
+    """Confidence and class distribution from per-class pointwise-information values."""
+
+    def _values(self, features: Tensor, logits: Tensor) -> Tensor:
+        """Per-class values in bits, ``(N, K)``."""
+        raise NotImplementedError
+
+    def _score(self, features: Tensor, logits: Tensor) -> Tensor:
+        return confidence_from_pointwise(self._values(features, logits), logits)
+
+    def class_probabilities(self, features: Tensor, logits: Tensor) -> Tensor:
+        """``softmax_k`` of the per-class values, ``(N, K)``."""
+        return self._values(features, logits).softmax(1)
+
+
+class _NetworkScorer(_PointwiseInformationScorer):
     """Shared training settings of the scorers that fit small networks on the features."""
 
     def __init__(self, hidden: int, steps: int, lr: float, weight_decay: float, seed: int):
@@ -195,12 +210,8 @@ class PMIScorer(_NetworkScorer):
             output = output + math.log(self.negatives)
         return output / LN2
 
-    def _score(self, features: Tensor, logits: Tensor) -> Tensor:
-        return confidence_from_pointwise(self.pointwise(features), logits)
-
-    def class_probabilities(self, features: Tensor, logits: Tensor) -> Tensor:
-        """``softmax_k(PMI_k)``, ``(N, K)``."""
-        return self.pointwise(features).softmax(1)
+    def _values(self, features: Tensor, logits: Tensor) -> Tensor:
+        return self.pointwise(features)
 
     def state_dict(self) -> dict[str, Any]:
         return {
@@ -322,12 +333,8 @@ class PVIScorer(_NetworkScorer):
         """PVI(x -> k) in bits, ``(N, K)``."""
         return (self.log_probabilities(features, logits) - self.log_null) / LN2
 
-    def _score(self, features: Tensor, logits: Tensor) -> Tensor:
-        return confidence_from_pointwise(self.pointwise(features, logits), logits)
-
-    def class_probabilities(self, features: Tensor, logits: Tensor) -> Tensor:
-        """``softmax_k(PVI_k)``, ``(N, K)``."""
-        return self.pointwise(features, logits).softmax(1)
+    def _values(self, features: Tensor, logits: Tensor) -> Tensor:
+        return self.pointwise(features, logits)
 
     def state_dict(self) -> dict[str, Any]:
         return {
@@ -352,7 +359,7 @@ class PVIScorer(_NetworkScorer):
             self.heads.append(head.eval())
 
 
-class PSIScorer(PosthocScorer):
+class PSIScorer(_PointwiseInformationScorer):
     """PSI confidence from class-conditional densities of random 1-D projections.
 
     Args:
@@ -422,12 +429,8 @@ class PSIScorer(PosthocScorer):
         mixture = (self.prior[None, :, None] * density).sum(1, keepdim=True)
         return (density.log() - mixture.log()).mean(2) / LN2
 
-    def _score(self, features: Tensor, logits: Tensor) -> Tensor:
-        return confidence_from_pointwise(self.pointwise(features), logits)
-
-    def class_probabilities(self, features: Tensor, logits: Tensor) -> Tensor:
-        """``softmax_k(PSI_k)``, ``(N, K)``."""
-        return self.pointwise(features).softmax(1)
+    def _values(self, features: Tensor, logits: Tensor) -> Tensor:
+        return self.pointwise(features)
 
     def state_dict(self) -> dict[str, Any]:
         return {

@@ -14,14 +14,6 @@ from lightning_info.scoring import MSPScorer, PosthocScoring, PSIScorer, collect
 from lightning_info.scoring.shaping import FeatureShapingScorer
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     seed_everything(0)

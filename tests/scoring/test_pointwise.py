@@ -20,14 +20,6 @@ PRIOR = torch.tensor([0.5, 0.3, 0.2])
 MEANS = torch.tensor([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0]])
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def gaussian_classes(n: int, seed: int, means: torch.Tensor = MEANS, scale: float = 1.0):
     """Labels ``y ~ PRIOR`` and ``x | y ~ N(means[y], scale^2 I)``."""
     generator = torch.Generator().manual_seed(seed)

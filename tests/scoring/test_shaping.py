@@ -23,14 +23,6 @@ from lightning_info.scoring.shaping import (
 )
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _layer(d=8, k=5, seed=0):
     torch.manual_seed(seed)
     return nn.Linear(d, k)
