@@ -20,13 +20,15 @@ from lightning_info.core import (
     LinearSchedule,
     Schedule,
 )
-from lightning_info.data import DigitsDataModule, UCRUEADataModule
+from lightning_info.data import DigitsDataModule, GaussianMixtureDataModule, UCRUEADataModule
 from lightning_info.fisher import (
+    DiffusionModel,
     FisherConstraint,
     FisherPenalty,
     FisherPenaltyMixin,
     FisherSubsetDataModule,
     FisherSubsetSampler,
+    SmoothedInformationMonitor,
 )
 from lightning_info.language import CausalLMFineTuner
 from lightning_info.models import InceptionTime, InceptionTimeClassifier, MLPClassifier
@@ -47,9 +49,11 @@ __all__ = [
     "CausalLMFineTuner",
     "ConstantSchedule",
     "CosineSchedule",
+    "DiffusionModel",
     "DigitsDataModule",
     "ExponentialSchedule",
     "FisherConstraint",
+    "GaussianMixtureDataModule",
     "FisherPenalty",
     "FisherPenaltyMixin",
     "FisherSubsetDataModule",
@@ -73,6 +77,7 @@ __all__ = [
     "PosthocScoring",
     "ROMEDistillation",
     "RobustnessRatio",
+    "SmoothedInformationMonitor",
     "Schedule",
     "UCRUEADataModule",
 ]

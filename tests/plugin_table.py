@@ -26,8 +26,11 @@ from lightning_info import (
     PosthocScoring,
     PSIScorer,
     ROMEDistillation,
+    SmoothedInformationMonitor,
     UCRUEADataModule,
 )
+from lightning_info.data.synthetic import GaussianMixtureDataModule
+from lightning_info.fisher.diffusion_module import DiffusionModel
 from tests import tiny_lm
 from tests.bottleneck.tiny_ib import TinyIBClassifier
 from tests.tiny import TinyClassifier, TinyDataModule
@@ -137,6 +140,19 @@ PLUGINS = [
         make_model=tiny_rome,
         make_data=tiny_digits,
         trainer_kwargs={"limit_train_batches": 3},
+    ),
+    PluginCase(
+        id="DiffusionModel-trace-matching",
+        make_model=lambda: DiffusionModel(hidden=16, layers=2),
+        make_data=lambda batch_size: GaussianMixtureDataModule(
+            num_samples=80, batch_size=batch_size, val_fraction=0.1, test_fraction=0.1
+        ),
+    ),
+    PluginCase(
+        id="SmoothedInformationMonitor",
+        make_callbacks=lambda: [SmoothedInformationMonitor("net.1", t=[0.5], num_mc=64)],
+        callback_yaml="smoothed_information.yaml",
+        expected_callback=SmoothedInformationMonitor,
     ),
     PluginCase(
         id="PosthocScoring",

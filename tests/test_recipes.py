@@ -288,3 +288,34 @@ def test_posthoc_scoring_recipe_prints_both_tables(tmp_path, capsys):
         assert 0.0 <= float(row[failure_columns.index("AUROC")]) <= 1.0
     printed = capsys.readouterr().out
     assert (tmp_path / "posthoc_scoring.md").read_text().strip() in printed
+
+
+def test_diffusion_fisher_recipe_prints_the_three_tables(tmp_path, capsys):
+    tables = _recipe("diffusion_fisher").main(
+        [
+            "--trainer.max_steps=20",
+            "--trainer.enable_progress_bar=false",
+            "--trainer.logger=false",
+            "--trainer.limit_val_batches=0",
+            f"--trainer.default_root_dir={tmp_path}",
+            "--model.hidden=16",
+            "--data.num_samples=400",
+            "--evaluation.test_points=16",
+            "--evaluation.steps=8",
+            "--evaluation.probes=2",
+            "--evaluation.reference_probes=4",
+            "--evaluation.ot_schedules=[vp, edm]",
+            "--evaluation.ot_points=2",
+            "--evaluation.ot_data_points=50",
+            "--evaluation.samples=50",
+            f"--evaluation.output_dir={tmp_path}",
+        ]
+    )
+    exact, network, ot = tables.values()
+    assert [r[0] for r in exact[1]] == ["DF trace", "Hutchinson 1", "Hutchinson 2"]
+    # the DF-trace PF-ODE of the exact data model is far closer to the closed form
+    assert float(exact[1][0][1]) < float(exact[1][1][1])
+    assert [r[0] for r in network[1]] == ["DF-TM trace", "Hutchinson 1", "Hutchinson 2"]
+    assert [r[0] for r in ot[1]] == ["vp", "edm"]
+    assert (tmp_path / "diffusion_fisher.png").stat().st_size > 0
+    assert (tmp_path / "diffusion_fisher.md").read_text().strip() in capsys.readouterr().out
