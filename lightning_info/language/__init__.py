@@ -3,6 +3,8 @@
 Offline instruction text from the standard library's docstrings (:mod:`.corpus`), tiny locally
 built causal LMs and a loader for pretrained ones (:mod:`.tiny_lm`), and the response-token
 features ``X_i`` of a frozen causal LM (:mod:`.features`), and a fine-tuning module (:mod:`.sft`).
+Auditing what a fine-tuned model saw: fragment-extraction attacks (PRISM, :mod:`.prism`,
+:mod:`.prism_audit`) on synthetic records of correlated fragments (:mod:`.fragments`).
 """
 
 from lightning_info.language.corpus import (
@@ -18,10 +20,46 @@ from lightning_info.language.features import (
     response_features,
     tokenize_prompt_response,
 )
+from lightning_info.language.fragments import (
+    AttackSet,
+    build_attack_set,
+    fragment_prompt,
+    record_texts,
+    synthetic_records,
+)
+from lightning_info.language.prism import (
+    attack_metrics,
+    data_aware_scores,
+    fragment_log_probability,
+    likelihood_ratio,
+    posterior,
+    prism_score,
+    tpr_at_fpr,
+)
+from lightning_info.language.prism_audit import (
+    FragmentAuditor,
+    FragmentAuditReport,
+    FragmentExtractionAudit,
+)
 from lightning_info.language.sft import CausalLMFineTuner
 from lightning_info.language.tiny_lm import load_causal_lm, tiny_causal_lm, train_bpe_tokenizer
 
 __all__ = [
+    "AttackSet",
+    "FragmentAuditReport",
+    "FragmentAuditor",
+    "FragmentExtractionAudit",
+    "attack_metrics",
+    "build_attack_set",
+    "data_aware_scores",
+    "fragment_log_probability",
+    "fragment_prompt",
+    "likelihood_ratio",
+    "posterior",
+    "prism_score",
+    "record_texts",
+    "synthetic_records",
+    "tpr_at_fpr",
     "CausalLMFineTuner",
     "DEFAULT_MODULES",
     "PROMPT_TEMPLATES",
