@@ -8,6 +8,7 @@ import math
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from lightning.pytorch import Callback, LightningModule
 from torch import nn
@@ -132,3 +133,40 @@ def test_sam_on_inception_time_uses_the_gradient_at_the_perturbed_weights():
         torch.testing.assert_close(
             sam.get_buffer(name), buffer, rtol=0, atol=0, msg=f"buffer {name}"
         )
+
+
+_SMOOTHED_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "smoothed_information.py"
+
+
+def test_smoothed_information_benchmark_quick_run_and_truths():
+    pytest.importorskip("infomeasure")
+    spec = importlib.util.spec_from_file_location("smoothed_information_bench", _SMOOTHED_PATH)
+    smoothed = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = smoothed
+    spec.loader.exec_module(smoothed)
+
+    # the uniform's truth: h -> log 2 as t -> 0; entropy power inequality below, Gaussian above
+    assert abs(smoothed.uniform_smoothed_entropy_1d(1e-8) - math.log(2)) < 1e-3
+    for t in (0.25, 1.0, 4.0):
+        h = smoothed.uniform_smoothed_entropy_1d(t)
+        assert 0.5 * math.log(4 + 2 * math.pi * math.e * t) < h
+        assert h < smoothed.gaussian_entropy(1, 1 / 3 + t)
+    assert smoothed.true_mutual_information("gaussian", 2, 1.0) == pytest.approx(math.log(2))
+
+    results = smoothed.main(["--quick"])
+    assert list(results["results"]) == list(smoothed.DISTRIBUTIONS)
+    for rows in results["results"].values():
+        assert [(r["n"], r["d"], r["t"]) for r in rows] == [(300, 1, 0.25), (300, 1, 1.0)]
+        for r in rows:
+            assert list(r["entropy"]) == list(smoothed.ENTROPY_METHODS)
+            assert list(r["mutual_information"]) == list(smoothed.MI_METHODS)
+            for quantity in ("entropy", "mutual_information"):
+                for s in r[quantity].values():
+                    assert len(s["estimates"]) == 1
+                    assert math.isfinite(s["estimates"][0])
+                    assert s["mean_abs_error"] < 0.3
+                    assert s["seconds"] > 0
+            ours = r["entropy"]["ours de Bruijn"]["estimates"][0]
+            mi = r["mutual_information"]["ours de Bruijn"]["estimates"][0]
+            assert ours - mi == pytest.approx(smoothed.gaussian_entropy(1, r["t"]))
+            assert r["entropy"]["ours de Bruijn"]["mean_abs_error"] < 0.1
