@@ -3,7 +3,9 @@
 Offline instruction text from the standard library's docstrings (:mod:`.corpus`), tiny locally
 built causal LMs and a loader for pretrained ones (:mod:`.tiny_lm`), and the response-token
 features ``X_i`` of a frozen causal LM (:mod:`.features`), and a fine-tuning module (:mod:`.sft`).
-Auditing what a fine-tuned model saw: fragment-extraction attacks (PRISM, :mod:`.prism`,
+Auditing what a model saw: train-test n-gram overlap (:mod:`.overlap`, the
+:class:`TrainTestOverlap` callback, ``python -m lightning_info.language.overlap_cli``) and
+fragment-extraction attacks (PRISM, :mod:`.prism`,
 :mod:`.prism_audit`) on synthetic records of correlated fragments (:mod:`.fragments`).
 """
 
@@ -27,6 +29,16 @@ from lightning_info.language.fragments import (
     record_texts,
     synthetic_records,
 )
+from lightning_info.language.overlap import (
+    OverlapReport,
+    TestInstance,
+    compute_overlap,
+    llama2_contamination,
+    read_test_instances,
+    substring_overlap,
+    write_report,
+)
+from lightning_info.language.overlap_callback import TrainTestOverlap
 from lightning_info.language.prism import (
     attack_metrics,
     data_aware_scores,
@@ -45,6 +57,14 @@ from lightning_info.language.sft import CausalLMFineTuner
 from lightning_info.language.tiny_lm import load_causal_lm, tiny_causal_lm, train_bpe_tokenizer
 
 __all__ = [
+    "OverlapReport",
+    "TestInstance",
+    "TrainTestOverlap",
+    "compute_overlap",
+    "llama2_contamination",
+    "read_test_instances",
+    "substring_overlap",
+    "write_report",
     "AttackSet",
     "FragmentAuditReport",
     "FragmentAuditor",

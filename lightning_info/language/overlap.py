@@ -1,0 +1,650 @@
+"""Train-test overlap: exact n-gram statistics between a training corpus and test instances.
+
+Implements the per-instance overlap metrics of HELM's ``scripts/data_overlap`` (the standard
+implementation behind Zhang et al., ICML 2025, "Language model developers should report
+train-test overlap", Algorithm 1), re-written for speed and exactness:
+
+- tokenizers: ``"default"`` is HELM's ``re.split(r"[\\s{punct}]+", text.lower())``, which keeps
+  the empty strings at the edges (``"models."`` ends with a ``""`` token); ``"light"`` is
+  ``str.split()``; ``"janitor"`` is the GPT-3 / lm-eval Janitor normalisation (lower case,
+  punctuation removed, whitespace split).
+- each test instance indexes the n-grams of its input, of each reference, and of its
+  *intersections* (the last ``n - 1`` input tokens followed by the first ``n - 1`` tokens of each
+  reference: the n-grams that straddle the prompt/answer boundary);
+- scanning the training documents counts, exactly, how often each indexed n-gram occurs;
+- at ``N = n`` each part (input, references) gets HELM's metrics, each unfiltered and with the
+  frequency filter (n-grams seen more than ``max_frequency`` times count as unmatched):
+
+  * ``binary``: 1 if any n-gram of the part occurs in training;
+  * ``jaccard``: ``#matched n-grams / #n-grams`` (n-grams counted with repetition);
+    ``jaccard_weighted`` sums ``1 / count`` instead of 1;
+  * ``token``: fraction of tokens inside a matched n-gram; ``token_weighted`` weights each
+    covered token by ``1 / c`` with ``c`` the smallest count in its run of matched n-grams.
+    With the filter, a frequent n-gram still extends a run that a rare one started (HELM's rule).
+
+  References are scored on the references joined by a space, as HELM does; n-grams that straddle
+  two references were not indexed and count as unmatched. Parts shorter than ``n`` tokens have
+  no n-gram and score 0 (HELM divides by zero there).
+
+Exactness. Tokens are mapped to integer ids from the *test* vocabulary (id 0 for every other
+token and between documents, so no window holding it can match). Each n-gram gets a 64-bit
+polynomial hash computed with numpy over ``uint64`` (wrap-around arithmetic); training windows are
+matched with ``np.searchsorted`` against the sorted hashes of the test n-grams, and every
+candidate hit is then **verified token by token** against the test n-gram it claims to be, so a
+hash collision can never produce a false match. Distinct test n-grams with equal hashes are
+detected when the index is built and the hash base is redrawn. Counts are therefore exact: no
+Bloom filter, no false positives.
+
+Streaming. Training documents are read from any iterable (a list, a generator over files, a
+``datasets.Dataset`` column) in chunks of ``chunk_size`` documents; memory is bounded by one
+chunk. ``processes > 1`` counts chunks in a ``multiprocessing`` pool (it helps when tokenisation,
+which is pure Python, dominates; the default is one process).
+
+Other methodologies: :func:`substring_overlap` (GPT-4: three random 50-character substrings of
+each instance, seeded) and :func:`llama2_contamination` (Llama 2: fraction of tokens inside
+matched n-grams of length >= 10; clean below 20%, dirty above 80%).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+import string
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from itertools import repeat
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lightning_info.core.logging import markdown_table
+from lightning_info.core.validation import require_fraction, require_int
+
+__all__ = [
+    "METRICS",
+    "NgramIndex",
+    "OverlapReport",
+    "TOKENIZERS",
+    "TestInstance",
+    "compute_overlap",
+    "default_tokenize",
+    "janitor_tokenize",
+    "light_tokenize",
+    "llama2_contamination",
+    "ngram_metrics",
+    "read_test_instances",
+    "substring_overlap",
+    "summarize",
+    "token_overlap",
+    "write_report",
+]
+
+_DEFAULT_SPLIT = re.compile(rf"[\s{re.escape(string.punctuation)}]+")
+_PUNCT_TABLE = str.maketrans("", "", string.punctuation)
+
+
+def default_tokenize(text: str) -> list[str]:
+    """HELM's ``DefaultTokenizer``: lower case, split on runs of whitespace and punctuation.
+
+    Empty strings at the edges are kept (``"(a)"`` -> ``["", "a", ""]``), exactly as HELM does.
+    """
+    return _DEFAULT_SPLIT.split(text.lower())
+
+
+def light_tokenize(text: str) -> list[str]:
+    """HELM's ``LightTokenizer``: ``text.split()``."""
+    return text.split()
+
+
+def janitor_tokenize(text: str) -> list[str]:
+    """GPT-3 / lm-eval Janitor normalisation: lower case, punctuation removed, whitespace split."""
+    return text.lower().translate(_PUNCT_TABLE).split()
+
+
+TOKENIZERS: dict[str, Callable[[str], list[str]]] = {
+    "default": default_tokenize,
+    "light": light_tokenize,
+    "janitor": janitor_tokenize,
+}
+
+PARTS = ("input", "references")
+_KINDS = ("binary", "jaccard", "jaccard_weighted", "token", "token_weighted")
+METRICS = tuple(
+    f"{part}_{kind}{suffix}" for part in PARTS for suffix in ("", "_filtered") for kind in _KINDS
+) + (
+    "intersection_binary",
+    "any_overlap",
+)
+"""Per-instance metric names of a report, at ``N = n``."""
+
+
+@dataclass(frozen=True)
+class TestInstance:
+    """One test instance: its ``input``, its ``references`` and the benchmark it belongs to."""
+
+    __test__ = False  # not a pytest class
+
+    id: str
+    input: str
+    references: tuple[str, ...] = ()
+    benchmark: str = "default"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.input, str):
+            raise TypeError(f"instance {self.id!r}: `input` must be a string, got {self.input!r}.")
+        refs = (self.references,) if isinstance(self.references, str) else self.references
+        refs = tuple(refs)
+        if not all(isinstance(r, str) for r in refs):
+            raise TypeError(f"instance {self.id!r}: `references` must be strings, got {refs!r}.")
+        object.__setattr__(self, "references", refs)
+
+
+def _tokenizer(name: str | Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+    if callable(name):
+        return name
+    if name not in TOKENIZERS:
+        raise ValueError(
+            f"`tokenizer` must be one of {sorted(TOKENIZERS)} or a callable, got {name!r}."
+        )
+    return TOKENIZERS[name]
+
+
+def _windows_hash(ids: np.ndarray, n: int, base: np.uint64) -> np.ndarray:
+    """``h_i = sum_j ids[i + j] * base^(n - 1 - j) mod 2^64`` for every window of ``n`` ids."""
+    count = ids.size - n + 1
+    if count <= 0:
+        return np.empty(0, dtype=np.uint64)
+    h = np.zeros(count, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(n):
+            h = h * base + ids[j : j + count]
+    return h
+
+
+class NgramIndex:
+    """The distinct n-grams of a set of token-id sequences, with their exact training counts.
+
+    ``grams[k]`` is the k-th distinct n-gram (token ids), ``hashes`` their sorted 64-bit hashes
+    (distinct by construction), ``counts[k]`` its number of occurrences in the scanned corpus.
+    """
+
+    def __init__(self, sequences: Sequence[np.ndarray], n: int, seed: int = 0) -> None:
+        self.n = require_int(n, "n", 1)
+        windows = [np.lib.stride_tricks.sliding_window_view(s, n) for s in sequences if s.size >= n]
+        rows = np.concatenate(windows) if windows else np.empty((0, n), np.uint64)
+        rng = np.random.default_rng(seed)
+        for _ in range(8):  # a collision among the test n-grams has probability ~ k^2 / 2^64
+            self.base = np.uint64(rng.integers(1 << 32, 1 << 62) | 1)
+            hashes = _windows_hash(rows.reshape(-1), n, self.base)[::n]
+            self.hashes, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
+            self.grams = rows[first]
+            if (self.grams[inverse] == rows).all():  # equal hashes only for equal n-grams
+                break
+        else:
+            raise RuntimeError("distinct test n-grams kept sharing a 64-bit hash; report this bug.")
+        self.counts = np.zeros(len(self.grams), dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.grams)
+
+    def lookup(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Window positions of ``ids`` that are indexed n-grams (verified exactly), and which."""
+        h = _windows_hash(ids, self.n, self.base)
+        if h.size == 0 or len(self) == 0:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        slot = np.searchsorted(self.hashes, h)
+        slot[slot == len(self)] = 0
+        candidates = np.flatnonzero(self.hashes[slot] == h)
+        slot = slot[candidates]
+        windows = np.lib.stride_tricks.sliding_window_view(ids, self.n)[candidates]
+        exact = (windows == self.grams[slot]).all(axis=1)  # rule out hash collisions
+        return candidates[exact], slot[exact]
+
+    def count(self, ids: np.ndarray) -> np.ndarray:
+        """Occurrences of each indexed n-gram in ``ids`` (a bincount of verified hits)."""
+        return np.bincount(self.lookup(ids)[1], minlength=len(self))
+
+    def counts_of(self, ids: np.ndarray) -> np.ndarray:
+        """Training count of each window of ``ids`` (0 for windows not indexed)."""
+        out = np.zeros(max(ids.size - self.n + 1, 0), dtype=np.int64)
+        positions, slots = self.lookup(ids)
+        out[positions] = self.counts[slots]
+        return out
+
+
+def token_overlap(counts: Sequence[int], n: int, max_frequency: int = 0) -> tuple[float, float]:
+    """HELM's token overlap of one part from the training counts of its n-grams, in order.
+
+    Returns ``(unweighted, weighted)``: the fraction of the part's tokens covered by a matched
+    n-gram, and the same with each covered token weighted by ``1 / c`` (``c`` the smallest count
+    in the current run of matched n-grams). With ``max_frequency > 0`` a matched n-gram starts a
+    run only if its count is ``<= max_frequency``, but extends a run already under way whatever
+    its count. ``len(counts) + n - 1`` tokens; no n-gram gives ``(0, 0)``.
+    """
+    if len(counts) == 0:
+        return 0.0, 0.0
+    covered, weighted, weight, budget = 0, 0.0, 0, 0
+    for c in counts:
+        c = int(c)
+        if c != 0 and (max_frequency == 0 or c <= max_frequency or 0 < weight <= max_frequency):
+            budget = n
+            weight = min(c, weight) if weight > 0 else c
+        if budget > 0:
+            budget -= 1
+            covered += 1
+            weighted += 1 / weight
+        else:
+            weight = 0
+    for _ in range(n - 1):  # the trailing tokens of the last n-gram
+        if budget > 0:
+            budget -= 1
+            covered += 1
+            weighted += 1 / weight
+    total = len(counts) + n - 1
+    return covered / total, weighted / total
+
+
+def ngram_metrics(counts: Sequence[int], n: int, max_frequency: int = 0) -> dict[str, float]:
+    """Binary, Jaccard and token overlap (HELM) of one part from the counts of its n-grams."""
+    c = np.asarray(counts, dtype=np.int64)
+    valid = (c > 0) & ((c <= max_frequency) if max_frequency > 0 else True)
+    total = c.size
+    token, token_weighted = token_overlap(c, n, max_frequency)
+    return {
+        "binary": float(valid.any()),
+        "jaccard": float(valid.sum() / total) if total else 0.0,
+        "jaccard_weighted": float((1.0 / c[valid]).sum() / total) if total else 0.0,
+        "token": token,
+        "token_weighted": token_weighted,
+    }
+
+
+class _Vocabulary:
+    """Token -> id (from 1) over the test tokens; every other token is 0."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+
+    def add(self, tokens: list[str]) -> np.ndarray:
+        ids = self.ids
+        return np.fromiter(
+            (ids.setdefault(t, len(ids) + 1) for t in tokens), np.uint64, len(tokens)
+        )
+
+    def encode_documents(self, documents: Sequence[list[str]]) -> np.ndarray:
+        """All documents' ids in one array, each followed by a 0 so n-grams never span two."""
+        get, zeros = self.ids.get, repeat(0)
+        flat: list[int] = []
+        for tokens in documents:
+            flat.extend(map(get, tokens, zeros))
+            flat.append(0)
+        return np.array(flat, dtype=np.uint64)
+
+
+@dataclass
+class OverlapReport:
+    """Per-instance metrics (``rows``) and per-benchmark means (``summary``) of one overlap run."""
+
+    n: int
+    n_values: tuple[int, ...]
+    tokenizer: str
+    max_frequency: int
+    num_documents: int
+    num_tokens: int
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    summary: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "n_values": list(self.n_values),
+            "tokenizer": self.tokenizer,
+            "max_frequency": self.max_frequency,
+            "num_documents": self.num_documents,
+            "num_tokens": self.num_tokens,
+            "summary": self.summary,
+            "instances": self.rows,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> OverlapReport:
+        return cls(
+            n=data["n"],
+            n_values=tuple(data["n_values"]),
+            tokenizer=data["tokenizer"],
+            max_frequency=data["max_frequency"],
+            num_documents=data["num_documents"],
+            num_tokens=data["num_tokens"],
+            rows=data["instances"],
+            summary=data["summary"],
+        )
+
+    def summary_table(self) -> tuple[list[str], list[list[Any]]]:
+        """``(columns, rows)``: one row per benchmark with its headline means."""
+        keys = ["num_instances", "any_overlap", "input_binary", "references_binary"]
+        keys += [f"input_overlap@{m}" for m in self.n_values]
+        keys += ["input_jaccard", "input_token", "input_token_filtered", "references_token"]
+        rows = []
+        for benchmark, stats in self.summary.items():
+            row: list[Any] = [benchmark]
+            for key in keys:
+                value = stats[key]
+                row.append(value if key == "num_instances" else f"{value:.4f}")
+            rows.append(row)
+        return ["benchmark", *keys], rows
+
+    def to_markdown(self) -> str:
+        header = (
+            f"Train-test overlap: N = {self.n}, tokenizer {self.tokenizer!r}, frequency filter "
+            f"<= {self.max_frequency}, {self.num_documents} training documents, "
+            f"{self.num_tokens} tokens."
+        )
+        return f"{header}\n\n{markdown_table(*self.summary_table())}\n"
+
+
+def write_report(report: OverlapReport, path: str | Path) -> tuple[Path, Path]:
+    """Write ``report`` as ``<path>.json`` (everything) and ``<path>.md`` (the summary table).
+
+    ``path`` is a file stem (a suffix ``.json``/``.md`` is dropped) or an existing folder, in
+    which case the files are ``overlap.json`` and ``overlap.md`` inside it.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / "overlap"
+    if path.suffix in (".json", ".md"):
+        path = path.with_suffix("")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = path.with_suffix(".json"), path.with_suffix(".md")
+    json_path.write_text(json.dumps(report.to_dict(), indent=1) + "\n")
+    md_path.write_text(report.to_markdown())
+    return json_path, md_path
+
+
+def _chunks(documents: Iterable[str], size: int) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    for document in documents:
+        if not isinstance(document, str):
+            raise TypeError(f"training documents must be strings, got {type(document).__name__}.")
+        chunk.append(document)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(tokenize, vocab, indexes) -> None:
+    _WORKER.update(tokenize=tokenize, vocab=vocab, indexes=indexes)
+
+
+def _count_chunk(chunk: list[str]) -> tuple[list[np.ndarray], int, int]:
+    return _count(chunk, **_WORKER)
+
+
+def _count(chunk: list[str], tokenize, vocab, indexes) -> tuple[list[np.ndarray], int, int]:
+    """Exact counts of every index's n-grams in one chunk of documents, and its sizes."""
+    tokens = [tokenize(d) for d in chunk]
+    ids = vocab.encode_documents(tokens)
+    return [index.count(ids) for index in indexes], len(chunk), sum(map(len, tokens))
+
+
+def compute_overlap(
+    instances: Sequence[TestInstance],
+    documents: Iterable[str],
+    n: int = 13,
+    n_values: Sequence[int] = (5, 9, 13),
+    tokenizer: str | Callable[[str], list[str]] = "default",
+    max_frequency: int = 10,
+    chunk_size: int = 1000,
+    processes: int = 1,
+) -> OverlapReport:
+    """Exact train-test n-gram overlap of ``instances`` against training ``documents``.
+
+    ``n`` is the N of the full metrics (see the module docstring); ``n_values`` are the n-gram
+    sizes at which binary input/reference overlap is also reported (``input_overlap@5`` ...).
+    ``documents`` is consumed once, ``chunk_size`` documents at a time.
+    """
+    n = require_int(n, "n", 1)
+    n_values = tuple(sorted({require_int(m, "n_values", 1) for m in n_values} | {n}))
+    max_frequency = require_int(max_frequency, "max_frequency", 0)
+    chunk_size = require_int(chunk_size, "chunk_size", 1)
+    processes = require_int(processes, "processes", 1)
+    tokenize = _tokenizer(tokenizer)
+    instances = list(instances)
+    if not instances:
+        raise ValueError("no test instances: pass at least one TestInstance.")
+    if not all(isinstance(i, TestInstance) for i in instances):
+        raise TypeError("`instances` must be TestInstance objects (see `read_test_instances`).")
+    keys = [(i.benchmark, i.id) for i in instances]
+    if len(set(keys)) != len(keys):
+        raise ValueError("test instance ids must be unique within a benchmark.")
+
+    vocab = _Vocabulary()
+    parts = []  # per instance: input ids, [reference ids], joined-reference ids
+    for instance in instances:
+        refs = [vocab.add(tokenize(r)) for r in instance.references]
+        joined = vocab.add(tokenize(" ".join(instance.references)))
+        parts.append((vocab.add(tokenize(instance.input)), refs, joined))
+
+    def intersections(m: int, inp: np.ndarray, refs: list[np.ndarray]) -> list[np.ndarray]:
+        if m < 2:
+            return []
+        return [np.concatenate([inp[-(m - 1) :], r[: m - 1]]) for r in refs]
+
+    indexes = []
+    for m in n_values:
+        sequences = []
+        for inp, refs, _ in parts:
+            sequences += [inp, *refs, *intersections(m, inp, refs)]
+        indexes.append(NgramIndex(sequences, m))
+
+    num_documents = num_tokens = 0
+    state = (tokenize, vocab, indexes)
+    chunks = _chunks(documents, chunk_size)
+    if processes > 1:  # the index travels once per worker; chunks of text travel to them
+        pool = get_context("spawn").Pool(processes, initializer=_init_worker, initargs=state)
+        results = pool.imap(_count_chunk, chunks)
+    else:
+        pool, results = (
+            None,
+            map(partial(_count, tokenize=tokenize, vocab=vocab, indexes=indexes), chunks),
+        )
+    try:
+        for counts, docs, toks in results:
+            for index, c in zip(indexes, counts):
+                index.counts += c
+            num_documents += docs
+            num_tokens += toks
+    finally:
+        if pool is not None:
+            pool.close()
+            pool.join()
+    if num_documents == 0:
+        raise ValueError("the training corpus is empty: pass at least one document.")
+
+    name = tokenizer if isinstance(tokenizer, str) else getattr(tokenizer, "__name__", "custom")
+    report = OverlapReport(n, n_values, name, max_frequency, num_documents, num_tokens)
+    per_index = []  # per n: for each instance, the index slot of every window of each part
+    for m, index in zip(n_values, indexes):
+        sequences = [
+            [inp, joined, *refs, *intersections(m, inp, refs)] for inp, refs, joined in parts
+        ]
+        flat = _slots(index, [seq for group in sequences for seq in group])
+        per_index.append([[next(flat) for _ in group] for group in sequences])
+    main = n_values.index(n)
+    for k, (instance, (_, refs, _)) in enumerate(zip(instances, parts)):
+        row: dict[str, Any] = {"benchmark": instance.benchmark, "id": instance.id}
+        input_slots, joined_slots, *ref_slots = per_index[main][k][: 2 + len(refs)]
+        own = np.concatenate(ref_slots) if ref_slots else np.empty(0, np.int64)
+        joined_slots = np.where(np.isin(joined_slots, own), joined_slots, -1)
+        for part, slots in (("input", input_slots), ("references", joined_slots)):
+            main_counts = np.where(slots >= 0, indexes[main].counts[slots], 0)
+            for suffix, f in (("", 0), ("_filtered", max_frequency)):
+                for kind, value in ngram_metrics(main_counts, n, f).items():
+                    row[f"{part}_{kind}{suffix}"] = value
+        for m, index, slots in zip(n_values, indexes, per_index):
+            input_slots, _, *rest = slots[k]
+            matched = [bool((index.counts[s[s >= 0]] > 0).any()) for s in (input_slots, *rest)]
+            row[f"input_overlap@{m}"] = float(matched[0])
+            row[f"references_overlap@{m}"] = float(any(matched[1 : 1 + len(refs)]))
+            row[f"intersection_overlap@{m}"] = float(any(matched[1 + len(refs) :]))
+        row["intersection_binary"] = row[f"intersection_overlap@{n}"]
+        row["any_overlap"] = float(
+            row["input_binary"] > 0
+            or row["references_binary"] > 0
+            or row["intersection_binary"] > 0
+        )
+        report.rows.append(row)
+    report.summary = summarize(report.rows)
+    return report
+
+
+def _slots(index: NgramIndex, sequences: list[np.ndarray]) -> Iterator[np.ndarray]:
+    """For each sequence, the index slot of each of its windows (-1: not indexed), in one pass."""
+    separator = np.zeros(1, dtype=np.uint64)  # id 0 is in no indexed n-gram
+    pieces = [x for seq in sequences for x in (seq, separator)]
+    ids = np.concatenate(pieces) if pieces else np.empty(0, np.uint64)
+    slots = np.full(max(ids.size - index.n + 1, 0), -1, dtype=np.int64)
+    positions, found = index.lookup(ids)
+    slots[positions] = found
+    start = 0
+    for seq in sequences:
+        yield slots[start : start + max(seq.size - index.n + 1, 0)]
+        start += seq.size + 1
+
+
+def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per benchmark: ``num_instances`` and the mean of every numeric per-instance metric."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(row["benchmark"], []).append(row)
+    summary = {}
+    for benchmark, members in groups.items():
+        stats: dict[str, float] = {"num_instances": len(members)}
+        for key, value in members[0].items():
+            if isinstance(value, float):
+                stats[key] = math.fsum(r[key] for r in members) / len(members)
+        summary[benchmark] = stats
+    return summary
+
+
+def read_test_instances(
+    path: str | Path,
+    input_field: str = "input",
+    references_field: str = "references",
+    id_field: str = "id",
+    benchmark: str | None = None,
+) -> list[TestInstance]:
+    """Test instances from a JSON-lines file with ``input`` and ``references`` fields.
+
+    A missing id is the line number; the benchmark is the ``benchmark`` field, else
+    ``benchmark``, else the file's stem.
+    """
+    path = Path(path)
+    instances = []
+    with path.open() as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            for required in (input_field, references_field):
+                if required not in record:
+                    raise ValueError(
+                        f"{path}:{number}: missing field {required!r}; each line needs "
+                        f"{input_field!r} and {references_field!r}."
+                    )
+            instances.append(
+                TestInstance(
+                    id=str(record.get(id_field, number)),
+                    input=record[input_field],
+                    references=record[references_field],
+                    benchmark=str(record.get("benchmark", benchmark or path.stem)),
+                )
+            )
+    if not instances:
+        raise ValueError(f"{path} holds no test instances.")
+    return instances
+
+
+def substring_overlap(
+    texts: Sequence[str],
+    documents: Iterable[str],
+    length: int = 50,
+    samples: int = 3,
+    seed: int = 0,
+) -> list[bool]:
+    """GPT-4's check: is any of ``samples`` random ``length``-character substrings in training?
+
+    Texts and documents are first reduced to their alphanumeric characters (spaces and symbols
+    removed, as in the GPT-4 report); a text shorter than ``length`` is used whole. Substrings
+    are drawn with ``random.Random(seed)``. Matching is exact substring search over each document.
+    """
+    length = require_int(length, "length", 1)
+    samples = require_int(samples, "samples", 1)
+    rng = random.Random(seed)
+
+    def clean(text: str) -> str:
+        return "".join(ch for ch in text if ch.isalnum())
+
+    probes = []
+    for text in texts:
+        text = clean(text)
+        if len(text) <= length:
+            probes.append([text] if text else [])
+        else:
+            starts = [rng.randrange(len(text) - length + 1) for _ in range(samples)]
+            probes.append([text[s : s + length] for s in starts])
+    found = [False] * len(probes)
+    seen = 0
+    for document in documents:
+        seen += 1
+        document = clean(document)
+        for k, subs in enumerate(probes):
+            if not found[k] and any(s in document for s in subs):
+                found[k] = True
+    if seen == 0:
+        raise ValueError("the training corpus is empty: pass at least one document.")
+    return found
+
+
+def llama2_contamination(
+    texts: Sequence[str],
+    documents: Iterable[str],
+    min_length: int = 10,
+    clean_below: float = 0.2,
+    dirty_above: float = 0.8,
+    tokenizer: str | Callable[[str], list[str]] = "default",
+    chunk_size: int = 1000,
+) -> list[dict[str, Any]]:
+    """Llama 2's token contamination: share of tokens inside matched spans of >= ``min_length``.
+
+    A token is contaminated when it lies in a ``min_length``-gram that occurs in training (any
+    matched span of length >= ``min_length`` is a union of such n-grams). Each text is
+    ``"clean"`` below ``clean_below``, ``"dirty"`` above ``dirty_above``, else ``"neither"``.
+    """
+    require_fraction(clean_below, "clean_below")
+    require_fraction(dirty_above, "dirty_above")
+    instances = [TestInstance(id=str(k), input=t) for k, t in enumerate(texts)]
+    report = compute_overlap(
+        instances,
+        documents,
+        n=min_length,
+        n_values=(),
+        tokenizer=tokenizer,
+        max_frequency=0,
+        chunk_size=chunk_size,
+    )
+    results = []
+    for row in report.rows:
+        share = row["input_token"]
+        label = "clean" if share < clean_below else "dirty" if share > dirty_above else "neither"
+        results.append({"contamination": share, "label": label})
+    return results

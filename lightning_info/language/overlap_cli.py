@@ -1,0 +1,98 @@
+"""Train-test overlap report without training.
+
+Usage::
+
+    python -m lightning_info.language.overlap_cli --train FILE_OR_DIR... --test TEST.jsonl
+        [--n 13] [--n-values 5 9 13] [--tokenizer default] [--max-frequency 10]
+        [--text-field text] [--output DIR]
+
+``--train`` takes text files (one document per file, or one per line with ``--lines``), folders
+(every file inside, recursively) or a ``datasets`` dataset saved with ``save_to_disk`` (a folder
+holding ``dataset_info.json``; its ``--text-field`` column is read). ``--test`` takes JSON-lines
+files whose lines have ``input`` and ``references`` fields (optional ``id`` and ``benchmark``).
+The summary table is printed; ``--output`` also writes ``overlap.json`` and ``overlap.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from lightning_info.language.overlap import (
+    TOKENIZERS,
+    compute_overlap,
+    read_test_instances,
+    write_report,
+)
+
+
+def iter_training_texts(
+    paths: Sequence[str], text_field: str = "text", lines: bool = False
+) -> Iterator[str]:
+    """Documents of text files, folders and saved ``datasets`` datasets, streamed in order."""
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise FileNotFoundError(f"training path {path} does not exist.")
+        saved = ("dataset_info.json", "dataset_dict.json")
+        if path.is_dir() and any((path / name).exists() for name in saved):
+            yield from _dataset_texts(path, text_field)
+        elif path.is_dir():
+            for file in sorted(p for p in path.rglob("*") if p.is_file()):
+                yield from _file_texts(file, lines)
+        else:
+            yield from _file_texts(path, lines)
+
+
+def _file_texts(path: Path, lines: bool) -> Iterator[str]:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    yield from (line for line in text.splitlines() if line.strip()) if lines else [text]
+
+
+def _dataset_texts(path: Path, text_field: str) -> Iterator[str]:
+    from datasets import DatasetDict, load_from_disk
+
+    data = load_from_disk(str(path))
+    splits = data.values() if isinstance(data, DatasetDict) else [data]
+    for split in splits:
+        if text_field not in split.column_names:
+            raise ValueError(f"{path} has no column {text_field!r}; columns: {split.column_names}.")
+        for batch in split.iter(batch_size=1000):
+            yield from batch[text_field]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--train", nargs="+", required=True, help="text files, folders, datasets")
+    parser.add_argument("--test", nargs="+", required=True, help="JSON-lines test instances")
+    parser.add_argument("--n", type=int, default=13)
+    parser.add_argument("--n-values", type=int, nargs="*", default=[5, 9, 13])
+    parser.add_argument("--tokenizer", choices=sorted(TOKENIZERS), default="default")
+    parser.add_argument("--max-frequency", type=int, default=10)
+    parser.add_argument("--text-field", default="text")
+    parser.add_argument("--lines", action="store_true", help="one training document per line")
+    parser.add_argument("--chunk-size", type=int, default=1000)
+    parser.add_argument("--processes", type=int, default=1)
+    parser.add_argument("--output", default=None, help="folder for overlap.json and overlap.md")
+    args = parser.parse_args(argv)
+    instances = [i for path in args.test for i in read_test_instances(path)]
+    report = compute_overlap(
+        instances,
+        iter_training_texts(args.train, args.text_field, args.lines),
+        n=args.n,
+        n_values=args.n_values,
+        tokenizer=args.tokenizer,
+        max_frequency=args.max_frequency,
+        chunk_size=args.chunk_size,
+        processes=args.processes,
+    )
+    print(report.to_markdown())
+    if args.output is not None:
+        for written in write_report(report, Path(args.output) / "overlap"):
+            print(f"wrote {written}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
