@@ -319,3 +319,28 @@ def test_diffusion_fisher_recipe_prints_the_three_tables(tmp_path, capsys):
     assert [r[0] for r in ot[1]] == ["vp", "edm"]
     assert (tmp_path / "diffusion_fisher.png").stat().st_size > 0
     assert (tmp_path / "diffusion_fisher.md").read_text().strip() in capsys.readouterr().out
+
+
+def test_data_audit_recipe_flags_planted_text_and_scores_attacks(tmp_path, capsys):
+    tables = _recipe("data_audit").main(
+        [
+            f"--output_dir={tmp_path}",
+            "--logger=false",
+            "--prism.records=60",
+            "--prism.members=10",
+            "--prism.non_members=10",
+            "--prism.shadow_records=10",
+            "--prism.target_epochs=[1]",
+            "--prism.reference_epochs=1",
+            "--prism.width=32",
+        ]
+    )
+    summary, planted, attacks = tables.values()
+    assert [r[0] for r in summary[1]] == ["stdlib-A", "stdlib-B"]
+    row = planted[1][0]
+    assert row[2] == 14 and float(row[3]) > 0.8  # planted instances are found
+    assert float(row[4]) < 0.05  # few other instances overlap
+    assert {r[1] for r in attacks[1]} == {"target", "lr", "prism", "data_aware"}
+    assert all(0.0 <= float(r[2]) <= 1.0 for r in attacks[1])
+    assert (tmp_path / "overlap_report.json").exists()
+    assert (tmp_path / "data_audit.md").read_text().strip() in capsys.readouterr().out
