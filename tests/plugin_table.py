@@ -31,6 +31,14 @@ from lightning_info import (
 )
 from lightning_info.data.synthetic import GaussianMixtureDataModule
 from lightning_info.fisher.diffusion_module import DiffusionModel
+from lightning_info.language import (
+    FragmentExtractionAudit,
+    TestInstance,
+    TrainTestOverlap,
+    build_attack_set,
+    synthetic_records,
+    tiny_causal_lm,
+)
 from tests import tiny_lm
 from tests.bottleneck.tiny_ib import TinyIBClassifier
 from tests.tiny import TinyClassifier, TinyDataModule
@@ -109,6 +117,31 @@ def tiny_linear_actor_critic() -> LinearAsymmetricActorCritic:
     )
 
 
+def tiny_overlap() -> TrainTestOverlap:
+    """Overlap between a few fixed texts, one instance planted in the training texts."""
+    texts = [
+        "the quick brown fox jumps over the lazy dog near the river bank today",
+        "a completely different sentence about numbers and tensors on two cores",
+    ]
+    instances = [
+        TestInstance("0", "the quick brown fox jumps over the lazy dog", ("near the river",)),
+        TestInstance("1", "nothing here appears in the training texts at all", ("no",)),
+    ]
+    return TrainTestOverlap(train_texts=texts, test_instances=instances, n=5, n_values=(5,))
+
+
+def tiny_fragment_audit() -> FragmentExtractionAudit:
+    """PRISM at fit end with untrained tiny shadow and world models of the row's tokenizer."""
+    records = synthetic_records(12, seed=0)
+    attack = build_attack_set(records[:6], records[6:], n_unseen=2, seed=0)
+    tokenizer = tiny_lm.tokenizer()
+
+    def model(seed):
+        return tiny_causal_lm(tokenizer, n_layer=1, n_embd=16, n_head=2, n_positions=256, seed=seed)
+
+    return FragmentExtractionAudit(attack, model(1), [model(2)], tokenizer, n_splits=2)
+
+
 PLUGINS = [
     PluginCase(
         id="FisherConstraint",
@@ -153,6 +186,13 @@ PLUGINS = [
         make_callbacks=lambda: [SmoothedInformationMonitor("net.1", t=[0.5], num_mc=64)],
         callback_yaml="smoothed_information.yaml",
         expected_callback=SmoothedInformationMonitor,
+    ),
+    PluginCase(id="TrainTestOverlap", make_callbacks=lambda: [tiny_overlap()]),
+    PluginCase(
+        id="FragmentExtractionAudit-CausalLMFineTuner",
+        make_model=lambda: tiny_lm.finetuner(lora=False),
+        make_callbacks=lambda: [tiny_fragment_audit()],
+        make_data=tiny_lm.subset_data,
     ),
     PluginCase(
         id="PosthocScoring",
