@@ -45,6 +45,7 @@ import torch
 from torch import Tensor
 
 from lightning_info.core.logging import markdown_table
+from lightning_info.core.threads import torch_threads
 from lightning_info.fisher.diffusion import (
     diffusion_fisher_mvp,
     diffusion_fisher_trace,
@@ -245,13 +246,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     count back on return.
     """
     args = parse_args(argv)
-    previous = torch.get_num_threads()
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
-    try:
+    with torch_threads(args.threads):
         return _run(args)
-    finally:
-        torch.set_num_threads(previous)
 
 
 if __name__ == "__main__":

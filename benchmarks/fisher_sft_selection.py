@@ -60,6 +60,7 @@ from torch import Tensor
 
 from lightning_info.core.blocks import TokenBlocks
 from lightning_info.core.logging import markdown_table
+from lightning_info.core.threads import torch_threads
 from lightning_info.fisher.selection import Selection, fisher_greedy_select
 from lightning_info.fisher.subset import select_subset
 
@@ -320,13 +321,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     count back on return.
     """
     args = parse_args(argv)
-    previous = torch.get_num_threads()
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
-    try:
+    with torch_threads(args.threads):
         return _run(args)
-    finally:
-        torch.set_num_threads(previous)
 
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:

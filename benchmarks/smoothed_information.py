@@ -66,6 +66,7 @@ import torch
 from torch import Tensor
 
 from lightning_info.core.logging import markdown_table
+from lightning_info.core.threads import torch_threads
 from lightning_info.fisher.smoothed import smoothed_entropy, smoothed_information
 
 DISTRIBUTIONS = ("gaussian", "uniform")
@@ -408,13 +409,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     (``0``: torch's default) and gets its former thread count back on return.
     """
     args = parse_args(argv)
-    previous = torch.get_num_threads()
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
-    try:
+    with torch_threads(args.threads):
         return _run(args)
-    finally:
-        torch.set_num_threads(previous)
 
 
 if __name__ == "__main__":
