@@ -6,28 +6,18 @@ Any LightningCLI flag overrides ``recipes/diffusion_fisher.yaml``, e.g.::
     python recipes/diffusion_fisher.py --trainer.max_steps=500 --evaluation.steps=16
 """
 
-from pathlib import Path
-
 import torch
 
-from lightning_info.core.logging import default_wandb_logger_config, finish_wandb_runs
+from lightning_info.core.logging import finish_wandb_runs
 from lightning_info.data.synthetic import GaussianMixtureDataModule
 from lightning_info.fisher.diffusion_module import DiffusionModel
+from lightning_info.recipes.cli import recipe_cli
 from lightning_info.recipes.diffusion_fisher import DiffusionFisherCLI
 
 
 def main(args=None):
     torch.set_num_threads(1)  # 2-D points and a small MLP: one thread is fastest
-    cli = DiffusionFisherCLI(
-        DiffusionModel,
-        GaussianMixtureDataModule,
-        run=False,
-        args=args,
-        parser_kwargs={"default_config_files": [str(Path(__file__).with_suffix(".yaml"))]},
-        trainer_defaults={"logger": default_wandb_logger_config()},
-        seed_everything_default=0,
-        save_config_kwargs={"overwrite": True},
-    )
+    cli = recipe_cli(DiffusionFisherCLI, DiffusionModel, GaussianMixtureDataModule, __file__, args)
     try:
         cli.trainer.fit(cli.model, datamodule=cli.datamodule)
         return cli.evaluate()

@@ -8,13 +8,12 @@ LightningCLI flag overrides ``recipes/posthoc_scoring.yaml``, e.g.::
     python recipes/posthoc_scoring.py --trainer.max_epochs=10 --trainer.logger=CSVLogger
 """
 
-from pathlib import Path
-
 import torch
 from lightning.pytorch.cli import LightningCLI
 
 from lightning_info import DigitsDataModule, MLPClassifier
-from lightning_info.core.logging import default_wandb_logger_config, finish_wandb_runs
+from lightning_info.core.logging import finish_wandb_runs
+from lightning_info.recipes.cli import recipe_cli
 
 
 class ScoringCLI(LightningCLI):
@@ -24,16 +23,7 @@ class ScoringCLI(LightningCLI):
 
 def main(args=None):
     torch.set_num_threads(1)  # a small MLP on 8x8 images: one thread is fastest
-    cli = ScoringCLI(
-        MLPClassifier,
-        DigitsDataModule,
-        run=False,
-        args=args,
-        parser_kwargs={"default_config_files": [str(Path(__file__).with_suffix(".yaml"))]},
-        trainer_defaults={"logger": default_wandb_logger_config()},
-        seed_everything_default=0,
-        save_config_kwargs={"overwrite": True},
-    )
+    cli = recipe_cli(ScoringCLI, MLPClassifier, DigitsDataModule, __file__, args)
     try:
         cli.trainer.fit(cli.model, datamodule=cli.datamodule)
         cli.trainer.test(cli.model, datamodule=cli.datamodule)

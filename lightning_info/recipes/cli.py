@@ -435,3 +435,25 @@ class ComparisonCLI(LightningCLI):
             "group": self.config.compare.name,
         }
         return WandbLogger(**{k: v for k, v in init_args.items() if v is not None})
+
+
+def recipe_cli(
+    cli_class: type[LightningCLI],
+    model_class: Any,
+    datamodule_class: Any,
+    recipe_file: str | Path,
+    args: Any = None,
+) -> LightningCLI:
+    """A LightningCLI (``run=False``) reading ``<recipe_file>.yaml`` as its default config, with
+    the recipes' defaults: W&B offline unless configured, seed 0, the config saved over any
+    previous one. The caller fits (and evaluates) ``cli.model`` on ``cli.datamodule``."""
+    return cli_class(
+        model_class,
+        datamodule_class,
+        run=False,
+        args=args,
+        parser_kwargs={"default_config_files": [str(Path(recipe_file).with_suffix(".yaml"))]},
+        trainer_defaults={"logger": default_wandb_logger_config()},
+        seed_everything_default=0,
+        save_config_kwargs={"overwrite": True},
+    )
