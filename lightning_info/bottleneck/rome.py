@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import lightning.pytorch as pl
@@ -107,7 +108,8 @@ class ROMEDistillation(pl.LightningModule):
     """Distil a labelled image set into ``images_per_class`` robust synthetic images per class.
 
     The module samples its own per-class real batches from ``real_images`` and ``real_labels``
-    (kept as non-persistent buffers, so they move with the module but stay out of checkpoints).
+    (plain tensors, out of checkpoints and out of DDP's per-step buffer broadcast, moved to the
+    module's device when first sampled there).
     Batches fed by a data module (e.g. :class:`~lightning_info.data.DigitsDataModule`) only
     count steps; without one, :meth:`train_dataloader` yields ``steps_per_epoch`` step indices,
     so ``trainer.fit(module)`` needs no data of its own.
@@ -240,16 +242,13 @@ class ROMEDistillation(pl.LightningModule):
 
         order = torch.argsort(labels, stable=True)
         starts = torch.cat([torch.zeros(1, dtype=torch.long), counts.cumsum(0)[:-1]])
-        self.register_buffer("real_images", images, persistent=False)
-        self.register_buffer("real_labels", labels, persistent=False)
-        self.register_buffer("_class_order", order, persistent=False)
-        self.register_buffer("_class_start", starts, persistent=False)
-        self.register_buffer("_class_count", counts, persistent=False)
+        # plain tensors, not buffers: DDP would broadcast every buffer at every step
+        self._real = _RealData(images, labels, order, starts.tolist(), counts.tolist())
         self.register_buffer("iteration", torch.zeros((), dtype=torch.long))
         self.register_buffer("nets_built", torch.tensor(num_nets, dtype=torch.long))
 
         init_rng = self._generator(_INIT_STREAM)
-        init = torch.cat([self._sample_class(c, self.ipc, init_rng, images) for c in range(k)])
+        init = torch.cat([self._sample_class(c, self.ipc, init_rng, self._real) for c in range(k)])
         self.images = nn.Parameter(init.clone())
         self.register_buffer("labels", torch.arange(k).repeat_interleave(self.ipc))
         self.nets = nn.ModuleList(self._build_net(i) for i in range(num_nets))
@@ -264,17 +263,24 @@ class ROMEDistillation(pl.LightningModule):
         seed = int(np.random.SeedSequence(entropy).generate_state(1, dtype=np.uint64)[0] >> 1)
         return torch.Generator(device=device or "cpu").manual_seed(seed)
 
+    @property
+    def real(self) -> _RealData:
+        """The real data, moved to the module's device on first use there."""
+        if self._real.images.device != self.images.device:
+            self._real = self._real.to(self.images.device)
+        return self._real
+
     def _sample_class(
-        self, c: int, n: int, generator: torch.Generator, images: Tensor | None = None
+        self, c: int, n: int, generator: torch.Generator, real: _RealData | None = None
     ) -> Tensor:
         """Up to ``n`` distinct real images of class ``c`` (with repeats beyond the class size)."""
-        images = self.real_images if images is None else images
-        count, start = int(self._class_count[c]), int(self._class_start[c])
+        real = self.real if real is None else real
+        count, start = real.count[c], real.start[c]
         pick = torch.randperm(count, generator=generator)[:n]
         if n > count:
             extra = torch.randint(count, (n - count,), generator=generator)
             pick = torch.cat([pick, extra])
-        return images[self._class_order[start + pick.to(self._class_order.device)]]
+        return real.images[real.order[start + pick.to(real.order.device)]]
 
     def _build_net(self, index: int) -> nn.Module:
         channels, size = self._shape[0], self._shape[1]
@@ -372,15 +378,16 @@ class ROMEDistillation(pl.LightningModule):
     def _train_nets(self, generator: torch.Generator) -> None:
         count = min(self.train_nets_per_refresh, len(self.nets))
         chosen = torch.randperm(len(self.nets), generator=generator)[:count].tolist()
-        n_real = self.real_images.shape[0]
+        real = self.real
+        n_real = real.images.shape[0]
         for index in chosen:
             net = self.nets[index]
             with _trainable(net):
                 optimizer = torch.optim.SGD(net.parameters(), lr=self.net_lr)
                 for _ in range(self.net_train_steps):
                     pick = torch.randperm(n_real, generator=generator)[: self.real_batch]
-                    pick = pick.to(self.real_images.device)
-                    x, y = self.real_images[pick], self.real_labels[pick]
+                    pick = pick.to(real.images.device)
+                    x, y = real.images[pick], real.labels[pick]
                     if self.robust:
                         x = pgd(
                             net,
@@ -509,6 +516,26 @@ def _check_attacks(attacks: Sequence[str]) -> tuple[str, ...]:
     ):
         raise ValueError(f"attacks must be distinct names from {_ATTACKS}, got {attacks!r}.")
     return attacks
+
+
+@dataclass(frozen=True)
+class _RealData:
+    """Real images and labels, their indices sorted by class, and each class's slice of them."""
+
+    images: Tensor
+    labels: Tensor
+    order: Tensor
+    start: list[int]
+    count: list[int]
+
+    def to(self, device: torch.device) -> _RealData:
+        return _RealData(
+            self.images.to(device),
+            self.labels.to(device),
+            self.order.to(device),
+            self.start,
+            self.count,
+        )
 
 
 def _check_real(images: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
