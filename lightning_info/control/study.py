@@ -22,6 +22,7 @@ from lightning_info.control.linear_ac import (
     softmax_policy,
 )
 from lightning_info.control.tabular_pomdp import TabularPOMDP
+from lightning_info.core.logging import mean_std
 from lightning_info.core.plotting import pyplot
 from lightning_info.core.validation import require_int
 
@@ -151,9 +152,9 @@ def critic_error_table(rows: list[dict]) -> tuple[list[str], list[list]]:
                 for r in rows
                 if (r["window"], r["td_steps"], r["kind"], r["updates"]) == (k, m, kind, last)
             ]
-            cell[kind] = _mean_std(errors)
+            cell[kind] = mean_std(errors)
         floors = [r["floor"] for r in rows if (r["window"], r["td_steps"]) == (k, m)]
-        table.append([k, m, cell["asymmetric"], cell["symmetric"], _mean_std(floors)])
+        table.append([k, m, cell["asymmetric"], cell["symmetric"], mean_std(floors)])
     return columns, table
 
 
@@ -167,14 +168,9 @@ def actor_critic_table(rows: list[dict]) -> tuple[list[str], list[list]]:
             for kind in KINDS
         }
         start = [r["values"][0] for r in runs["asymmetric"]]
-        final = {kind: _mean_std([r["values"][-1] for r in runs[kind]]) for kind in KINDS}
-        table.append([k, m, _mean_std(start), final["asymmetric"], final["symmetric"]])
+        final = {kind: mean_std([r["values"][-1] for r in runs[kind]]) for kind in KINDS}
+        table.append([k, m, mean_std(start), final["asymmetric"], final["symmetric"]])
     return columns, table
-
-
-def _mean_std(values: Sequence[float]) -> str:
-    values = np.asarray(values, dtype=np.float64)
-    return f"{values.mean():.4f} ± {values.std(ddof=1) if values.size > 1 else 0.0:.4f}"
 
 
 def plot_critic_errors(rows: list[dict], path: str):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import netrc
 import os
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlparse
@@ -53,6 +54,15 @@ def finish_wandb_runs(loggers: Sequence[Logger]) -> None:
         import wandb
 
         wandb.finish()
+
+
+def mean_std(values: Sequence[float]) -> str:
+    """``"mean ± std"`` (sample standard deviation, 0 for one value; ``"-"`` for none)."""
+    values = [float(v) for v in values]
+    if not values:
+        return "-"
+    std = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.fmean(values):.4f} ± {std:.4f}"
 
 
 def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

@@ -47,6 +47,7 @@ from lightning_info.core.logging import (
     default_wandb_logger_config,
     finish_wandb_runs,
     markdown_table,
+    mean_std,
 )
 
 BASELINE, METHOD = "baseline", "method"
@@ -100,20 +101,13 @@ def summarize(
                 for arm in arms
             }
             row = [grid_value, *([metric] if several else [])]
-            row += [_mean_std(per_arm[arm]) for arm in arms]
+            row += [mean_std(per_arm[arm]) for arm in arms]
             if len(arms) == 2:
                 means = [statistics.fmean(v) if v else float("nan") for v in per_arm.values()]
                 row.append(f"{means[1] - means[0]:+.4f}")
             row.append(max(len(v) for v in per_arm.values()))
             rows.append(row)
     return columns, rows
-
-
-def _mean_std(values: list[float]) -> str:
-    if not values:
-        return "-"
-    std = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.fmean(values):.4f} ± {std:.4f}"
 
 
 class ComparisonCLI(LightningCLI):

@@ -51,3 +51,11 @@ def test_markdown_table_aligns_columns():
     assert lines[1] == "|------------|-----------|"
     assert lines[3] == "| wide value | 2         |"
     assert len({len(line) for line in lines}) == 1
+
+
+def test_mean_std_uses_the_sample_standard_deviation():
+    from lightning_info.core.logging import mean_std
+
+    assert mean_std([1.0, 2.0, 3.0]) == "2.0000 ± 1.0000"
+    assert mean_std([0.5]) == "0.5000 ± 0.0000"
+    assert mean_std([]) == "-"
