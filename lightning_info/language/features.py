@@ -11,7 +11,7 @@ and returns the blocks as :class:`~lightning_info.core.blocks.TokenBlocks`, and
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -55,7 +55,7 @@ def tokenize_prompt_response(
     as does an empty or whitespace-only response, naming the row.
     """
     rows = _encode_rows(tokenizer, prompts, responses, max_length, chat_template, separator)
-    return _pad(rows, _pad_id(tokenizer), tokenizer.padding_side)
+    return _pad(rows, pad_token_id(tokenizer), tokenizer.padding_side)
 
 
 def response_features(
@@ -91,33 +91,23 @@ def response_features(
     embedding has rows, missing columns, an empty data set or an empty response.
     """
     batch_size = require_int(batch_size, "batch_size", 1)
-    base = _check_causal_lm(model)
-    embedding_rows = base.get_input_embeddings().weight.shape[0]
-    if len(tokenizer) > embedding_rows:
-        raise ValueError(
-            f"The tokenizer has {len(tokenizer)} tokens but the model's input embedding has only "
-            f"{embedding_rows} rows; the tokenizer does not belong to this model."
-        )
+    base = check_causal_lm(model, tokenizer)
     prompts, responses = _columns(dataset, prompt_column, response_column)
     rows = _encode_rows(tokenizer, prompts, responses, max_length, chat_template, separator)
     if device is None:
         device = base.get_input_embeddings().weight.device
-    pad_id, padding_side = _pad_id(tokenizer), tokenizer.padding_side
     # The decoder stack without the LM head (GPT2Model, LlamaModel, ...): its last_hidden_state
     # is the pre-logit embedding, with no vocabulary-sized logits computed. peft's adapters live
     # inside it. Reading it directly also avoids `output_hidden_states`, which is recorded by
     # hooks that do not survive pickling the model into ddp_spawn workers.
     backbone = base.base_model
-    order = sorted(range(len(rows)), key=lambda i: -len(rows[i][0]))
     blocks: list[Tensor | None] = [None] * len(rows)
     was_training = model.training
     model.eval()
     bar = tqdm(total=len(rows), desc="response features", unit="example", disable=not progress)
     try:
         with torch.no_grad():
-            for start in range(0, len(order), batch_size):
-                chunk = order[start : start + batch_size]
-                batch = _pad([rows[i] for i in chunk], pad_id, padding_side)
+            for chunk, batch in padded_batches(rows, tokenizer, batch_size):
                 mask = batch["attention_mask"].to(device)
                 hidden = backbone(
                     input_ids=batch["input_ids"].to(device),
@@ -143,7 +133,9 @@ def _unwrap(model: Any) -> Any:
     return get_base_model() if callable(get_base_model) else model
 
 
-def _check_causal_lm(model: Any) -> Any:
+def check_causal_lm(model: Any, tokenizer: Any = None) -> Any:
+    """The base model (inside any ``peft`` wrapper) of a decoder-only causal LM; with a
+    ``tokenizer``, also checks that every token has a row in the model's input embedding."""
     base = _unwrap(model)
     config = getattr(base, "config", None)
     can_generate = getattr(base, "can_generate", None)
@@ -161,6 +153,13 @@ def _check_causal_lm(model: Any) -> Any:
             f"{type(base).__name__} is not a causal language model (it has no generation head); "
             "load the checkpoint with AutoModelForCausalLM."
         )
+    if tokenizer is not None:
+        embedding_rows = base.get_input_embeddings().weight.shape[0]
+        if len(tokenizer) > embedding_rows:
+            raise ValueError(
+                f"The tokenizer has {len(tokenizer)} tokens but the model's input embedding has "
+                f"only {embedding_rows} rows; the tokenizer does not belong to this model."
+            )
     return base
 
 
@@ -181,7 +180,8 @@ def _columns(dataset: Any, prompt_column: str, response_column: str) -> tuple[li
     return prompts, responses
 
 
-def _pad_id(tokenizer: Any) -> int:
+def pad_token_id(tokenizer: Any) -> int:
+    """The tokenizer's padding id: its pad token, else its end-of-sequence token, else 0."""
     for token_id in (tokenizer.pad_token_id, tokenizer.eos_token_id):
         if token_id is not None:
             return int(token_id)
@@ -261,6 +261,18 @@ def _encode_chat(
     if not inside:
         raise ValueError(f"Row {index}: the response has no tokens after tokenisation.")
     return list(encoding["input_ids"]), inside[0], inside[-1] + 1
+
+
+def padded_batches(
+    rows: Sequence[tuple[list[int], int, int]], tokenizer: Any, batch_size: int
+) -> Iterator[tuple[list[int], dict[str, Tensor]]]:
+    """``(row indices, padded batch)`` over ``rows`` ``(ids, start, end)``, longest first to
+    reduce padding, padded on the tokenizer's side; ``response_mask`` marks ``[start, end)``."""
+    order = sorted(range(len(rows)), key=lambda i: -len(rows[i][0]))
+    pad_id, padding_side = pad_token_id(tokenizer), tokenizer.padding_side
+    for first in range(0, len(order), batch_size):
+        chunk = order[first : first + batch_size]
+        yield chunk, _pad([rows[i] for i in chunk], pad_id, padding_side)
 
 
 def _pad(

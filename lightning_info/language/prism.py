@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 from lightning_info.core.validation import require_int, require_non_negative
-from lightning_info.language.features import _check_causal_lm, _pad, _pad_id
+from lightning_info.language.features import check_causal_lm, padded_batches
 from lightning_info.scoring.metrics import binary_auroc
 
 __all__ = [
@@ -125,13 +125,8 @@ def fragment_log_probability(
         )
     if len(prompts) == 0:
         raise ValueError("There are no (prompt, fragment) pairs to score.")
-    base = _check_causal_lm(model)
+    base = check_causal_lm(model, tokenizer)
     embedding = base.get_input_embeddings().weight
-    if len(tokenizer) > embedding.shape[0]:
-        raise ValueError(
-            f"The tokenizer has {len(tokenizer)} tokens but the model's input embedding has only "
-            f"{embedding.shape[0]} rows; the tokenizer does not belong to this model."
-        )
     device = embedding.device if device is None else torch.device(device)
     rows = []
     for prompt, fragment in zip(prompts, fragments):
@@ -145,16 +140,12 @@ def fragment_log_probability(
         raise ValueError(
             f"A prompt + fragment takes {longest} tokens, more than the model's {limit} positions."
         )
-    order = sorted(range(len(rows)), key=lambda i: -len(rows[i][0]))
     out = torch.empty(len(rows), dtype=torch.float64)
-    pad_id, padding_side = _pad_id(tokenizer), tokenizer.padding_side
     was_training = model.training
     model.eval()
     try:
         with torch.no_grad():
-            for first in range(0, len(order), batch_size):
-                chunk = order[first : first + batch_size]
-                batch = _pad([rows[i] for i in chunk], pad_id, padding_side)
+            for chunk, batch in padded_batches(rows, tokenizer, batch_size):
                 ids = batch["input_ids"].to(device)
                 mask = batch["attention_mask"].to(device)
                 logits = model(
