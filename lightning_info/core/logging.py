@@ -5,7 +5,7 @@ from __future__ import annotations
 import netrc
 import os
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -54,6 +54,18 @@ def finish_wandb_runs(loggers: Sequence[Logger]) -> None:
         import wandb
 
         wandb.finish()
+
+
+def log_wandb_tables(
+    loggers: Sequence[Logger], tables: Mapping[str, tuple[Sequence[str], Sequence[Sequence]]]
+) -> None:
+    """Log ``{key: (columns, rows)}`` as W&B tables (cells as strings) to every ``WandbLogger``
+    in ``loggers``; other loggers have no tables and are skipped."""
+    for logger in loggers:
+        if isinstance(logger, WandbLogger):
+            for key, (columns, rows) in tables.items():
+                data = [[str(v) for v in row] for row in rows]
+                logger.log_table(key=key, columns=list(columns), data=data)
 
 
 def mean_std(values: Sequence[float]) -> str:

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
-from lightning.pytorch.loggers import WandbLogger
 
+from lightning_info.core.logging import log_wandb_tables
 from lightning_info.core.validation import require_int
 from lightning_info.language.overlap import (
     TOKENIZERS,
@@ -177,8 +177,6 @@ class TrainTestOverlap(pl.Callback):
         }
         for logger in trainer.loggers:
             logger.log_metrics(scalars, step=trainer.global_step)
-            if isinstance(logger, WandbLogger):
-                columns, rows = report.summary_table()
-                logger.log_table(key="overlap/summary", columns=columns, data=rows)
+        log_wandb_tables(trainer.loggers, {"overlap/summary": report.summary_table()})
         if self.output_dir is not None:
             write_report(report, Path(self.output_dir) / "overlap")

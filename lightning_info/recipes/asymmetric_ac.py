@@ -26,7 +26,7 @@ from lightning_info.control.study import (
     plot_critic_errors,
 )
 from lightning_info.control.tabular_pomdp import t_maze
-from lightning_info.core.logging import finish_wandb_runs, markdown_table
+from lightning_info.core.logging import finish_wandb_runs, log_wandb_tables, markdown_table
 from lightning_info.recipes.cli import ComparisonCLI, RunResult
 
 
@@ -111,8 +111,7 @@ class AsymmetricACCLI(ComparisonCLI):
         if run is not None:
             for key in plots:
                 run.log_image(key=f"tabular/{key}", images=[str(out / f"{name}_{key}.png")])
-            for index, (columns, rows) in enumerate(tables.values()):
-                data = [[str(v) for v in row] for row in rows]
-                run.log_table(key=f"tabular/table_{index}", columns=columns, data=data)
+            keyed = {f"tabular/table_{i}": table for i, table in enumerate(tables.values())}
+            log_wandb_tables([run], keyed)
             finish_wandb_runs([run])
         return results

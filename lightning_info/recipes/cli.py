@@ -46,6 +46,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from lightning_info.core.logging import (
     default_wandb_logger_config,
     finish_wandb_runs,
+    log_wandb_tables,
     markdown_table,
     mean_std,
 )
@@ -411,8 +412,7 @@ class ComparisonCLI(LightningCLI):
     def _log_table_to_wandb(self, columns: list[str], rows: list[list]) -> None:
         summary = self.wandb_run("summary")
         if summary is not None:
-            data = [[str(v) for v in r] for r in rows]
-            summary.log_table(key="results", columns=columns, data=data)
+            log_wandb_tables([summary], {"results": (columns, rows)})
             finish_wandb_runs([summary])
 
     def wandb_run(self, suffix: str):

@@ -26,7 +26,7 @@ import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader
 
-from lightning_info.core.logging import markdown_table
+from lightning_info.core.logging import log_wandb_tables, markdown_table
 from lightning_info.language.corpus import split_corpus, stdlib_docstrings
 from lightning_info.language.fragments import (
     UNSEEN_FRAGMENTS,
@@ -212,7 +212,6 @@ def run_data_audit(overlap: OverlapStudy, prism: PrismStudy, output_dir: str, lo
         json.dumps({title: {"columns": c, "rows": r} for title, (c, r) in tables.items()}) + "\n"
     )
     if logger is not None:
-        for index, (columns, rows) in enumerate(tables.values()):
-            data = [[str(v) for v in row] for row in rows]
-            logger.log_table(key=f"data_audit/table_{index}", columns=columns, data=data)
+        keyed = {f"data_audit/table_{i}": table for i, table in enumerate(tables.values())}
+        log_wandb_tables([logger], keyed)
     return tables

@@ -24,7 +24,7 @@ from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.loggers import WandbLogger
 from torch import Tensor
 
-from lightning_info.core.logging import markdown_table
+from lightning_info.core.logging import log_wandb_tables, markdown_table
 from lightning_info.core.plotting import pyplot
 from lightning_info.fisher.flow import (
     DataSetDiffusion,
@@ -189,11 +189,10 @@ class DiffusionFisherCLI(LightningCLI):
         for logger in self.trainer.loggers:
             if isinstance(logger, WandbLogger):
                 logger.log_image(key="diffusion_fisher/plots", images=[figure])
-                for index, (columns, rows) in enumerate(tables.values()):
-                    data = [[str(v) for v in row] for row in rows]
-                    logger.log_table(
-                        key=f"diffusion_fisher/table_{index}", columns=columns, data=data
-                    )
+        log_wandb_tables(
+            self.trainer.loggers,
+            {f"diffusion_fisher/table_{i}": table for i, table in enumerate(tables.values())},
+        )
 
     @staticmethod
     def _figure(network, train, per_point, config, generator):

@@ -31,7 +31,7 @@ from lightning.pytorch.loggers import WandbLogger
 from torch import Tensor, nn
 from torch.utils.data import DataLoader
 
-from lightning_info.core.logging import markdown_table
+from lightning_info.core.logging import log_wandb_tables, markdown_table
 from lightning_info.core.plotting import pyplot
 from lightning_info.core.validation import require_int
 from lightning_info.scoring import metrics
@@ -256,8 +256,7 @@ class PosthocScoring(pl.Callback):
                 figure.savefig(figure_path, dpi=120)
             for logger in wandb_loggers:
                 logger.log_image(key="posthoc/reliability", images=[figure])
-                for kind, (columns, rows) in self.tables.items():
-                    logger.log_table(key=f"posthoc/{kind}", columns=columns, data=rows)
+        log_wandb_tables(trainer.loggers, {f"posthoc/{k}": t for k, t in self.tables.items()})
 
     def _titled(self) -> dict[str, tuple[list[str], list[list]]]:
         titles = {

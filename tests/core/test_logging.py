@@ -59,3 +59,18 @@ def test_mean_std_uses_the_sample_standard_deviation():
     assert mean_std([1.0, 2.0, 3.0]) == "2.0000 ± 1.0000"
     assert mean_std([0.5]) == "0.5000 ± 0.0000"
     assert mean_std([]) == "-"
+
+
+def test_log_wandb_tables_writes_to_wandb_loggers_only(tmp_path, monkeypatch):
+    from lightning.pytorch.loggers import CSVLogger, WandbLogger
+
+    from lightning_info.core.logging import finish_wandb_runs, log_wandb_tables
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    wandb_logger = WandbLogger(save_dir=str(tmp_path), offline=True)
+    csv_logger = CSVLogger(str(tmp_path / "csv"))
+    log_wandb_tables([csv_logger, wandb_logger], {"demo/table": (["a", "b"], [[1, 0.5]])})
+    finish_wandb_runs([wandb_logger])
+    files = list((tmp_path / "wandb").glob("offline-run-*/files/media/table/demo/table*.json"))
+    assert len(files) == 1
+    assert '"1"' in files[0].read_text() and '"0.5"' in files[0].read_text()
