@@ -43,7 +43,7 @@ import torch
 from torch import Tensor
 
 from lightning_info.core.validation import require_finite_tensor, require_int
-from lightning_info.fisher.kernel import kernel_moments
+from lightning_info.fisher.kernel import kernel_moments, per_point_column
 from lightning_info.fisher.noise_schedules import NoiseSchedule
 
 ScoreFn = Callable[[Tensor, float | Tensor], Tensor]
@@ -80,24 +80,6 @@ def _points(x: Tensor, name: str) -> Tensor:
     if x.numel() == 0:
         raise ValueError(f"`{name}` is empty (shape {tuple(x.shape)}).")
     return require_finite_tensor(x, name)
-
-
-def _column(value: float | Tensor, batch: int, like: Tensor, name: str, positive: bool) -> Tensor:
-    """A scalar or ``(B,)`` value as a ``(B, 1)`` column with ``like``'s dtype and device."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, Tensor)):
-        raise TypeError(f"`{name}` must be a number or a tensor, got {type(value).__name__}.")
-    column = torch.as_tensor(value, dtype=like.dtype, device=like.device)
-    if column.dim() == 0:
-        column = column.expand(batch)
-    if column.shape != (batch,):
-        raise ValueError(
-            f"`{name}` must be a scalar or have shape ({batch},), got {tuple(column.shape)}."
-        )
-    if not torch.isfinite(column).all():
-        raise ValueError(f"`{name}` must be finite.")
-    if positive and (column <= 0).any():
-        raise ValueError(f"`{name}` must be > 0.")
-    return column[:, None]
 
 
 def check_data(data: Tensor, data_weights: Tensor | None = None) -> None:
@@ -188,8 +170,8 @@ def diffusion_fisher_terms(
     """
     _check(x, data, data_weights, chunk_size)
     batch = x.shape[0]
-    alpha_b = _column(alpha, batch, x, "alpha", positive=False)
-    sigma_b = _column(sigma, batch, x, "sigma", positive=True)
+    alpha_b = per_point_column(alpha, batch, x, "alpha", positive=False)
+    sigma_b = per_point_column(sigma, batch, x, "sigma", positive=True)
     vectors = None if vectors is None else _vectors(vectors, x, "vectors")
     return _terms(x, data, alpha_b, sigma_b, data_weights, vectors, matrix, chunk_size)
 
@@ -299,8 +281,8 @@ def _network_terms(
     """``(alpha, sigma)`` columns and ``u = x / sigma^2 + s(x, t)`` from the score network."""
     _points(x, "x")
     batch = x.shape[0]
-    alpha_b = _column(alpha, batch, x, "alpha", positive=True)
-    sigma_b = _column(sigma, batch, x, "sigma", positive=True)
+    alpha_b = per_point_column(alpha, batch, x, "alpha", positive=True)
+    sigma_b = per_point_column(sigma, batch, x, "sigma", positive=True)
     score = score_fn(x, t)
     if not isinstance(score, Tensor) or score.shape != x.shape:
         raise ValueError(f"`score_fn` must return a tensor with the shape of `x` {tuple(x.shape)}.")

@@ -59,13 +59,13 @@ from lightning_info.core.validation import require_int, require_positive
 from lightning_info.fisher.diffusion import (
     DiffusionFisherTerms,
     ScoreFn,
-    _column,
     _points,
     _terms,
     _vectors,
     check_data,
     trace_matching_fisher_trace,
 )
+from lightning_info.fisher.kernel import per_point_column
 from lightning_info.fisher.noise_schedules import NoiseSchedule
 
 State = tuple[Tensor, ...]
@@ -168,10 +168,10 @@ class DiffusionFlowModel:
         alpha, sigma, f, g2 = self.schedule.coefficients(t)
         batch = x.shape[0]
         return (
-            _column(alpha, batch, x, "alpha", positive=False),
-            _column(sigma, batch, x, "sigma", positive=True),
-            _column(f, batch, x, "f", positive=False),
-            _column(g2, batch, x, "g2", positive=False),
+            per_point_column(alpha, batch, x, "alpha", positive=False),
+            per_point_column(sigma, batch, x, "sigma", positive=True),
+            per_point_column(f, batch, x, "f", positive=False),
+            per_point_column(g2, batch, x, "g2", positive=False),
         )
 
     def score(self, x: Tensor, t: float | Tensor) -> Tensor:

@@ -45,18 +45,25 @@ class KernelMoments:
     projected: Tensor | None = None
 
 
-def _per_point(value: float | Tensor, batch: int, like: Tensor, name: str) -> Tensor:
-    """A scalar or ``(B,)`` schedule value as a ``(B, 1)`` column on ``like``'s device/dtype."""
-    value = torch.as_tensor(value, dtype=like.dtype, device=like.device)
-    if value.dim() == 0:
-        value = value.expand(batch)
-    if value.shape != (batch,):
+def per_point_column(
+    value: float | Tensor, batch: int, like: Tensor, name: str, positive: bool = False
+) -> Tensor:
+    """A scalar or ``(B,)`` value (e.g. ``alpha_t`` per query point) as a finite ``(B, 1)``
+    column with ``like``'s dtype and device; ``positive`` also requires it to be > 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, Tensor)):
+        raise TypeError(f"`{name}` must be a number or a tensor, got {type(value).__name__}.")
+    column = torch.as_tensor(value, dtype=like.dtype, device=like.device)
+    if column.dim() == 0:
+        column = column.expand(batch)
+    if column.shape != (batch,):
         raise ValueError(
-            f"`{name}` must be a scalar or have shape ({batch},), got {tuple(value.shape)}."
+            f"`{name}` must be a scalar or have shape ({batch},), got {tuple(column.shape)}."
         )
-    if not torch.isfinite(value).all():
+    if not torch.isfinite(column).all():
         raise ValueError(f"`{name}` must be finite.")
-    return value[:, None]
+    if positive and (column <= 0).any():
+        raise ValueError(f"`{name}` must be > 0.")
+    return column[:, None]
 
 
 def kernel_moments(
@@ -92,10 +99,8 @@ def kernel_moments(
     chunk_size = require_int(chunk_size, "chunk_size", 1)
     batch, dim = x.shape
     data = data.to(x.dtype)
-    alpha_b = _per_point(alpha, batch, x, "alpha")
-    sigma_b = _per_point(sigma, batch, x, "sigma")
-    if (sigma_b <= 0).any():
-        raise ValueError("`sigma` must be > 0.")
+    alpha_b = per_point_column(alpha, batch, x, "alpha")
+    sigma_b = per_point_column(sigma, batch, x, "sigma", positive=True)
     if data_weights is None:
         log_pi = torch.full(
             (data.shape[0],), -math.log(data.shape[0]), dtype=x.dtype, device=x.device

@@ -179,15 +179,12 @@ class PosthocScoring(pl.Callback):
             raise TypeError(f"`{self.head}` must be an nn.Linear, got {type(head).__name__}.")
         return head
 
-    def _outputs(self, pl_module, head, loader) -> tuple[Tensor, Tensor, Tensor | None]:
-        return collect_outputs(pl_module, head, loader)
-
     def run(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> dict[str, Any]:
         """Fit and evaluate every scorer now; returns the tables ``{name: (columns, rows)}``."""
         data = trainer.datamodule
         head = self._head(pl_module)
-        fit = self._outputs(pl_module, head, getattr(data, f"{self.fit_on}_dataloader")())
-        test = self._outputs(pl_module, head, getattr(data, f"{self.evaluate_on}_dataloader")())
+        fit = collect_outputs(pl_module, head, getattr(data, f"{self.fit_on}_dataloader")())
+        test = collect_outputs(pl_module, head, getattr(data, f"{self.evaluate_on}_dataloader")())
         if fit[2] is None or test[2] is None:
             raise ValueError("the fit_on and evaluate_on loaders must yield labels (x, y).")
         with torch.inference_mode(False), torch.enable_grad():
@@ -202,7 +199,7 @@ class PosthocScoring(pl.Callback):
     def _ood_table(self, data, pl_module, head, id_fit: Tensor, id_test: Tensor):
         def features(split: str) -> dict[str, Tensor]:
             loaders = data.ood_dataloaders(split)
-            return {name: self._outputs(pl_module, head, lo)[0] for name, lo in loaders.items()}
+            return {name: collect_outputs(pl_module, head, lo)[0] for name, lo in loaders.items()}
 
         ood_val, ood_test = features("val"), features("test")
         held_out = torch.cat(list(ood_val.values()))
