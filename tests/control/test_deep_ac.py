@@ -5,8 +5,6 @@ replaying the recorded actions; ``state[[0, 2]]`` for the masked agent state; th
 of :meth:`AsymmetricActorCritic.collect_episodes` for ``trainer.test``.
 """
 
-import logging
-
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -17,15 +15,6 @@ from lightning_info.control import AsymmetricActorCritic, m_step_returns, make_a
 from tests.tiny import QUIET
 
 KEEP, WINDOW = [0, 2], 2  # CartPole without its velocities, a window of two observations
-
-
-@pytest.fixture(autouse=True)
-def _quiet_lightning():
-    logger = logging.getLogger("lightning.pytorch")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    yield
-    logger.setLevel(level)
 
 
 def _masked_module(**kwargs) -> AsymmetricActorCritic:

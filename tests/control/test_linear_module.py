@@ -5,8 +5,6 @@ Oracles: the round recomputed with :func:`m_step_td` and :func:`npg_direction` f
 the aliasing floor, a lower bound on the error of any ``(z, a)`` critic; the T-maze optimum.
 """
 
-import logging
-
 import numpy as np
 import pytest
 from lightning.pytorch import Callback, Trainer
@@ -25,15 +23,6 @@ from lightning_info.control import (
 from tests.tiny import QUIET
 
 METRICS = ("linear/value", "linear/critic_error", "linear/aliasing_floor")
-
-
-@pytest.fixture(autouse=True)
-def _quiet_lightning():
-    logger = logging.getLogger("lightning.pytorch")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    yield
-    logger.setLevel(level)
 
 
 class _Recorder(Callback):
