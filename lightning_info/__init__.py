@@ -1,83 +1,100 @@
-"""lightning-info: information-theoretic training methods as PyTorch Lightning plugins."""
+"""lightning-info: information-theoretic training methods as PyTorch Lightning plugins.
 
-from lightning_info.bottleneck import (
-    GaussianBottleneck,
-    ImprovedRobustnessRatio,
-    InformationBottleneckMixin,
-    RobustnessRatio,
-    ROMEDistillation,
-)
-from lightning_info.control import (
-    AsymmetricActorCritic,
-    LinearAsymmetricActorCritic,
-    ObservationWindow,
-    PartialObservation,
-)
-from lightning_info.core import (
-    ConstantSchedule,
-    CosineSchedule,
-    ExponentialSchedule,
-    LinearSchedule,
-    Schedule,
-)
-from lightning_info.data import DigitsDataModule, GaussianMixtureDataModule, UCRUEADataModule
-from lightning_info.fisher import (
-    DiffusionModel,
-    FisherConstraint,
-    FisherPenalty,
-    FisherPenaltyMixin,
-    FisherSubsetDataModule,
-    FisherSubsetSampler,
-    SmoothedInformationMonitor,
-)
-from lightning_info.language import CausalLMFineTuner
-from lightning_info.models import InceptionTime, InceptionTimeClassifier, MLPClassifier
-from lightning_info.scoring import (
-    FeatureShapingScorer,
-    MSPScorer,
-    PMIScorer,
-    PosthocScorer,
-    PosthocScoring,
-    PSIScorer,
-    PVIScorer,
-)
+Every public plugin is importable from here (``from lightning_info import FisherConstraint``).
+The names are resolved on first use (PEP 562), so ``import lightning_info`` loads neither
+Lightning's heavier dependencies nor an optional extra; a plugin whose extra is missing raises an
+``ImportError`` naming the extra to install when it is first touched.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "AsymmetricActorCritic",
-    "CausalLMFineTuner",
-    "ConstantSchedule",
-    "CosineSchedule",
-    "DiffusionModel",
-    "DigitsDataModule",
-    "ExponentialSchedule",
-    "FisherConstraint",
-    "GaussianMixtureDataModule",
-    "FisherPenalty",
-    "FisherPenaltyMixin",
-    "FisherSubsetDataModule",
-    "FisherSubsetSampler",
-    "GaussianBottleneck",
-    "ImprovedRobustnessRatio",
-    "InceptionTime",
-    "InceptionTimeClassifier",
-    "InformationBottleneckMixin",
-    "FeatureShapingScorer",
-    "LinearAsymmetricActorCritic",
-    "MLPClassifier",
-    "MSPScorer",
-    "LinearSchedule",
-    "ObservationWindow",
-    "PMIScorer",
-    "PSIScorer",
-    "PVIScorer",
-    "PartialObservation",
-    "PosthocScorer",
-    "PosthocScoring",
-    "ROMEDistillation",
-    "RobustnessRatio",
-    "SmoothedInformationMonitor",
-    "Schedule",
-    "UCRUEADataModule",
-]
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "lightning_info.bottleneck": (
+        "GaussianBottleneck",
+        "ImprovedRobustnessRatio",
+        "InformationBottleneckMixin",
+        "RobustnessRatio",
+        "ROMEDistillation",
+        "evaluate_distilled",
+        "fgsm",
+        "improved_robustness_ratio",
+        "pgd",
+        "robustness_ratio",
+    ),
+    "lightning_info.control": (
+        "AsymmetricActorCritic",
+        "LinearAsymmetricActorCritic",
+        "ObservationWindow",
+        "PartialObservation",
+        "evaluate_policy",
+        "t_maze",
+    ),
+    "lightning_info.core": (
+        "ConstantSchedule",
+        "CosineSchedule",
+        "ExponentialSchedule",
+        "LinearSchedule",
+        "Schedule",
+    ),
+    "lightning_info.data": ("DigitsDataModule", "GaussianMixtureDataModule", "UCRUEADataModule"),
+    "lightning_info.fisher": (
+        "DiffusionModel",
+        "FisherConstraint",
+        "FisherPenalty",
+        "FisherPenaltyMixin",
+        "FisherSubsetDataModule",
+        "FisherSubsetSampler",
+        "SmoothedEntropy",
+        "SmoothedFisherInformation",
+        "SmoothedInformationMonitor",
+        "SmoothedMutualInformation",
+        "diffusion_fisher_matrix",
+        "diffusion_fisher_mvp",
+        "diffusion_fisher_trace",
+        "smoothed_entropy",
+        "smoothed_fisher_information",
+        "smoothed_mutual_information",
+    ),
+    "lightning_info.language": (
+        "CausalLMFineTuner",
+        "FragmentAuditor",
+        "FragmentExtractionAudit",
+        "TestInstance",
+        "TrainTestOverlap",
+        "compute_overlap",
+        "fragment_log_probability",
+        "prism_score",
+    ),
+    "lightning_info.models": ("InceptionTime", "InceptionTimeClassifier", "MLPClassifier"),
+    "lightning_info.scoring": (
+        "FeatureShapingScorer",
+        "MSPScorer",
+        "PMIScorer",
+        "PosthocScorer",
+        "PosthocScoring",
+        "PSIScorer",
+        "PVIScorer",
+        "tune",
+    ),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lightning_info' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import operator
 
-import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 
+from lightning_info.core.optional import require_extra
 from lightning_info.core.validation import require_finite, require_int
+
+gym = require_extra("gymnasium", "control", "The actor-critic modules")
+spaces = gym.spaces
 
 _TOLERANCE = 1e-9
 

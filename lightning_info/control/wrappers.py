@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 
 from lightning_info.control.agent_state import WindowEncoding
+from lightning_info.core.optional import require_extra
 from lightning_info.core.validation import require_finite, require_int
+
+gym = require_extra("gymnasium", "control", "The actor-critic modules")
+spaces = gym.spaces
 
 
 class ObservationWindow(gym.Wrapper):

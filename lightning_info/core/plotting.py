@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
+from lightning_info.core.optional import require_extra
+
 
 def pyplot():
     """``matplotlib.pyplot`` on the Agg backend; an ImportError names the extra to install."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as err:
-        raise ImportError("Plots need matplotlib: pip install 'lightning-info[plots]'") from err
-    return plt
+    require_extra("matplotlib", "plots", "Plots").use("Agg")
+    return require_extra("matplotlib.pyplot", "plots", "Plots")

@@ -31,25 +31,18 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
+from lightning_info.core.optional import require_extra
 from lightning_info.core.sampling import EpochShuffleSampler
 from lightning_info.core.validation import require_int
 
 __all__ = ["UCRUEADataModule", "available_bundled_datasets", "load_bundled_dataset"]
 
-_INSTALL_HINT = "pip install 'lightning-info[tsc]'"
 _NORMALIZATIONS = ("channel", "instance", "none")
 _STD_FLOOR = 1e-8
 
 
 def _import_aeon_datasets() -> Any:
-    try:
-        import aeon.datasets
-    except ImportError as err:
-        raise ImportError(
-            "The bundled UCR/UEA data sets need the optional dependency aeon; install it with "
-            f"{_INSTALL_HINT}"
-        ) from err
-    return aeon.datasets
+    return require_extra("aeon.datasets", "tsc", "The bundled UCR/UEA data sets")
 
 
 def _bundled_root() -> Path:

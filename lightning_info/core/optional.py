@@ -1,0 +1,20 @@
+"""Optional dependencies, imported where they are needed with an error that names the extra."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+
+def require_extra(module: str, extra: str, needed_by: str) -> ModuleType:
+    """Import ``module``, or raise an ``ImportError`` saying which extra of the package has it.
+
+    ``needed_by`` names what needs it (e.g. ``"The actor-critic modules"``).
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise ImportError(
+            f"{needed_by} need the optional dependency {module.split('.')[0]}; install it with "
+            f"pip install 'lightning-info[{extra}]'"
+        ) from err

@@ -1,0 +1,134 @@
+"""The package's public surface: light to import, every public name resolves, optional extras
+are needed only by what uses them (each missing extra simulated by blocking its imports)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import lightning_info
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+EXTRAS = {
+    "control": ["gymnasium"],
+    "tsc": ["aeon"],
+    "plots": ["matplotlib"],
+}
+"""Each optional extra and the top-level modules it installs that the package imports."""
+
+BLOCKER = """
+import importlib.metadata as metadata
+import sys
+
+for module in BLOCKED:
+    sys.modules[module] = None  # import fails, find_spec gives None
+
+
+def hide(lookup):
+    def hidden(name):
+        if name.lower() in BLOCKED:  # the distribution and module names agree for the extras
+            raise metadata.PackageNotFoundError(name)
+        return lookup(name)
+
+    return hidden
+
+
+metadata.version, metadata.distribution = hide(metadata.version), hide(metadata.distribution)
+"""
+"""Makes the ``BLOCKED`` modules look uninstalled: no module and no distribution metadata."""
+
+
+def run_python(code: str, blocked: list[str] = ()) -> dict:
+    """Run ``code`` in a fresh interpreter (optionally with modules blocked); it prints JSON."""
+    source = f"BLOCKED = {list(blocked)!r}\n{BLOCKER}\n{code}"
+    out = subprocess.run(
+        [sys.executable, "-c", source], capture_output=True, text=True, check=True
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+RESOLVE_ALL = """
+import json, lightning_info
+failures = {}
+for name in lightning_info.__all__:
+    try:
+        getattr(lightning_info, name)
+    except ImportError as err:
+        failures[name] = str(err)
+print(json.dumps(failures))
+"""
+
+
+def test_import_loads_no_heavy_or_optional_module():
+    loaded = run_python(
+        "import json, sys, lightning_info\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
+    heavy = {"torch", "lightning", "transformers", "datasets", "peft", "wandb", "sklearn"}
+    optional = {module for modules in EXTRAS.values() for module in modules}
+    assert not (heavy | optional) & set(loaded)
+
+
+def test_every_public_name_resolves_with_every_extra_installed():
+    for modules in EXTRAS.values():
+        for module in modules:
+            pytest.importorskip(module)
+    assert run_python(RESOLVE_ALL) == {}
+    assert set(dir(lightning_info)) >= set(lightning_info.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchPlugin'"):
+        lightning_info.NoSuchPlugin  # noqa: B018
+
+
+@pytest.mark.parametrize("extra", sorted(EXTRAS))
+def test_without_an_extra_only_its_users_fail_and_the_error_names_it(extra):
+    failures = run_python(RESOLVE_ALL, blocked=EXTRAS[extra])
+    for name, message in failures.items():
+        assert f"pip install 'lightning-info[{extra}]'" in message, (name, message)
+    expected = {
+        "control": {
+            "AsymmetricActorCritic",
+            "LinearAsymmetricActorCritic",
+            "ObservationWindow",
+            "PartialObservation",
+            "evaluate_policy",
+            "t_maze",
+        },
+        "tsc": set(),  # UCRUEADataModule imports; building one needs aeon (below)
+        "plots": set(),  # plots are drawn on demand
+    }[extra]
+    assert set(failures) == expected
+
+
+def test_extras_are_needed_when_used_not_on_import():
+    errors = run_python(
+        "import json\n"
+        "from lightning_info import UCRUEADataModule\n"
+        "from lightning_info.core.plotting import pyplot\n"
+        "errors = {}\n"
+        "for key, call in (('tsc', lambda: UCRUEADataModule('GunPoint').setup('fit')),\n"
+        "                  ('plots', pyplot)):\n"
+        "    try:\n"
+        "        call()\n"
+        "    except ImportError as err:\n"
+        "        errors[key] = str(err)\n"
+        "print(json.dumps(errors))",
+        blocked=["aeon", "matplotlib"],
+    )
+    assert "lightning-info[tsc]" in errors["tsc"]
+    assert "lightning-info[plots]" in errors["plots"]
+
+
+def test_every_plugin_in_the_readme_table_is_importable_from_the_top_level():
+    text = README.read_text()
+    table = text[text.index("## Methods") :].split("\n\n")[1]
+    named = set()
+    for row in table.splitlines()[2:]:
+        plugin_column = row.split("|")[2]
+        named |= set(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", plugin_column))
+    assert named, "the README's method table lists no plugins"
+    assert named <= set(lightning_info.__all__), named - set(lightning_info.__all__)
