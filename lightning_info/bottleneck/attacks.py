@@ -37,12 +37,15 @@ from lightning_info.core.validation import (
     require_finite_tensor,
     require_int,
     require_non_negative,
+    require_real_tensor,
 )
 
 LossFn = Callable[[Tensor, Tensor], Tensor]
 Clip = tuple[float, float] | None
 
 _NORMS = ("linf", "l2")
+_CLASS_INDEX_LOSSES = (F.cross_entropy, F.nll_loss)
+_CLASS_INDEX_LOSS_MODULES = (nn.CrossEntropyLoss, nn.NLLLoss)
 
 
 def next_class_targets(y: Tensor, num_classes: int) -> Tensor:
@@ -77,7 +80,9 @@ def fgsm(
     Args:
         model: classifier mapping ``x`` to logits; evaluated in eval mode.
         x: clean batch in pixel space, first dimension the batch, inside ``clip``.
-        y: labels of ``x``; for ``targeted=True`` the labels the attack should reach.
+        y: labels of ``x``; for ``targeted=True`` the labels the attack should reach. With a
+            cross-entropy or NLL loss, integer class indices in ``[0, C)`` (or ``(N, C)`` class
+            probabilities for cross-entropy).
         eps: L-inf radius in pixel units, ``>= 0``.
         targeted: descend ``L(f(x), y)`` towards ``y`` instead of ascending it away from ``y``.
         clip: valid pixel range ``(low, high)``; ``None`` leaves the result unclamped.
@@ -88,9 +93,9 @@ def fgsm(
         The detached adversarial batch, same shape and dtype as ``x``.
     """
     eps = require_non_negative(eps, "eps")
-    bounds = _check_batch(x, y, clip)
+    bounds = _check_batch(x, y, clip, loss_fn)
     with _eval_mode(model):
-        grad = _input_grad(model, x, y, loss_fn)
+        grad = _input_grad(model, x, y, loss_fn, check_labels=True)
     direction = -1.0 if targeted else 1.0
     return _clamp(x.detach() + direction * eps * grad.sign(), bounds).detach()
 
@@ -126,7 +131,7 @@ def pgd(
         model: classifier mapping ``x`` to logits; evaluated in eval mode.
         x: clean batch in pixel space, first dimension the batch, inside ``clip``.
         y: labels of ``x``; for ``targeted=True`` the labels the attack should reach (see
-            :func:`next_class_targets`).
+            :func:`next_class_targets`). Same rules as for :func:`fgsm`.
         eps: radius of the ball in pixel units, ``>= 0``; ``eps=0`` returns ``x`` unchanged.
         steps: number of gradient steps, ``>= 1``.
         step_size: length of one step; ``None`` means ``2.5 * eps / steps``, which lets the
@@ -147,7 +152,7 @@ def pgd(
     if norm not in _NORMS:
         raise ValueError(f"`norm` must be one of {_NORMS}, got {norm!r}.")
     alpha = 2.5 * eps / steps if step_size is None else require_non_negative(step_size, "step_size")
-    bounds = _check_batch(x, y, clip)
+    bounds = _check_batch(x, y, clip, loss_fn)
     x = x.detach()
 
     if random_start and eps > 0:
@@ -157,21 +162,28 @@ def pgd(
         x_adv = x.clone()
     direction = -1.0 if targeted else 1.0
     with _eval_mode(model):
-        for _ in range(steps):
-            grad = _input_grad(model, x_adv, y, loss_fn)
+        for step_index in range(steps):
+            grad = _input_grad(model, x_adv, y, loss_fn, check_labels=step_index == 0)
             step = grad.sign() if norm == "linf" else grad / _per_sample_norm(grad).clamp_min(1e-12)
             x_adv = x_adv + direction * alpha * step
             x_adv = _clamp(x + _project(x_adv - x, eps, norm), bounds)
     return x_adv.detach()
 
 
-def _check_batch(x: Tensor, y: Tensor, clip: Clip) -> tuple[float, float] | None:
+def _check_batch(x: Tensor, y: Tensor, clip: Clip, loss_fn: LossFn) -> tuple[float, float] | None:
     if not isinstance(x, Tensor) or not x.is_floating_point():
         raise TypeError(f"`x` must be a floating-point tensor, got {type(x).__name__}.")
     if x.dim() < 2 or not isinstance(y, Tensor) or y.dim() < 1 or x.shape[0] != y.shape[0]:
         raise ValueError(
             f"`x` must be a batch (N, ...) with N labels in `y`, got shapes "
             f"{tuple(x.shape)} and {tuple(getattr(y, 'shape', ()))}."
+        )
+    require_real_tensor(x, "x")
+    require_real_tensor(y, "y")
+    if _takes_class_indices(loss_fn) and y.dim() == 1 and _not_integer(y):
+        raise TypeError(
+            f"`y` must hold integer class indices, got dtype {y.dtype}; pass `y.long()` "
+            "(or class probabilities of shape (N, C) to cross-entropy)."
         )
     require_finite_tensor(x, "x")
     if clip is None:
@@ -204,10 +216,36 @@ def _eval_mode(model: nn.Module) -> Iterator[None]:
             module.training = training
 
 
-def _input_grad(model: nn.Module, x: Tensor, y: Tensor, loss_fn: LossFn) -> Tensor:
+def _takes_class_indices(loss_fn: LossFn) -> bool:
+    return loss_fn in _CLASS_INDEX_LOSSES or isinstance(loss_fn, _CLASS_INDEX_LOSS_MODULES)
+
+
+def _not_integer(y: Tensor) -> bool:
+    return y.is_floating_point() or y.is_complex() or y.dtype == torch.bool
+
+
+def _check_labels(logits: Tensor, y: Tensor) -> None:
+    """Class indices ``y`` must lie in ``[0, C)`` for a model with ``C`` outputs."""
+    if logits.dim() < 2 or y.dim() != 1 or _not_integer(y) or not y.numel():
+        return
+    classes = logits.shape[1]
+    low, high = torch.stack([y.min(), y.max()]).tolist()
+    if low < 0 or high >= classes:
+        raise ValueError(
+            f"`y` must hold class indices in [0, {classes}) for a model with {classes} outputs, "
+            f"got values in [{low}, {high}]; check that the labels match the model's classes."
+        )
+
+
+def _input_grad(
+    model: nn.Module, x: Tensor, y: Tensor, loss_fn: LossFn, check_labels: bool = False
+) -> Tensor:
     x = x.detach().requires_grad_(True)
     with torch.enable_grad():
-        loss = loss_fn(model(x), y)
+        logits = model(x)
+        if check_labels and _takes_class_indices(loss_fn):
+            _check_labels(logits, y)
+        loss = loss_fn(logits, y)
         (grad,) = torch.autograd.grad(loss, x)
     return grad
 

@@ -24,21 +24,23 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import gymnasium as gym
 import lightning.pytorch as pl
 import numpy as np
 import torch
-from gymnasium import spaces
 from torch import Tensor, nn
 from torch.utils.data import DataLoader
 
 from lightning_info.control.wrappers import ObservationWindow, PartialObservation
+from lightning_info.core.optional import require_extra
 from lightning_info.core.validation import (
     require_fraction,
     require_int,
     require_non_negative,
     require_positive,
 )
+
+gym = require_extra("gymnasium", "control", "The actor-critic modules")
+spaces = gym.spaces
 
 EnvFactory = Callable[[], gym.Env]
 
@@ -321,7 +323,31 @@ def m_step_returns(
     steps, at the last step ``T - 1``, or at the end of the episode; it bootstraps with
     ``gamma * next_values`` of its last step unless that step terminated the episode.
     Entries after an episode's end are ignored by the caller (zero rewards there are harmless).
+    All four tensors are ``(T, E)``; the two flags are boolean, ``gamma`` lies in ``[0, 1]``
+    and ``m >= 1``.
     """
+    m = require_int(m, "m", 1)
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not 0 <= gamma <= 1:
+        raise ValueError(f"`gamma` must be a discount factor in [0, 1], got {gamma!r}.")
+    tensors = {
+        "rewards": rewards,
+        "next_values": next_values,
+        "terminated": terminated,
+        "truncated": truncated,
+    }
+    shapes = {name: tuple(t.shape) for name, t in tensors.items()}
+    if rewards.dim() != 2 or len(set(shapes.values())) != 1:
+        listed = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
+        raise ValueError(
+            f"`rewards`, `next_values`, `terminated` and `truncated` must share one (T, E) "
+            f"shape, got {listed}; stack them time-major, one column per episode."
+        )
+    for name in ("terminated", "truncated"):
+        if tensors[name].dtype != torch.bool:
+            raise TypeError(
+                f"`{name}` must be a boolean tensor, got dtype {tensors[name].dtype}; "
+                f"pass `{name}.bool()`."
+            )
     T = rewards.shape[0]
     time = torch.arange(T, device=rewards.device)
     total = torch.zeros_like(rewards)

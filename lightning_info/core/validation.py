@@ -67,3 +67,18 @@ def require_finite_tensor(tensor: torch.Tensor, name: str) -> torch.Tensor:
             f"`{name}` contains {bad} NaN/inf value(s); clean or impute them before passing it in."
         )
     return tensor
+
+
+def require_real_tensor(tensor: torch.Tensor, name: str) -> torch.Tensor:
+    """Return ``tensor``, or raise if it is not a tensor or lives on the meta device (no data).
+
+    Only ``tensor.is_meta`` is read, so the check never synchronises with an accelerator.
+    """
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"`{name}` must be a torch.Tensor, got {type(tensor).__name__}.")
+    if tensor.is_meta:
+        raise ValueError(
+            f"`{name}` is on the meta device (no data); materialise it first, e.g. load the "
+            "weights or build it on a real device such as 'cpu' or 'cuda'."
+        )
+    return tensor

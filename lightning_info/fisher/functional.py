@@ -23,11 +23,18 @@ from collections.abc import Iterable
 import torch
 from torch import Tensor
 
+from lightning_info.core.validation import require_real_tensor
+
 
 def _with_grad(parameters: Iterable[Tensor] | Tensor) -> list[Tensor]:
     if isinstance(parameters, Tensor):
         parameters = [parameters]
-    return [p for p in parameters if p.grad is not None]
+    params = []
+    for k, p in enumerate(parameters):
+        if p.grad is not None:
+            require_real_tensor(p.grad, f"parameters[{k}].grad")
+            params.append(p)
+    return params
 
 
 def empirical_fisher_trace(parameters: Iterable[Tensor] | Tensor) -> Tensor:
@@ -80,9 +87,15 @@ def fisher_penalty(loss: Tensor, parameters: Iterable[Tensor], max_fisher: float
     ``loss + weight * fisher_penalty(loss, params)`` differentiates through it (double backward).
     ``.grad`` of the parameters is not touched.
     """
+    require_real_tensor(loss, "loss")
     if loss.dim() != 0:
         raise ValueError(
             f"`loss` must be a scalar, got shape {tuple(loss.shape)}; reduce it first."
+        )
+    if not loss.requires_grad:
+        raise ValueError(
+            "`loss` has no autograd graph (requires_grad=False): compute it from `parameters` "
+            "with grad enabled, outside torch.no_grad() / inference_mode and without .detach()."
         )
     if max_fisher < 0 or not math.isfinite(max_fisher):
         raise ValueError(f"`max_fisher` must be a finite number >= 0, got {max_fisher!r}.")

@@ -26,14 +26,20 @@ same selection.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+import operator
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from lightning_info.core.blocks import TokenBlocks, pooled_features
-from lightning_info.core.validation import require_finite_tensor, require_int, require_positive
+from lightning_info.core.validation import (
+    require_finite_tensor,
+    require_int,
+    require_positive,
+    require_real_tensor,
+)
 
 POOLINGS = ("none", "mean", "sum")
 METHODS = ("lazy", "naive")
@@ -62,27 +68,103 @@ def _check_budget(budget: int, pool_size: int) -> int:
     return budget
 
 
+def _check_indices(indices: Sequence[int], pool_size: int) -> None:
+    for position, index in enumerate(indices):
+        try:
+            index = operator.index(index)
+        except TypeError:
+            raise TypeError(
+                f"`indices` must hold integer example indices, got {index!r} at position "
+                f"{position}."
+            ) from None
+        if not 0 <= index < pool_size:
+            raise IndexError(
+                f"`indices[{position}]` = {index} is outside the pool of {pool_size} examples; "
+                f"pass indices in [0, {pool_size})."
+            )
+
+
+def as_token_blocks(features: TokenBlocks | Sequence[Tensor]) -> TokenBlocks:
+    """``features`` as :class:`TokenBlocks`; a list of ``(m_i, d)`` tensors must share ``d``."""
+    if isinstance(features, TokenBlocks):
+        require_real_tensor(features.values, "features.values")
+        return features
+    if isinstance(features, Tensor):
+        raise TypeError(
+            "`features` must be a TokenBlocks or a list of (m_i, d) tensors, one per example, "
+            f"got a tensor of shape {tuple(features.shape)}; for one row per example pass "
+            "`list(x.unsqueeze(1))`."
+        )
+    if isinstance(features, (str, bytes)) or not isinstance(features, Iterable):
+        raise TypeError(
+            "`features` must be a TokenBlocks or a list of (m_i, d) tensors, one per example, "
+            f"got {type(features).__name__}."
+        )
+    blocks = list(features)
+    for i, block in enumerate(blocks):
+        require_real_tensor(block, f"features[{i}]")
+        if block.dim() != 2:
+            raise ValueError(
+                f"`features[{i}]` must be an (m_i, d) matrix of token rows, got shape "
+                f"{tuple(block.shape)}; reshape it (e.g. `.unsqueeze(0)` for a single row)."
+            )
+        if block.shape[1] != blocks[0].shape[1]:
+            raise ValueError(
+                f"Every example block must have the same width d: `features[{i}]` has "
+                f"d = {block.shape[1]} but `features[0]` has d = {blocks[0].shape[1]}; take all "
+                "features from the same layer of the same model."
+            )
+    return TokenBlocks.from_list(blocks)
+
+
+def _as_token_weights(
+    token_weights: Tensor | Sequence[float] | Sequence[Tensor], lengths: Tensor
+) -> Tensor:
+    if isinstance(token_weights, Tensor):
+        return require_real_tensor(token_weights, "token_weights")
+    per_example = isinstance(token_weights, Sequence) and len(token_weights) > 0
+    if per_example and all(isinstance(w, Tensor) and w.dim() == 1 for w in token_weights):
+        sizes = [w.shape[0] for w in token_weights]
+        if sizes != lengths.tolist():
+            raise ValueError(
+                f"Per-example `token_weights` must match the token rows of each example "
+                f"({lengths.tolist()}), got lengths {sizes}."
+            )
+        for i, w in enumerate(token_weights):
+            require_real_tensor(w, f"token_weights[{i}]")
+        return torch.cat(list(token_weights))
+    if not isinstance(token_weights, (str, bytes)):
+        try:
+            return torch.as_tensor(token_weights, dtype=torch.float64)
+        except (TypeError, ValueError, RuntimeError):
+            pass
+    raise TypeError(
+        "`token_weights` must be a tensor, a list of numbers (one per token row) or a list "
+        f"of 1-D tensors (one per example), got {type(token_weights).__name__}."
+    )
+
+
 def prepare_blocks(
     features: TokenBlocks | Sequence[Tensor],
     *,
     pooling: str = "none",
-    token_weights: Tensor | None = None,
+    token_weights: Tensor | Sequence[float] | Sequence[Tensor] | None = None,
     dtype: torch.dtype = torch.float64,
 ) -> list[Tensor]:
     """Per-example factors ``R_i`` with ``R_i^T R_i = X_i^T X_i`` and at most ``d`` rows.
 
     ``token_weights`` (one non-negative weight per token row, e.g. ``p (1 - p)`` of the model's
     next-token probability) scale the curvature: ``X_i^T W_i X_i``, i.e. rows times ``sqrt(w)``.
+    They may be a tensor, a list of numbers, or a list of 1-D tensors, one per example.
     ``pooling="mean"``/``"sum"`` replace each block by the mean/sum of its rows (one row per
     example). The input is never modified.
     """
     if pooling not in POOLINGS:
         raise ValueError(f"`pooling` must be one of {POOLINGS}, got {pooling!r}.")
-    blocks = (
-        features if isinstance(features, TokenBlocks) else TokenBlocks.from_list(list(features))
-    )
+    blocks = as_token_blocks(features)
     values = require_finite_tensor(blocks.values, "features").to(dtype)
     if token_weights is not None:
+        token_weights = _as_token_weights(token_weights, blocks.lengths)
         if token_weights.shape != (values.shape[0],):
             raise ValueError(
                 f"`token_weights` must have one entry per token row ({values.shape[0]}), "
@@ -126,7 +208,9 @@ def log_det_objective(
     features: TokenBlocks | Sequence[Tensor], indices: Sequence[int], lam: float = 1.0, **kwargs
 ) -> float:
     """``F(S)`` of (FSFT-1) for the examples ``indices``, by a direct ``slogdet``."""
-    factors = prepare_blocks(features, **kwargs)
+    blocks = as_token_blocks(features)
+    _check_indices(indices, len(blocks))
+    factors = prepare_blocks(blocks, **kwargs)
     require_positive(lam, "lam")
     dim = factors[0].shape[1]
     matrix = lam * torch.eye(dim, dtype=factors[0].dtype)
@@ -141,7 +225,7 @@ def fisher_greedy_select(
     *,
     lam: float = 1.0,
     pooling: str = "none",
-    token_weights: Tensor | None = None,
+    token_weights: Tensor | Sequence[float] | Sequence[Tensor] | None = None,
     method: str = "lazy",
     dtype: torch.dtype = torch.float64,
     chunk_size: int = 4096,
@@ -239,6 +323,7 @@ def k_center_select(points: Tensor, budget: int, seed: int = 0) -> list[int]:
     Starts from a seeded random point, then repeatedly adds the point farthest (Euclidean) from
     the selected set; a 2-approximation of the k-center objective.
     """
+    require_real_tensor(points, "points")
     if points.dim() != 2:
         raise ValueError(f"`points` must be (N, d), got shape {tuple(points.shape)}.")
     require_finite_tensor(points, "points")

@@ -8,6 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from torch import Tensor
 from torch.utils.data import Sampler
 
 from lightning_info.core.blocks import TokenBlocks, pooled_features
@@ -15,6 +16,7 @@ from lightning_info.core.sampling import EpochShuffleSampler
 from lightning_info.core.validation import require_int
 from lightning_info.fisher.selection import (
     Selection,
+    as_token_blocks,
     fisher_greedy_select,
     k_center_select,
     log_det_objective,
@@ -25,7 +27,7 @@ STRATEGIES = ("fisher", "random", "k_center")
 
 
 def select_subset(
-    features: TokenBlocks | None,
+    features: TokenBlocks | Sequence[Tensor] | None,
     budget: int,
     *,
     strategy: str = "fisher",
@@ -36,6 +38,7 @@ def select_subset(
 ) -> Selection:
     """Select ``budget`` examples with FisherSFT or a baseline behind one interface.
 
+    ``features`` is a :class:`TokenBlocks` or a list of ``(m_i, d)`` tensors, one per example.
     ``"fisher"`` maximises (FSFT-1) greedily; ``"random"`` draws uniformly (``features`` may be
     ``None`` then, with ``pool_size`` given); ``"k_center"`` runs farthest-point selection on the
     mean-pooled features. The objective ``F(S)`` is reported for every strategy that has features.
@@ -54,6 +57,7 @@ def select_subset(
     else:
         if features is None:
             raise ValueError("strategy='k_center' needs the pool's features.")
+        features = as_token_blocks(features)
         indices = k_center_select(pooled_features(features, "mean"), budget, seed)
         size = len(features)
     objective = (
@@ -111,7 +115,7 @@ class FisherSubsetSampler(Sampler[int]):
     @classmethod
     def select(
         cls,
-        features: TokenBlocks | None,
+        features: TokenBlocks | Sequence[Tensor] | None,
         budget: int,
         *,
         shuffle: bool = True,

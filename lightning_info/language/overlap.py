@@ -125,7 +125,10 @@ METRICS = tuple(
 
 @dataclass(frozen=True)
 class TestInstance:
-    """One test instance: its ``input``, its ``references`` and the benchmark it belongs to."""
+    """One test instance: its ``input``, its ``references`` and the benchmark it belongs to.
+
+    ``references`` is a sequence of strings (``()`` for none); a bare string is rejected.
+    """
 
     __test__ = False  # not a pytest class
 
@@ -137,7 +140,17 @@ class TestInstance:
     def __post_init__(self) -> None:
         if not isinstance(self.input, str):
             raise TypeError(f"instance {self.id!r}: `input` must be a string, got {self.input!r}.")
-        refs = (self.references,) if isinstance(self.references, str) else self.references
+        refs = self.references
+        if isinstance(refs, (str, bytes)):
+            raise TypeError(
+                f"instance {self.id!r}: `references` must be a sequence of strings, got the bare "
+                f"string {refs!r}; wrap it in a list: references=[{refs!r}]."
+            )
+        if not isinstance(refs, Iterable):
+            raise TypeError(
+                f"instance {self.id!r}: `references` must be a sequence of strings, got "
+                f"{refs!r}; pass () for an instance without references."
+            )
         refs = tuple(refs)
         if not all(isinstance(r, str) for r in refs):
             raise TypeError(f"instance {self.id!r}: `references` must be strings, got {refs!r}.")
@@ -365,6 +378,14 @@ def write_report(report: OverlapReport, path: str | Path) -> tuple[Path, Path]:
     return json_path, md_path
 
 
+def _reject_bare_text(value: Any, name: str) -> None:
+    if isinstance(value, (str, bytes, bytearray)):
+        raise TypeError(
+            f"`{name}` must be an iterable of strings, got a single {type(value).__name__} "
+            f"(each character would count as one of the {name}); wrap it in a list: [text]."
+        )
+
+
 def _chunks(documents: Iterable[str], size: int) -> Iterator[list[str]]:
     chunk: list[str] = []
     for document in documents:
@@ -423,6 +444,7 @@ def compute_overlap(
         raise ValueError("no test instances: pass at least one TestInstance.")
     if not all(isinstance(i, TestInstance) for i in instances):
         raise TypeError("`instances` must be TestInstance objects (see `read_test_instances`).")
+    _reject_bare_text(documents, "documents")
     keys = [(i.benchmark, i.id) for i in instances]
     if len(set(keys)) != len(keys):
         raise ValueError("test instance ids must be unique within a benchmark.")
@@ -589,6 +611,8 @@ def substring_overlap(
     """
     length = require_int(length, "length", 1)
     samples = require_int(samples, "samples", 1)
+    _reject_bare_text(texts, "texts")
+    _reject_bare_text(documents, "documents")
     rng = random.Random(seed)
 
     def clean(text: str) -> str:
@@ -632,6 +656,7 @@ def llama2_contamination(
     """
     require_fraction(clean_below, "clean_below")
     require_fraction(dirty_above, "dirty_above")
+    _reject_bare_text(texts, "texts")
     instances = [TestInstance(id=str(k), input=t) for k, t in enumerate(texts)]
     report = compute_overlap(
         instances,

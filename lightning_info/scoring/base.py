@@ -17,11 +17,15 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from lightning_info.core.validation import require_real_tensor
+
 
 class PosthocScorer(ABC):
     """Base class of the scorers in :mod:`lightning_info.scoring`."""
 
     name: str = "scorer"
+    fitted_widths: tuple[int, int] | None = None
+    """``(D, K)`` of the outputs seen by ``fit``; ``score`` requires the same widths."""
 
     def __init__(self) -> None:
         self.fitted = False
@@ -31,14 +35,34 @@ class PosthocScorer(ABC):
         features, logits, labels = check_outputs(features, logits, labels)
         self._fit(features, logits, labels)
         self.fitted = True
+        self.fitted_widths = (features.shape[1], logits.shape[1])
         return self
 
     def score(self, features: Tensor, logits: Tensor) -> Tensor:
-        """``(N,)`` scores, higher = more confident / more in-distribution."""
+        """``(N,)`` scores, higher = more confident / more in-distribution.
+
+        ``features`` and ``logits`` must have the widths ``D`` and ``K`` seen by ``fit``.
+        """
         if not self.fitted:
             raise RuntimeError(f"{type(self).__name__} is not fitted: call `fit(...)` first.")
         features, logits, _ = check_outputs(features, logits)
+        self._check_widths(features, logits)
         return self._score(features, logits)
+
+    def _check_widths(self, features: Tensor, logits: Tensor) -> None:
+        if self.fitted_widths is None:
+            return
+        fitted_d, fitted_k = self.fitted_widths
+        for name, letter, width, fitted in (
+            ("features", "D", features.shape[1], fitted_d),
+            ("logits", "K", logits.shape[1], fitted_k),
+        ):
+            if width != fitted:
+                raise ValueError(
+                    f"`{name}` have {letter} = {width} but {type(self).__name__} was fitted on "
+                    f"{letter} = {fitted}; score outputs of the classifier it was fitted on, or "
+                    "fit it again."
+                )
 
     @abstractmethod
     def _fit(self, features: Tensor, logits: Tensor, labels: Tensor) -> None: ...
@@ -48,10 +72,18 @@ class PosthocScorer(ABC):
 
     def state_dict(self) -> dict[str, Any]:
         """Fitted state: tensors and plain values only."""
-        return {"fitted": self.fitted}
+        state: dict[str, Any] = {"fitted": self.fitted, "fitted_widths": None}
+        if self.fitted_widths is not None:
+            width_d, width_k = self.fitted_widths
+            state["fitted_widths"] = {"features": width_d, "logits": width_k}
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.fitted = bool(state["fitted"])
+        widths = state.get("fitted_widths")
+        self.fitted_widths = (
+            None if widths is None else (int(widths["features"]), int(widths["logits"]))
+        )
 
     def save(self, path: str | Path) -> None:
         torch.save({"class": type(self).__name__, "state": self.state_dict()}, path)
@@ -76,6 +108,7 @@ def check_outputs(
     for name, value in (("features", features), ("logits", logits)):
         if not isinstance(value, Tensor) or value.dim() != 2 or not value.is_floating_point():
             raise ValueError(f"`{name}` must be a floating-point (N, {name[0].upper()}) tensor.")
+        require_real_tensor(value, name)
         if value.shape[0] == 0:
             raise ValueError(f"`{name}` is empty: pass at least one sample.")
         if not torch.isfinite(value).all():
@@ -88,6 +121,7 @@ def check_outputs(
     if labels is not None:
         if not isinstance(labels, Tensor) or labels.dim() != 1 or labels.is_floating_point():
             raise ValueError("`labels` must be an integer (N,) tensor.")
+        require_real_tensor(labels, "labels")
         if labels.shape[0] != features.shape[0]:
             raise ValueError(f"`labels` must have N = {features.shape[0]} entries.")
         if labels.min() < 0 or labels.max() >= logits.shape[1]:
