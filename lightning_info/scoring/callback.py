@@ -28,6 +28,8 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 from lightning.pytorch.loggers import WandbLogger
+from lightning.pytorch.utilities import rank_zero_warn
+from lightning.pytorch.utilities.exceptions import MisconfigurationException
 from torch import Tensor, nn
 from torch.utils.data import DataLoader
 
@@ -91,22 +93,37 @@ def collect_outputs(
 
 
 def failure_row(scorer: PosthocScorer, features: Tensor, logits: Tensor, labels: Tensor) -> list:
-    """The failure-prediction metrics of a fitted scorer on labelled outputs."""
+    """The failure-prediction metrics of a fitted scorer on labelled outputs.
+
+    A ranking metric that is undefined on these labels (every prediction right, or every one
+    wrong) is reported as NaN with a warning.
+    """
     confidence = scorer.score(features, logits)
     correct = logits.argmax(1) == labels
     probabilities = scorer.class_probabilities(features, logits)
-    values = [
-        metrics.failure_auroc(confidence, correct),
-        metrics.aupr_success(confidence, correct),
-        metrics.aupr_error(confidence, correct),
-        metrics.aurc(confidence, correct),
-        metrics.e_aurc(confidence, correct),
-        metrics.failure_fpr_at_95_tpr(confidence, correct),
-        metrics.expected_calibration_error(confidence, correct),
-        metrics.negative_log_likelihood(probabilities, labels, eps=1e-12),
-        metrics.brier_score(probabilities, labels),
+    computations = [
+        lambda: metrics.failure_auroc(confidence, correct),
+        lambda: metrics.aupr_success(confidence, correct),
+        lambda: metrics.aupr_error(confidence, correct),
+        lambda: metrics.aurc(confidence, correct),
+        lambda: metrics.e_aurc(confidence, correct),
+        lambda: metrics.failure_fpr_at_95_tpr(confidence, correct),
+        lambda: metrics.expected_calibration_error(confidence, correct),
+        lambda: metrics.negative_log_likelihood(probabilities, labels, eps=1e-12),
+        lambda: metrics.brier_score(probabilities, labels),
     ]
-    return [scorer.name, *(f"{float(v):.4f}" for v in values)]
+    return [
+        scorer.name,
+        *(f"{_value_or_nan(compute, scorer.name):.4f}" for compute in computations),
+    ]
+
+
+def _value_or_nan(compute, scorer_name: str) -> float:
+    try:
+        return float(compute())
+    except metrics.UndefinedMetricError as err:
+        rank_zero_warn(f"PosthocScoring ({scorer_name}): {err} Reported as NaN.")
+        return float("nan")
 
 
 class PosthocScoring(pl.Callback):
@@ -154,13 +171,32 @@ class PosthocScoring(pl.Callback):
         self.tables: dict[str, tuple[list[str], list[list]]] = {}
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
-        if stage == "fit":
-            self._head(pl_module)  # fail before training, not after it
-            if trainer.datamodule is None:
-                raise ValueError("PosthocScoring reads its splits from a LightningDataModule.")
+        if stage != "fit":
+            return
+        # everything the end-of-fit report needs is checked here, before any training
+        self._head(pl_module)
+        data = trainer.datamodule
+        if data is None:
+            raise ValueError("PosthocScoring reads its splits from a LightningDataModule.")
+        for split in dict.fromkeys((self.fit_on, self.evaluate_on)):
+            _require_labelled(self._loader(data, split), split)
 
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self.run(trainer, pl_module)
+
+    @staticmethod
+    def _loader(data: pl.LightningDataModule, split: str) -> DataLoader:
+        """The data module's loader of ``split``; the test split is set up first, as
+        ``trainer.test`` would (``fit`` sets up only the train and validation splits)."""
+        if split == "test":
+            data.setup("test")
+        try:
+            return getattr(data, f"{split}_dataloader")()
+        except (MisconfigurationException, NotImplementedError) as err:
+            raise ValueError(
+                f"PosthocScoring reads the {split!r} split, but {type(data).__name__} has no "
+                f"`{split}_dataloader`; implement it or choose other `fit_on` / `evaluate_on`."
+            ) from err
 
     def _head(self, pl_module: pl.LightningModule) -> nn.Linear:
         if self.head is None:
@@ -183,8 +219,9 @@ class PosthocScoring(pl.Callback):
         """Fit and evaluate every scorer now; returns the tables ``{name: (columns, rows)}``."""
         data = trainer.datamodule
         head = self._head(pl_module)
-        fit = collect_outputs(pl_module, head, getattr(data, f"{self.fit_on}_dataloader")())
-        test = collect_outputs(pl_module, head, getattr(data, f"{self.evaluate_on}_dataloader")())
+        loaders = {split: self._loader(data, split) for split in (self.fit_on, self.evaluate_on)}
+        fit = collect_outputs(pl_module, head, loaders[self.fit_on])
+        test = collect_outputs(pl_module, head, loaders[self.evaluate_on])
         if fit[2] is None or test[2] is None:
             raise ValueError("the fit_on and evaluate_on loaders must yield labels (x, y).")
         with torch.inference_mode(False), torch.enable_grad():
@@ -261,6 +298,28 @@ class PosthocScoring(pl.Callback):
             "ood": f"OOD detection: ID {self.evaluate_on} vs each OOD test set (energy score)",
         }
         return {titles[kind]: table for kind, table in self.tables.items()}
+
+
+def _require_labelled(loader: DataLoader, split: str) -> None:
+    """Raise unless the first batch of ``loader`` is ``(x, y, ...)`` with integer labels ``y``."""
+    batch = next(iter(loader), None)
+    if batch is None:
+        raise ValueError(f"PosthocScoring: the {split!r} loader yields no batches.")
+    if not (isinstance(batch, (tuple, list)) and len(batch) > 1):
+        raise ValueError(
+            f"PosthocScoring needs labelled batches (x, y) from the {split!r} split, but its "
+            f"loader yields {type(batch).__name__} batches without labels; return (x, y) from the "
+            "data set, or drop the callback for unlabelled data."
+        )
+    labels = batch[1]
+    if not (isinstance(labels, Tensor) and not labels.is_floating_point() and labels.ndim == 1):
+        shown = (
+            f"{labels.dtype} {tuple(labels.shape)}" if isinstance(labels, Tensor) else type(labels)
+        )
+        raise ValueError(
+            f"PosthocScoring needs integer class labels (N,) as the second item of each "
+            f"{split!r} batch, got {shown}."
+        )
 
 
 def reliability_diagram(scorers, features: Tensor, logits: Tensor, labels: Tensor, bins: int):

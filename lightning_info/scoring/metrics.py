@@ -129,6 +129,10 @@ def fpr_at_tpr(scores: ArrayLike, labels: ArrayLike, *, tpr_level: float = 0.95)
     return _fpr_at_tpr(scores, labels, level, "labels", ("positive", "negative"))
 
 
+class UndefinedMetricError(ValueError):
+    """A ranking metric has no value on these labels (e.g. AUROC when every prediction is right)."""
+
+
 # --------------------------------------------------------------------------------------------
 # Failure prediction: scores (N,), correct (N,) bool or 0/1
 # --------------------------------------------------------------------------------------------
@@ -635,7 +639,7 @@ def _average_precision(
     scores: Tensor, positive: Tensor, labels_name: str, positive_word: str, metric: str
 ) -> Tensor:
     if not positive.any():
-        raise ValueError(
+        raise UndefinedMetricError(
             f"{metric} is undefined: no sample in `{labels_name}` is {positive_word}, so recall "
             "has no denominator; it needs at least one."
         )
@@ -794,7 +798,7 @@ def _require_both_classes(
     if 0 < n_pos < labels.numel():
         return
     present = classes[0] if n_pos else classes[1]
-    raise ValueError(
+    raise UndefinedMetricError(
         f"{metric} is undefined: only one class is present in `{labels_name}` (all "
         f"{labels.numel()} samples are {present}); it needs at least one {classes[0]} and one "
         f"{classes[1]} sample."

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
 import torch
-from lightning.pytorch import Trainer, seed_everything
+from lightning.pytorch import LightningDataModule, Trainer, seed_everything
+from lightning.pytorch.demos.boring_classes import BoringDataModule, BoringModel
 from sklearn.metrics import roc_auc_score
+from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_info import DigitsDataModule, MLPClassifier
 from lightning_info.scoring import MSPScorer, PosthocScoring, PSIScorer, collect_outputs
 from lightning_info.scoring.shaping import FeatureShapingScorer
+from tests.tiny import QUIET
 
 
 @pytest.fixture(scope="module")
@@ -81,4 +85,68 @@ def test_bad_configuration_fails_before_training(tmp_path):
     trainer = Trainer(max_epochs=1, logger=False, callbacks=[scoring], default_root_dir=tmp_path)
     with pytest.raises(ValueError, match="no submodule 'no_such_layer'"):
         trainer.fit(MLPClassifier(64, 5), datamodule=DigitsDataModule(classes=5))
+    assert trainer.global_step == 0
+
+
+class _StagedBlobs(LightningDataModule):
+    """Two separated Gaussian blobs; like Lightning's BoringDataModule, each split is built only
+    in ``setup`` of its own stage (the test split in ``setup("test")``)."""
+
+    def __init__(self, gap: float) -> None:
+        super().__init__()
+        self.gap = gap
+
+    def _split(self, seed: int, n: int = 60) -> TensorDataset:
+        generator = torch.Generator().manual_seed(seed)
+        y = torch.arange(n) % 2
+        x = torch.randn(n, 6, generator=generator) + self.gap * y[:, None].float()
+        return TensorDataset(x, y)
+
+    def setup(self, stage: str) -> None:
+        if stage == "fit":
+            self.train_set, self.val_set = self._split(0), self._split(1)
+        if stage == "test":
+            self.test_set = self._split(2)
+
+    def train_dataloader(self):
+        return DataLoader(self.train_set, batch_size=20)
+
+    def val_dataloader(self):
+        return DataLoader(self.val_set, batch_size=20)
+
+    def test_dataloader(self):
+        return DataLoader(self.test_set, batch_size=20)
+
+
+def _fit_scoring(tmp_path, data, epochs=3):
+    seed_everything(0)
+    scoring = PosthocScoring(scorers=[MSPScorer()], shapers=[])
+    trainer = Trainer(max_epochs=epochs, callbacks=[scoring], default_root_dir=tmp_path, **QUIET)
+    trainer.fit(MLPClassifier(6, 2), datamodule=data)
+    return trainer, scoring
+
+
+def test_test_split_built_in_setup_test_is_read(tmp_path):
+    trainer, scoring = _fit_scoring(tmp_path, _StagedBlobs(gap=1.0))
+    assert trainer.state.finished
+    columns, rows = scoring.tables["failure"]
+    assert len(rows) == 1 and 0 <= float(rows[0][columns.index("AUROC")]) <= 1
+
+
+def test_a_classifier_without_test_errors_reports_nan_and_finishes_the_run(tmp_path):
+    with pytest.warns(UserWarning, match="failure-prediction AUROC is undefined"):
+        trainer, scoring = _fit_scoring(tmp_path, _StagedBlobs(gap=6.0), epochs=10)
+    assert trainer.state.finished and trainer.state.status == "finished"
+    columns, (row,) = scoring.tables["failure"]
+    assert math.isnan(float(row[columns.index("AUROC")]))
+    assert math.isnan(float(row[columns.index("AUPR-error")]))
+    assert float(row[columns.index("AURC")]) == 0.0  # defined: no error, no risk
+
+
+def test_unlabelled_loaders_are_rejected_before_training(tmp_path):
+    trainer = Trainer(
+        max_epochs=1, callbacks=[PosthocScoring()], default_root_dir=tmp_path, **QUIET
+    )
+    with pytest.raises(ValueError, match="needs labelled batches"):
+        trainer.fit(BoringModel(), datamodule=BoringDataModule())
     assert trainer.global_step == 0
