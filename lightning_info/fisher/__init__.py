@@ -37,7 +37,11 @@ from lightning_info.fisher.noise_schedules import (
     VPSchedule,
     noise_schedule,
 )
-from lightning_info.fisher.penalty import FisherPenalty, FisherPenaltyMixin
+from lightning_info.fisher.penalty import (
+    FisherPenalty,
+    FisherPenaltyMixin,
+    double_backward_attention,
+)
 from lightning_info.fisher.selection import (
     Selection,
     fisher_greedy_select,
@@ -117,6 +121,7 @@ __all__ = [
     "select_subset",
     "FisherPenalty",
     "FisherPenaltyMixin",
+    "double_backward_attention",
     "constrain_fisher_trace_",
     "empirical_fisher_trace",
     "fisher_penalty",

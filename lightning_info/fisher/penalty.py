@@ -2,20 +2,35 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any
 
 from torch import Tensor, nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from lightning_info.core.schedules import Schedule, as_schedule
 from lightning_info.core.validation import require_non_negative
 from lightning_info.fisher.functional import fisher_penalty
 
 
+def double_backward_attention() -> AbstractContextManager:
+    """Restrict ``scaled_dot_product_attention`` to its math kernel inside the block.
+
+    The fused kernels (flash on CPU and CUDA, memory-efficient on CUDA) have no second derivative,
+    so a loss whose forward used them cannot be differentiated twice ("derivative for
+    aten::_scaled_dot_product_flash_attention_for_cpu_backward is not implemented"). Run the
+    forward whose loss goes into :class:`FisherPenalty` inside this block; Hugging Face models
+    with ``attn_implementation="sdpa"`` (their default) then use the math kernel.
+    """
+    return sdpa_kernel([SDPBackend.MATH])
+
+
 class FisherPenalty(nn.Module):
     """``L + lambda_t * max(0, tr F_hat - eps)`` with ``tr F_hat = ||grad L||^2`` (double backward).
 
     Call it on the scalar mini-batch loss and the parameters to regularise; the result is a new
-    loss whose ``backward`` yields ``g + 2 lambda H g`` while the hinge is active.
+    loss whose ``backward`` yields ``g + 2 lambda H g`` while the hinge is active. A forward through
+    attention layers must run under :func:`double_backward_attention` (the mixin does this).
 
     Args:
         weight: ``lambda`` (>= 0), or a schedule of the optimizer step.
@@ -47,7 +62,8 @@ class FisherPenaltyMixin:
     with key ``"loss"``) with respect to all trainable parameters, and logs
     ``fisher_penalty/trace`` and ``fisher_penalty/loss``. Under gradient accumulation it acts on
     each micro-batch; under DDP on each rank's micro-batch (the outer gradient is still averaged).
-    Needs automatic optimization.
+    The host's ``training_step`` runs under :func:`double_backward_attention`, so transformers
+    with fused attention kernels can be differentiated twice. Needs automatic optimization.
     """
 
     fisher_penalty: FisherPenalty = FisherPenalty()
@@ -58,7 +74,8 @@ class FisherPenaltyMixin:
                 "FisherPenaltyMixin adds to the loss returned by training_step, which manual "
                 "optimization does not use; call FisherPenalty yourself before manual_backward."
             )
-        output = super().training_step(*args, **kwargs)
+        with double_backward_attention():
+            output = super().training_step(*args, **kwargs)
         loss = output["loss"] if isinstance(output, dict) else output
         if not isinstance(loss, Tensor):
             raise TypeError(
