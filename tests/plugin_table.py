@@ -53,8 +53,11 @@ class PluginCase:
     """Builds the data module for a per-device batch size; ``None``: the model brings its own
     loaders (e.g. environment steps)."""
     callback_yaml: str | None = None
-    """File in ``callbacks/`` that attaches the plugin to any LightningCLI run."""
+    """Shipped YAML (``lightning_info.configs``) that attaches the plugin to any LightningCLI run
+    of the tiny model and data; every YAML is also attached to Lightning's BoringModel in
+    ``test_callback_configs.py``."""
     expected_callback: type[Callback] | None = None
+    """The Callback class the row exercises."""
     ddp_matches_single_device: bool = False
     """DDP on 2 x batch b must equal one device on batch 2b (no per-rank statistics involved)."""
     trainer_kwargs: dict = field(default_factory=dict)
@@ -154,6 +157,7 @@ PLUGINS = [
     PluginCase(
         id="FisherConstraint-schedule",
         make_callbacks=lambda: [FisherConstraint(max_fisher=LinearSchedule(1e-1, 1e-3, 10))],
+        expected_callback=FisherConstraint,
         ddp_matches_single_device=True,
     ),
     PluginCase(id="FisherPenaltyMixin", make_model=TinyPenalisedClassifier),
@@ -187,12 +191,17 @@ PLUGINS = [
         callback_yaml="smoothed_information.yaml",
         expected_callback=SmoothedInformationMonitor,
     ),
-    PluginCase(id="TrainTestOverlap", make_callbacks=lambda: [tiny_overlap()]),
+    PluginCase(
+        id="TrainTestOverlap",
+        make_callbacks=lambda: [tiny_overlap()],
+        expected_callback=TrainTestOverlap,
+    ),
     PluginCase(
         id="FragmentExtractionAudit-CausalLMFineTuner",
         make_model=lambda: tiny_lm.finetuner(lora=False),
         make_callbacks=lambda: [tiny_fragment_audit()],
         make_data=tiny_lm.subset_data,
+        expected_callback=FragmentExtractionAudit,
     ),
     PluginCase(
         id="PosthocScoring",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-from pathlib import Path
 
 import pytest
 import torch
@@ -12,10 +11,10 @@ from lightning.pytorch import Callback, Trainer, seed_everything
 from lightning.pytorch.cli import LightningCLI
 
 import lightning_info
+from lightning_info.configs import callback_config
 from tests.plugin_table import PLUGINS, PluginCase
 from tests.tiny import QUIET, TinyClassifier, TinyDataModule
 
-CALLBACKS_DIR = Path(__file__).resolve().parents[1] / "callbacks"
 CASES = [pytest.param(case, id=case.id) for case in PLUGINS]
 
 
@@ -107,7 +106,7 @@ YAML_CASES = [pytest.param(c, id=c.id) for c in PLUGINS if c.callback_yaml]
 
 @pytest.mark.parametrize("case", YAML_CASES)
 def test_callback_yaml_attaches_through_lightning_cli(case, tmp_path):
-    path = CALLBACKS_DIR / case.callback_yaml
+    path = callback_config(case.callback_yaml)
     spec = yaml.safe_load(path.read_text())
     cli = LightningCLI(
         TinyClassifier,
@@ -137,18 +136,11 @@ def _config_value(value):
     return value(0) if callable(value) else value
 
 
-def test_every_callback_has_a_yaml_and_a_table_row():
+def test_every_exported_callback_has_a_table_row():
     exported = {
-        name
+        obj
         for name in lightning_info.__all__
         if inspect.isclass(obj := getattr(lightning_info, name)) and issubclass(obj, Callback)
     }
-    yaml_targets = {
-        yaml.safe_load(p.read_text())["class_path"].rsplit(".", 1)[-1]: p.name
-        for p in CALLBACKS_DIR.glob("*.yaml")
-    }
-    assert exported <= set(yaml_targets), (
-        f"callbacks without a YAML: {exported - set(yaml_targets)}"
-    )
-    in_table = {c.callback_yaml for c in PLUGINS if c.callback_yaml}
-    assert set(yaml_targets.values()) <= in_table, "a callbacks/ YAML has no plugin-table row"
+    in_table = {case.expected_callback for case in PLUGINS}
+    assert exported <= in_table, f"callbacks without a row: {exported - in_table}"

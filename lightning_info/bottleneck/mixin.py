@@ -151,7 +151,8 @@ class InformationBottleneckMixin:
     ``ib/beta`` and ``ib/loss``. Needs automatic optimization.
 
     Class attributes:
-        ib_encoder: name of the encoder attribute.
+        ib_encoder: name or dotted path of the encoder submodule (``"encoder"``,
+            ``"model.bert.encoder.layer.5"``).
         ib_latent_dim: ``k``; ``None`` keeps the encoder's output size.
         ib_input_dim: ``d_in``; ``None`` reads ``out_features`` of the encoder's last layer.
         ib_beta: ``beta >= 0``, or a schedule of the optimizer step.
@@ -168,12 +169,16 @@ class InformationBottleneckMixin:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        encoder = getattr(self, self.ib_encoder, None)
-        if not isinstance(encoder, nn.Module):
+        try:
+            encoder = self.get_submodule(self.ib_encoder)
+        except AttributeError:
+            encoder = None
+        if not isinstance(encoder, nn.Module) or encoder is self:
             raise AttributeError(
                 f"InformationBottleneckMixin needs `self.{self.ib_encoder}` to be an nn.Module "
                 f"set in __init__ (got {type(encoder).__name__}); set the class attribute "
-                "`ib_encoder` to the name of the encoder attribute."
+                "`ib_encoder` to the name or dotted path of the encoder (e.g. "
+                "'model.encoder')."
             )
         self._ib_schedule = as_schedule(self.ib_beta, "ib_beta")
         require_non_negative(self._ib_schedule(0), "ib_beta")

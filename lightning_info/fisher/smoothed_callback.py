@@ -1,7 +1,8 @@
 """``SmoothedInformationMonitor``: Fisher information, entropy and MI of a layer's noisy outputs.
 
-During every (due) validation epoch a forward hook collects the outputs of each chosen layer,
-one flattened row per sample, optionally projected onto a fixed random ``max_dim``-dimensional
+During every (due) validation epoch a forward hook collects the outputs of each chosen layer
+(by default: the input of the model's last ``nn.Linear``, i.e. its penultimate features), one
+flattened row per sample, optionally projected onto a fixed random ``max_dim``-dimensional
 subspace. At the end of the epoch the rows of all processes are gathered (torchmetrics ``cat``
 states) and, for every noise variance ``t``, the plug-in estimates of
 :mod:`lightning_info.fisher.smoothed` are logged:
@@ -26,6 +27,8 @@ from typing import Any
 
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
+from lightning.pytorch.utilities import rank_zero_warn
+from lightning.pytorch.utilities.model_helpers import is_overridden
 from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
@@ -37,8 +40,11 @@ class SmoothedInformationMonitor(Callback):
     """Log ``J``, ``h`` and ``I`` of ``f * phi_t`` for the outputs of chosen layers.
 
     Args:
-        layers: name(s) of submodules of the LightningModule (as in ``named_modules()``, e.g.
-            ``"net.1"``); a tuple output uses its first element.
+        layers: name(s) of submodules of the LightningModule (dotted paths as in
+            ``named_modules()``, e.g. ``"net.1"`` or ``"model.encoder.layer.3"``) whose outputs
+            are measured; a tuple output uses its first element. ``None``: the *input* of the
+            last ``nn.Linear`` of the model (logged as ``input_of_<name>``), which every
+            classifier has.
         t: noise variance(s) ``t > 0``, on the scale of the layer outputs.
         max_dim: project outputs wider than this onto a fixed random orthonormal basis of
             ``max_dim`` directions (seeded); ``None`` keeps every coordinate.
@@ -55,7 +61,7 @@ class SmoothedInformationMonitor(Callback):
 
     def __init__(
         self,
-        layers: str | Sequence[str],
+        layers: str | Sequence[str] | None = None,
         t: float | Sequence[float] = (0.1, 1.0),
         *,
         max_dim: int | None = 16,
@@ -70,11 +76,14 @@ class SmoothedInformationMonitor(Callback):
         every_n_epochs: int = 1,
         log_prefix: str = "info",
     ) -> None:
-        names = [layers] if isinstance(layers, str) else list(layers)
-        if not names or not all(isinstance(n, str) and n for n in names):
-            raise ValueError(f"`layers` must be non-empty module name(s), got {layers!r}.")
-        if len(set(names)) != len(names):
-            raise ValueError(f"`layers` must not repeat a name, got {names!r}.")
+        names = None if layers is None else [layers] if isinstance(layers, str) else list(layers)
+        if names is not None:
+            if not names or not all(isinstance(n, str) and n for n in names):
+                raise ValueError(
+                    f"`layers` must be non-empty module name(s) or None, got {layers!r}."
+                )
+            if len(set(names)) != len(names):
+                raise ValueError(f"`layers` must not repeat a name, got {names!r}.")
         times = [t] if isinstance(t, (int, float)) else list(t)
         if not times:
             raise ValueError("`t` must hold at least one noise variance.")
@@ -102,16 +111,43 @@ class SmoothedInformationMonitor(Callback):
         self.log_prefix = log_prefix
         self._names = names
         self._times = [require_positive(v, "t") for v in times]
-        self.metrics = {
-            name: SampleReservoir(max_samples=self.max_samples, seed=self.seed) for name in names
-        }
+        self.metrics: dict[str, SampleReservoir] = {}
+        self._targets: dict[str, tuple[nn.Module, bool]] = {}
         self._projections: dict[tuple[str, int], Tensor] = {}
         self._handles: list[RemovableHandle] = []
+        self._checks: list[RemovableHandle] = []
 
     # -- hooks -----------------------------------------------------------------------------
 
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
-        self._modules(pl_module)  # unknown names fail here, before any training
+        # unknown names fail here, before any training
+        self._targets = self._resolve(pl_module)
+        if set(self.metrics) != set(self._targets):
+            self.metrics = {
+                name: SampleReservoir(max_samples=self.max_samples, seed=self.seed)
+                for name in self._targets
+            }
+        if stage == "fit" and not _has_validation_loop(trainer, pl_module):
+            rank_zero_warn(
+                "SmoothedInformationMonitor measures at the end of validation epochs, but this run "
+                "has no validation loop (no validation_step, no val dataloader or "
+                "limit_val_batches=0): it will log nothing. Add a validation loop, or call "
+                "trainer.validate after fitting."
+            )
+
+    def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        # the first forward of the run (sanity check or first training step) checks that every
+        # measured layer yields a tensor, so a wrong layer fails before any optimizer step
+        self._remove(self._checks)
+        for name in self._targets:
+            self._checks.append(self._register(name, self._check_once(name)))
+
+    def _check_once(self, name: str):
+        def check(value: Any) -> None:
+            self._remove(self._checks)
+            _first_tensor(name, value)
+
+        return check
 
     def on_validation_epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         for metric in self.metrics.values():
@@ -157,17 +193,28 @@ class SmoothedInformationMonitor(Callback):
 
     def on_exception(self, trainer: Trainer, pl_module: LightningModule, exception: Any) -> None:
         self._detach()
+        self._remove(self._checks)
 
     def teardown(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         self._detach()
+        self._remove(self._checks)
 
     # -- helpers ---------------------------------------------------------------------------
 
     def _due(self, trainer: Trainer) -> bool:
         return not trainer.sanity_checking and trainer.current_epoch % self.every_n_epochs == 0
 
-    def _modules(self, pl_module: LightningModule) -> dict[str, nn.Module]:
+    def _resolve(self, pl_module: LightningModule) -> dict[str, tuple[nn.Module, bool]]:
+        """``{logged name: (module, reads its input)}`` of the layers to measure."""
         modules = dict(pl_module.named_modules())
+        if self._names is None:
+            linears = [name for name, m in modules.items() if isinstance(m, nn.Linear)]
+            if not linears:
+                raise ValueError(
+                    "SmoothedInformationMonitor: the model has no nn.Linear whose input to "
+                    "measure; pass `layers=` the names of the layers to measure."
+                )
+            return {f"input_of_{linears[-1]}": (modules[linears[-1]], True)}
         missing = [name for name in self._names if name not in modules]
         if missing:
             known = [name for name in modules if name]
@@ -176,32 +223,37 @@ class SmoothedInformationMonitor(Callback):
                 f"SmoothedInformationMonitor: the model has no submodule(s) {missing}; pass names "
                 f"from `named_modules()`: {shown}."
             )
-        return {name: modules[name] for name in self._names}
+        return {name: (modules[name], False) for name in self._names}
+
+    def _register(self, name: str, consume) -> RemovableHandle:
+        """A hook on layer ``name`` calling ``consume`` with its input or output."""
+        module, reads_input = self._targets[name]
+        if reads_input:
+            return module.register_forward_pre_hook(lambda m, args: consume(args[0]))
+        return module.register_forward_hook(lambda m, args, output: consume(output))
 
     def _attach(self, pl_module: LightningModule) -> None:
         self._detach()
-        for name, module in self._modules(pl_module).items():
-            self._handles.append(module.register_forward_hook(self._hook(name)))
+        for name in self._targets:
+            self._handles.append(self._register(name, self._collector(name)))
 
     def _detach(self) -> None:
-        for handle in self._handles:
+        self._remove(self._handles)
+
+    @staticmethod
+    def _remove(handles: list[RemovableHandle]) -> None:
+        for handle in handles:
             handle.remove()
-        self._handles = []
+        handles.clear()
 
-    def _hook(self, name: str):
-        def capture(module: nn.Module, args: Any, output: Any) -> None:
-            self.metrics[name].update(self._rows(name, output))
+    def _collector(self, name: str):
+        def collect(value: Any) -> None:
+            self.metrics[name].update(self._rows(name, value))
 
-        return capture
+        return collect
 
     def _rows(self, name: str, output: Any) -> Tensor:
-        if isinstance(output, (tuple, list)) and output and isinstance(output[0], Tensor):
-            output = output[0]
-        if not isinstance(output, Tensor):
-            raise TypeError(
-                f"layer {name!r} returned {type(output).__name__}; SmoothedInformationMonitor "
-                "reads a tensor (or the first tensor of a tuple)."
-            )
+        output = _first_tensor(name, output)
         rows = output.detach().reshape(output.shape[0], -1).to(torch.float64)
         width = rows.shape[1]
         if self.max_dim is not None and width > self.max_dim:
@@ -230,3 +282,24 @@ class SmoothedInformationMonitor(Callback):
         finally:
             self._detach()
             pl_module.train(was_training)
+
+
+def _first_tensor(name: str, value: Any) -> Tensor:
+    """``value``, or the first element of a tuple/list ``value``; raises unless a tensor."""
+    if isinstance(value, (tuple, list)) and value and isinstance(value[0], Tensor):
+        value = value[0]
+    if not isinstance(value, Tensor) or value.ndim == 0:
+        raise TypeError(
+            f"layer {name!r} gives {type(value).__name__}; SmoothedInformationMonitor reads a "
+            "batched tensor (or the first tensor of a tuple): pass `layers=` a module that "
+            "returns one."
+        )
+    return value
+
+
+def _has_validation_loop(trainer: Trainer, pl_module: LightningModule) -> bool:
+    if trainer.limit_val_batches == 0 or not is_overridden("validation_step", pl_module):
+        return False
+    # Lightning keeps the val dataloader's source on the fit loop (datamodule, module or loaders)
+    source = getattr(trainer.fit_loop.epoch_loop.val_loop, "_data_source", None)
+    return source.is_defined() if hasattr(source, "is_defined") else True

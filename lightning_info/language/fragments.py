@@ -16,9 +16,11 @@ held-out records and for unseen fragments.
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from lightning_info.core.validation import require_int
 
@@ -133,6 +135,26 @@ class AttackSet:
 
     def __len__(self) -> int:
         return len(self.prompts)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the queries as JSON (the format :meth:`load` reads)."""
+        path = Path(path)
+        path.write_text(json.dumps(asdict(self), indent=1) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> AttackSet:
+        """Read an attack set written by :meth:`save`: a JSON object with the lists ``prompts``,
+        ``fragments``, ``labels`` (1 = member), ``kinds`` and optionally ``records``."""
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"attack set file {path} does not exist.")
+        data = json.loads(path.read_text(encoding="utf-8"))
+        keys = ("prompts", "fragments", "labels", "kinds")
+        missing = [key for key in keys if key not in data] if isinstance(data, dict) else keys
+        if missing:
+            raise ValueError(f"{path} is not an attack set: it lacks the lists {missing}.")
+        return cls(**{key: list(value) for key, value in data.items()})
 
 
 def fragment_prompt(context: Sequence[str], template: str = PROMPT_TEMPLATE) -> str:

@@ -1,11 +1,11 @@
 """``TrainTestOverlap``: report train-test n-gram overlap when ``trainer.fit`` starts.
 
-At fit start the callback reads the training text (the train dataloader's dataset, or texts
-given up front) and the test instances (the data module's ``val``/``test`` datasets, or
-instances given up front), computes :func:`~lightning_info.language.overlap.compute_overlap`,
-prints a per-benchmark summary table, logs its means as scalars to every logger (and the table to
-W&B when a ``WandbLogger`` is attached), and writes ``overlap.json`` / ``overlap.md`` to
-``output_dir`` when given.
+At fit start the callback reads the training text (files on disk, texts given up front, or the
+train dataloader's dataset) and the test instances (JSON-lines files, instances given up front,
+or the data module's ``val``/``test`` datasets), computes
+:func:`~lightning_info.language.overlap.compute_overlap`, prints a per-benchmark summary table,
+logs its means as scalars to every logger (and the table to W&B when a ``WandbLogger`` is
+attached), and writes ``overlap.json`` / ``overlap.md`` to ``output_dir`` when given.
 
 Distributed: only global rank 0 reads the data and computes (the whole, unsharded datasets);
 the report travels to the other ranks with ``trainer.strategy.broadcast`` (Lightning's own
@@ -28,8 +28,10 @@ from lightning_info.language.overlap import (
     OverlapReport,
     TestInstance,
     compute_overlap,
+    read_test_instances,
     write_report,
 )
+from lightning_info.language.overlap_files import iter_training_texts
 
 Extractor = str | Callable[[Any], str]
 
@@ -38,24 +40,48 @@ def _extract(item: Any, field: Extractor, what: str) -> Any:
     if callable(field):
         return field(item)
     try:
+        if not hasattr(item, "keys"):
+            raise TypeError(f"{type(item).__name__} items have no named fields")
         return item[field]
     except (KeyError, IndexError, TypeError) as err:
         raise ValueError(
             f"cannot read {what} field {field!r} from a dataset item of type "
-            f"{type(item).__name__}; pass a field name the items have, or a callable."
+            f"{type(item).__name__}; pass a field name the items have, a callable, or name "
+            "files with `train_files` / `test_files`."
         ) from err
+
+
+def _existing_paths(paths: Sequence[str] | None, name: str) -> list[str] | None:
+    if paths is None:
+        return None
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    paths = [str(path) for path in paths]
+    missing = [path for path in paths if not Path(path).exists()]
+    if not paths or missing:
+        raise FileNotFoundError(
+            f"`{name}`: {'no paths given' if not paths else f'{missing} do not exist'}; pass "
+            "existing files or folders (relative paths are read from the working directory)."
+        )
+    return paths
 
 
 class TrainTestOverlap(pl.Callback):
     """Compute and report exact train-test n-gram overlap (HELM metrics) at fit start.
 
     Args:
-        text_field: field (or callable on an item) giving the text of a training example.
-        train_texts: training texts (any iterable of strings, e.g. a ``datasets`` column);
-            ``None`` reads ``text_field`` from every item of the train dataloader's dataset.
-        test_instances: :class:`TestInstance` objects; ``None`` reads ``input_field`` and
-            ``references_field`` from each item of the data module's ``splits`` datasets, the
-            split name being the benchmark.
+        text_field: field (or callable on an item) giving the text of a training example; also
+            the column read from a saved ``datasets`` dataset in ``train_files``.
+        train_texts: training texts (any iterable of strings, e.g. a ``datasets`` column).
+        train_files: training text on disk instead: text files (one document each, or one per
+            line with ``lines=True``), folders (every file inside) or ``datasets`` datasets saved
+            with ``save_to_disk``. With neither, ``text_field`` is read from every item of the
+            train dataloader's dataset.
+        test_instances: :class:`TestInstance` objects.
+        test_files: JSON-lines files of test instances instead (``input``, ``references`` and
+            optional ``id`` / ``benchmark`` fields; the benchmark defaults to the file's stem).
+            With neither, ``input_field`` and ``references_field`` are read from each item of the
+            data module's ``splits`` datasets, the split name being the benchmark.
         splits: data-module splits that hold test instances (``"val"``, ``"test"``).
         input_field, references_field, id_field: fields of a test item (``id_field`` missing:
             the item's position).
@@ -68,6 +94,9 @@ class TrainTestOverlap(pl.Callback):
         text_field: Extractor = "text",
         train_texts: Iterable[str] | None = None,
         test_instances: Sequence[TestInstance] | None = None,
+        train_files: Sequence[str] | None = None,
+        test_files: Sequence[str] | None = None,
+        lines: bool = False,
         splits: Sequence[str] = ("val",),
         input_field: Extractor = "input",
         references_field: Extractor = "references",
@@ -88,8 +117,18 @@ class TrainTestOverlap(pl.Callback):
         for split in splits:
             if split not in ("val", "test"):
                 raise ValueError(f"`splits` entries must be 'val' or 'test', got {split!r}.")
-        if test_instances is None and not splits:
-            raise ValueError("pass `test_instances` or at least one split in `splits`.")
+        if train_texts is not None and train_files is not None:
+            raise ValueError("pass `train_texts` or `train_files`, not both.")
+        if test_instances is not None and test_files is not None:
+            raise ValueError("pass `test_instances` or `test_files`, not both.")
+        train_files = _existing_paths(train_files, "train_files")
+        if train_files is not None and not isinstance(text_field, str):
+            raise ValueError("with `train_files`, `text_field` must be a column name.")
+        test_files = _existing_paths(test_files, "test_files")
+        if test_instances is None and test_files is None and not splits:
+            raise ValueError(
+                "pass `test_instances`, `test_files` or at least one split in `splits`."
+            )
         if test_instances is not None:
             test_instances = list(test_instances)
             if not test_instances or not all(isinstance(i, TestInstance) for i in test_instances):
@@ -97,6 +136,7 @@ class TrainTestOverlap(pl.Callback):
         self.text_field = text_field
         self.train_texts = train_texts
         self.test_instances = test_instances
+        self.train_files, self.test_files, self.lines = train_files, test_files, lines
         self.splits = tuple(splits)
         self.input_field, self.references_field, self.id_field = (
             input_field,
@@ -131,6 +171,8 @@ class TrainTestOverlap(pl.Callback):
     def _train_texts(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> Iterable[str]:
         if self.train_texts is not None:
             return self.train_texts
+        if self.train_files is not None:
+            return iter_training_texts(self.train_files, self.text_field, self.lines)
         source = trainer.datamodule if trainer.datamodule is not None else pl_module
         loader = source.train_dataloader()
         dataset = getattr(loader, "dataset", None)
@@ -141,6 +183,8 @@ class TrainTestOverlap(pl.Callback):
     def _test_instances(self, trainer: pl.Trainer) -> list[TestInstance]:
         if self.test_instances is not None:
             return self.test_instances
+        if self.test_files is not None:
+            return [i for path in self.test_files for i in read_test_instances(path)]
         data = trainer.datamodule
         if data is None:
             raise ValueError(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
@@ -21,6 +22,7 @@ from torch import Tensor
 
 from lightning_info.core.logging import markdown_table
 from lightning_info.core.validation import require_int
+from lightning_info.language.features import check_causal_lm
 from lightning_info.language.fragments import AttackSet
 from lightning_info.language.prism import (
     DEFAULT_FPR_LEVELS,
@@ -173,16 +175,21 @@ class FragmentExtractionAudit(pl.Callback):
     """At the end of ``fit``, audit the trained model for fragment extraction and log the report.
 
     The target is ``pl_module.model`` (e.g. :class:`~lightning_info.language.CausalLMFineTuner`'s
-    wrapped LM), else ``pl_module`` itself. ``shadow`` and ``world_models`` are models, ``(model,
-    tokenizer)`` pairs or names/paths, as for :class:`FragmentAuditor`; ``tokenizer`` defaults to
-    ``trainer.datamodule.tokenizer``. Runs on global rank zero only (it uses no collectives): the
+    wrapped LM), else ``pl_module`` itself. ``attack_set`` is an :class:`AttackSet` or the path of
+    one saved with :meth:`AttackSet.save`. ``shadow`` and ``world_models`` are models, ``(model,
+    tokenizer)`` pairs or names/paths, as for :class:`FragmentAuditor`; ``tokenizer`` is a
+    tokenizer or a name/path for ``AutoTokenizer``, and defaults to
+    ``trainer.datamodule.tokenizer``. So a YAML config can name everything on disk.
+
+    ``setup`` checks, before training, that there is a tokenizer and that the target is a causal
+    LM whose embedding covers it. Runs on global rank zero only (it uses no collectives): the
     report (``self.report``) is printed, its scalars ``{prefix}/{attack}/{metric}`` go to every
     logger and, with a ``WandbLogger``, the metrics table and per-query scores go to W&B tables.
     """
 
     def __init__(
         self,
-        attack_set: AttackSet,
+        attack_set: AttackSet | str,
         shadow: ModelSpec,
         world_models: ModelSpec | Sequence[ModelSpec],
         tokenizer: Any = None,
@@ -192,6 +199,8 @@ class FragmentExtractionAudit(pl.Callback):
         seed: int = 0,
         prefix: str = "prism",
     ) -> None:
+        if isinstance(attack_set, (str, Path)):
+            attack_set = AttackSet.load(attack_set)
         _check_attack_set(attack_set)
         if not 0.0 < float(prior) < 1.0:
             raise ValueError(f"`prior` must lie in (0, 1), got {prior!r}.")
@@ -203,23 +212,33 @@ class FragmentExtractionAudit(pl.Callback):
         self.seed, self.prefix = seed, prefix
         self.report: FragmentAuditReport | None = None
 
-    def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if not trainer.is_global_zero:
-            return
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        if stage == "fit":
+            check_causal_lm(_target(pl_module), self._tokenizer(trainer))
+
+    def _tokenizer(self, trainer: pl.Trainer) -> Any:
         tokenizer = self.tokenizer
         if tokenizer is None:
             tokenizer = getattr(getattr(trainer, "datamodule", None), "tokenizer", None)
         if tokenizer is None:
             raise ValueError(
-                "FragmentExtractionAudit needs a tokenizer: pass `tokenizer=` or use a datamodule "
-                "with a `tokenizer` attribute."
+                "FragmentExtractionAudit needs a tokenizer: pass `tokenizer=` (a tokenizer or its "
+                "name/path) or use a datamodule with a `tokenizer` attribute."
             )
-        target = getattr(pl_module, "model", pl_module)
+        if isinstance(tokenizer, (str, Path)):
+            from transformers import AutoTokenizer
+
+            self.tokenizer = tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
+        return tokenizer
+
+    def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if not trainer.is_global_zero:
+            return
         auditor = FragmentAuditor(
-            target,
+            _target(pl_module),
             self.shadow,
             self.world_models,
-            tokenizer,
+            self._tokenizer(trainer),
             self.prior,
             self.batch_size,
             self.n_splits,
@@ -238,6 +257,10 @@ class FragmentExtractionAudit(pl.Callback):
                     data=self.report.table()[1],
                 )
                 logger.log_table(key=f"{self.prefix}/queries", **_query_table(self))
+
+
+def _target(pl_module: pl.LightningModule) -> Any:
+    return getattr(pl_module, "model", pl_module)
 
 
 _MODELS = ("target", "shadow", "world")

@@ -236,3 +236,23 @@ class ManualIB(TinyIBClassifier):
 def test_manual_optimization_is_refused(tmp_path):
     with pytest.raises(RuntimeError, match="manual optimization"):
         _fit(ManualIB(), tmp_path, max_steps=1)
+
+
+class DottedPathIB(TinyIBClassifier):
+    """The same encoder named by its dotted path inside ``net`` (``net.0`` is ``encoder``)."""
+
+    ib_encoder = "net.0"
+
+
+def test_a_dotted_encoder_path_trains_like_the_attribute_name(tmp_path):
+    trained = {}
+    for cls in (TinyIBClassifier, DottedPathIB):
+        seed_everything(0)
+        model = cls()
+        assert model.get_submodule(cls.ib_encoder) is model.encoder
+        initial = model.ib_bottleneck.mean.weight.detach().clone()
+        _fit(model, tmp_path / cls.__name__, max_steps=3)
+        assert not torch.equal(model.ib_bottleneck.mean.weight, initial)  # the rate was trained
+        trained[cls] = model.state_dict()
+    for name, value in trained[TinyIBClassifier].items():
+        torch.testing.assert_close(trained[DottedPathIB][name], value, rtol=0, atol=0, msg=name)

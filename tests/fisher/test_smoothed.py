@@ -9,6 +9,7 @@ import pytest
 import torch
 from lightning.pytorch import Trainer
 from scipy.special import ndtr
+from torch import nn
 
 from lightning_info.fisher.smoothed import (
     SampleReservoir,
@@ -401,6 +402,50 @@ def test_monitor_raises_for_an_unknown_layer_before_training():
         SmoothedInformationMonitor([])
     with pytest.raises(ValueError, match="`t` must be > 0"):
         SmoothedInformationMonitor("net.1", t=[1.0, -1.0])
+
+
+def test_monitor_default_reads_the_input_of_the_last_linear():
+    """``net.2`` is TinyClassifier's last Linear; its input is the output of ``net.1``."""
+    logged = {}
+    for layers in (None, "net.1"):
+        torch.manual_seed(0)
+        trainer = _trainer(SmoothedInformationMonitor(layers, t=0.5, max_dim=4, num_mc=128))
+        trainer.fit(TinyClassifier(), TinyDataModule())
+        logged[layers] = trainer.callback_metrics
+    for symbol in ("J", "h", "I"):
+        default = logged[None][f"info/input_of_net.2/{symbol}_t=0.5"]
+        assert float(default) == float(logged["net.1"][f"info/net.1/{symbol}_t=0.5"])
+
+
+class DictLayer(nn.Module):
+    def forward(self, x):
+        return {"hidden": x}
+
+
+class DictOutputClassifier(TinyClassifier):
+    def __init__(self):
+        super().__init__()
+        self.probe = DictLayer()
+
+    def forward(self, x):
+        return super().forward(self.probe(x)["hidden"])
+
+
+def test_monitor_rejects_a_non_tensor_layer_before_the_first_step():
+    model = DictOutputClassifier()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    trainer = _trainer(SmoothedInformationMonitor("probe"))
+    with pytest.raises(TypeError, match="layer 'probe' gives dict"):
+        trainer.fit(model, TinyDataModule())
+    assert trainer.global_step == 0
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+
+
+def test_monitor_warns_when_there_is_no_validation_loop():
+    trainer = _trainer(SmoothedInformationMonitor(), limit_val_batches=0)
+    with pytest.warns(UserWarning, match="no validation loop"):
+        trainer.fit(TinyClassifier(), TinyDataModule())
+    assert not any(key.startswith("info/") for key in trainer.callback_metrics)
 
 
 def _gather_worker(rank, port, queue):

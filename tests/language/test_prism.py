@@ -295,3 +295,25 @@ def test_callback_audits_the_trained_model_at_fit_end(frag_tokenizer, records):
     for attack_name in ATTACKS:
         assert 0.0 <= logger.metrics[f"prism/{attack_name}/auc"] <= 1.0
         assert f"prism/{attack_name}/tpr@5%fpr" in logger.metrics
+
+
+def test_callback_checks_tokenizer_and_target_before_training(frag_tokenizer, records, tmp_path):
+    attack = build_attack_set(records[:10], records[10:20], n_unseen=5, seed=0)
+    path = attack.save(tmp_path / "attack.json")
+    assert FragmentExtractionAudit(path, "shadow", ["world"]).attack_set == attack
+    rows = [{"input_ids": torch.tensor([1, 2, 3]), "labels": torch.tensor([1, 2, 3])}]
+    loader = torch.utils.data.DataLoader(rows, batch_size=1)
+    too_small = _lm(frag_tokenizer, 0)
+    too_small.resize_token_embeddings(len(frag_tokenizer) - 5)
+    cases = [
+        (None, _lm(frag_tokenizer, 0), ValueError, "needs a tokenizer"),
+        (frag_tokenizer, too_small, ValueError, "does not belong to this model"),
+    ]
+    for tokenizer, target, error, message in cases:
+        callback = FragmentExtractionAudit(attack, "shadow", ["world"], tokenizer=tokenizer)
+        trainer = pl.Trainer(
+            max_steps=1, callbacks=[callback], logger=False, default_root_dir=tmp_path
+        )
+        with pytest.raises(error, match=message):
+            trainer.fit(CausalLMFineTuner(target, lr=1e-2), loader)
+        assert trainer.global_step == 0
