@@ -395,12 +395,11 @@ class ComparisonCLI(LightningCLI):
         return [float(logged[metric]) for metric in metrics]
 
     def _report(self) -> None:
+        """Write and log the results table, then print it: the table is the run's last output
+        (W&B prints its own summary when its run closes, so that happens first)."""
         compare = self.config.compare
         columns, rows = summarize(self.results, self._arm_names, compare.grid_field)
         table = markdown_table(columns, rows)
-        shown = ", ".join(compare.metrics or [compare.metric])
-        print(f"\n{compare.name}: {shown} on the test split (mean ± std over seeds)\n")
-        print(table, flush=True)
         out = Path(compare.output_dir)
         out.mkdir(parents=True, exist_ok=True)
         (out / f"{compare.name}.md").write_text(table + "\n")
@@ -408,6 +407,9 @@ class ComparisonCLI(LightningCLI):
             json.dumps([asdict(r) for r in self.results], indent=2) + "\n"
         )
         self._log_table_to_wandb(columns, rows)
+        shown = ", ".join(compare.metrics or [compare.metric])
+        print(f"\n{compare.name}: {shown} on the test split (mean ± std over seeds)\n")
+        print(table, flush=True)
 
     def _log_table_to_wandb(self, columns: list[str], rows: list[list]) -> None:
         summary = self.wandb_run("summary")
