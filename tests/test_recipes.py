@@ -85,8 +85,33 @@ def test_default_logger_is_offline_wandb_with_one_run_per_cell(tmp_path, monkeyp
         ]
     )
     assert len(results) == 2
-    runs = sorted(p.name for p in (tmp_path / "wandb").glob("offline-run-*"))
+    runs = sorted((tmp_path / "wandb").glob("offline-run-*"))
     assert len(runs) == 3, runs  # baseline, method, summary table
+    tables = [list(run.glob("files/media/table/results_*.table.json")) for run in runs]
+    assert sorted(map(len, tables)) == [0, 0, 1]  # the summary run holds the results table
+
+
+def test_the_results_table_is_printed_after_the_last_wandb_run_closes(tmp_path, monkeypatch):
+    from lightning_info.recipes import cli
+
+    events = []
+    finish = cli.finish_wandb_runs
+    monkeypatch.setattr(
+        cli, "finish_wandb_runs", lambda loggers: (finish(loggers), events.append("finish"))
+    )
+    monkeypatch.setattr(cli, "print", lambda *a, **k: events.append(" ".join(map(str, a))), False)
+    _recipe("fic_tsc").main(
+        SMALL
+        + [
+            "--compare.seeds=[0]",
+            f"--compare.output_dir={tmp_path}",
+            "--trainer.logger.init_args.offline=true",
+            f"--trainer.logger.init_args.save_dir={tmp_path}",
+        ]
+    )
+    assert events.count("finish") == 3  # two cells and the summary run
+    table = (tmp_path / "fic_tsc.md").read_text().strip()
+    assert events[-1] == table and "finish" not in events[events.index(table) :]
 
 
 def test_method_arm_must_differ_from_the_baseline(tmp_path):
