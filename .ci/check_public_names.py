@@ -32,7 +32,8 @@ def main() -> int:
             else:
                 print(f"{name}: needs the [{named[0]}] extra")
     present = [extra for extra in EXTRA_MODULES if installed(extra)]
-    print(f"{len(lightning_info.__all__)} public names checked; extras present: {present or 'none'}")
+    checked = len(lightning_info.__all__)
+    print(f"{checked} public names checked; extras present: {present or 'none'}")
     for problem in problems:
         print(f"FAIL {problem}", file=sys.stderr)
     return 1 if problems else 0
