@@ -12,8 +12,7 @@ import re
 import sys
 
 import lightning_info
-
-EXTRA_MODULES = {"control": ["gymnasium"], "tsc": ["aeon"], "plots": ["matplotlib"]}
+from lightning_info.core.optional import EXTRAS as EXTRA_MODULES
 
 
 def installed(extra: str) -> bool:

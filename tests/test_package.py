@@ -12,14 +12,9 @@ from pathlib import Path
 import pytest
 
 import lightning_info
+from lightning_info.core.optional import EXTRAS
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-EXTRAS = {
-    "control": ["gymnasium"],
-    "tsc": ["aeon"],
-    "plots": ["matplotlib"],
-}
-"""Each optional extra and the top-level modules it installs that the package imports."""
 
 BLOCKER = """
 import importlib.metadata as metadata
@@ -86,7 +81,7 @@ def test_every_public_name_resolves_with_every_extra_installed():
 
 @pytest.mark.parametrize("extra", sorted(EXTRAS))
 def test_without_an_extra_only_its_users_fail_and_the_error_names_it(extra):
-    failures = run_python(RESOLVE_ALL, blocked=EXTRAS[extra])
+    failures = run_python(RESOLVE_ALL, blocked=list(EXTRAS[extra]))
     for name, message in failures.items():
         assert f"pip install 'lightning-info[{extra}]'" in message, (name, message)
     expected = {
@@ -132,3 +127,13 @@ def test_every_plugin_in_the_readme_table_is_importable_from_the_top_level():
         named |= set(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", plugin_column))
     assert named, "the README's method table lists no plugins"
     assert named <= set(lightning_info.__all__), named - set(lightning_info.__all__)
+
+
+def test_extras_table_matches_pyproject():
+    import tomllib
+
+    pyproject = tomllib.loads((README.parent / "pyproject.toml").read_text())
+    declared = pyproject["project"]["optional-dependencies"]
+    for extra, modules in EXTRAS.items():
+        requirements = {re.split(r"[<>=\[ ]", r)[0].lower() for r in declared[extra]}
+        assert set(modules) <= requirements, (extra, requirements)

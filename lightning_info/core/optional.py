@@ -5,6 +5,13 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "control": ("gymnasium",),
+    "tsc": ("aeon",),
+    "plots": ("matplotlib",),
+}
+"""The extras of ``pyproject.toml`` the package imports from, and the modules each installs."""
+
 
 def require_extra(module: str, extra: str, needed_by: str) -> ModuleType:
     """Import ``module``, or raise an ``ImportError`` saying which extra of the package has it.
