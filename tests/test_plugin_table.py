@@ -13,7 +13,7 @@ from lightning.pytorch.cli import LightningCLI
 import lightning_info
 from lightning_info.configs import callback_config
 from tests.plugin_table import PLUGINS, PluginCase
-from tests.tiny import QUIET, TinyClassifier, TinyDataModule
+from tests.tiny import QUIET, ReleaseProcessGroup, TinyClassifier, TinyDataModule
 
 CASES = [pytest.param(case, id=case.id) for case in PLUGINS]
 
@@ -34,6 +34,8 @@ def _fit(
 ):
     seed_everything(seed)
     model, callbacks = case.make_model(), case.make_callbacks()
+    if trainer_kwargs.get("strategy") == "ddp_spawn":
+        callbacks = [*callbacks, ReleaseProcessGroup()]
     data = None if case.make_data is None else case.make_data(batch_size)
     if sequential_shards:
         data.sequential_shards = True

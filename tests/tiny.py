@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
+
 import torch
-from lightning.pytorch import LightningDataModule, LightningModule
+from lightning.pytorch import Callback, LightningDataModule, LightningModule
 from torch import nn
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
@@ -92,3 +94,19 @@ class TinyDataModule(LightningDataModule):
 
     def test_dataloader(self):
         return DataLoader(self.dataset, batch_size=self.batch_size)
+
+
+class ReleaseProcessGroup(Callback):
+    """Close the process group of a ``ddp_spawn`` child at teardown, while Python is fully alive.
+
+    Left to interpreter exit, a gloo worker thread can still be releasing a finished collective
+    (whose saved thread-local state holds a Python object) while the child's interpreter
+    finalises; PyTorch then aborts the child ("terminate called without an active exception",
+    SIGABRT) after a run that succeeded. Destroying the group here joins those threads first.
+    """
+
+    def teardown(self, trainer, pl_module, stage):
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            gc.collect()  # the unwrapped DDP module and its reducer hold the group
+            torch.distributed.destroy_process_group()
+            gc.collect()

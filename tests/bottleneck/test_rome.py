@@ -16,6 +16,7 @@ from lightning_info.bottleneck.rome import (
     rome_alignment,
 )
 from tests.bottleneck.conftest import shuffled_digits
+from tests.tiny import ReleaseProcessGroup
 
 
 @pytest.fixture(scope="module")
@@ -312,7 +313,7 @@ def test_ddp_keeps_pool_and_images_identical_across_ranks(digits, tmp_path):
         3,
         strategy="ddp_spawn",
         devices=2,
-        callbacks=[_SaveState(tmp_path)],
+        callbacks=[_SaveState(tmp_path), ReleaseProcessGroup()],
         default_root_dir=tmp_path,
     )
     trainer.fit(module)

@@ -9,7 +9,7 @@ from lightning.pytorch import Callback, Trainer
 
 from lightning_info.core.blocks import TokenBlocks
 from lightning_info.core.distributed import gather_strided_blocks, strided_shard
-from tests.tiny import QUIET, TinyClassifier, TinyDataModule
+from tests.tiny import QUIET, ReleaseProcessGroup, TinyClassifier, TinyDataModule
 
 NUM_ROWS = 11
 
@@ -47,7 +47,11 @@ def test_strided_shards_cover_every_row_once():
 
 def test_gather_reassembles_the_pool_on_every_rank(tmp_path):
     trainer = Trainer(
-        callbacks=[GatherProbe(tmp_path)], strategy="ddp_spawn", devices=2, max_steps=1, **QUIET
+        callbacks=[GatherProbe(tmp_path), ReleaseProcessGroup()],
+        strategy="ddp_spawn",
+        devices=2,
+        max_steps=1,
+        **QUIET,
     )
     trainer.fit(TinyClassifier(), datamodule=TinyDataModule())
     records = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]

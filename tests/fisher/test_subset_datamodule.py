@@ -11,7 +11,7 @@ from lightning.pytorch import Callback, Trainer
 from lightning_info.fisher.subset import select_subset
 from lightning_info.language import response_features
 from tests import tiny_lm
-from tests.tiny import QUIET
+from tests.tiny import QUIET, ReleaseProcessGroup
 
 
 def _fit(data, model=None, **kwargs):
@@ -107,7 +107,7 @@ def test_ddp_ranks_embed_half_the_pool_each_and_select_the_same_subset(tmp_path)
         tiny_lm.subset_data(batch_size=2),
         strategy="ddp_spawn",
         devices=2,
-        callbacks=[SelectionProbe(tmp_path)],
+        callbacks=[SelectionProbe(tmp_path), ReleaseProcessGroup()],
     )
     records = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert records[0]["indices"] == records[1]["indices"] == single.selection.indices
