@@ -5,7 +5,8 @@ For a data set of ``N`` points in ``R^d`` (i.i.d. ``N(0, I)``) noised by the VP 
 
 1. ``tr F(x)``, ``F = -Hessian log q_t``, four ways:
 
-   - ``DF``: :func:`~lightning_info.fisher.diffusion.diffusion_fisher_trace`, one streamed pass
+   - ``DF``: :func:`~lightning_info.methods.diffusion_fisher.functional.diffusion_fisher_trace`,
+   one streamed pass
      over the data, ``d / sigma^2 - (alpha^2 / sigma^4) (E_w||y||^2 - ||y_hat||^2)``;
    - ``autograd exact``: the Hessian diagonal by autograd, the score by one backward with
      ``create_graph=True`` and then one backward per coordinate (``d`` in all);
@@ -14,7 +15,8 @@ For a data set of ``N`` points in ``R^d`` (i.i.d. ``N(0, I)``) noised by the VP 
 
 2. ``F v`` for one random ``v`` per point, two ways:
 
-   - ``DF``: :func:`~lightning_info.fisher.diffusion.diffusion_fisher_mvp`, one pass,
+   - ``DF``: :func:`~lightning_info.methods.diffusion_fisher.functional.diffusion_fisher_mvp`, one
+   pass,
      ``v / sigma^2 - (alpha^2 / sigma^4) (E_w[y (y^T v)] - y_hat (y_hat^T v))``;
    - ``autograd HVP``: ``-H v`` by double backward through ``log q_t``.
 
@@ -46,12 +48,12 @@ from torch import Tensor
 
 from lightning_info.core.logging import markdown_table
 from lightning_info.core.threads import torch_threads
-from lightning_info.fisher.diffusion import (
+from lightning_info.diffusion.noise_schedules import VPSchedule
+from lightning_info.methods.diffusion_fisher.functional import (
     diffusion_fisher_mvp,
     diffusion_fisher_trace,
     diffusion_log_density,
 )
-from lightning_info.fisher.noise_schedules import VPSchedule
 
 TRACE_METHODS = ("DF", "autograd exact", "Hutchinson 1", "Hutchinson 10")
 MVP_METHODS = ("DF", "autograd HVP")

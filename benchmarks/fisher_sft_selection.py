@@ -2,7 +2,7 @@
 
 1. Selection time against pool size ``N``, ``--budget`` examples selected with ``lam = --lam``:
 
-   - ``naive``: :func:`~lightning_info.fisher.selection.fisher_greedy_select` with
+   - ``naive``: :func:`~lightning_info.methods.fisher_sft.functional.fisher_greedy_select` with
      ``method="naive"``, the determinant-lemma gain (FSFT-2) of every candidate every round;
    - ``lazy``: the same with ``method="lazy"``, stale gains in a max-heap;
    - ``textbook``: :func:`slogdet_greedy`, ``slogdet(lam I + sum_{S + i} X^T X)`` recomputed for
@@ -61,8 +61,8 @@ from torch import Tensor
 from lightning_info.core.blocks import TokenBlocks
 from lightning_info.core.logging import markdown_table
 from lightning_info.core.threads import torch_threads
-from lightning_info.fisher.selection import Selection, fisher_greedy_select
-from lightning_info.fisher.subset import select_subset
+from lightning_info.methods.fisher_sft.functional import Selection, fisher_greedy_select
+from lightning_info.methods.fisher_sft.sampler import select_subset
 
 METHODS = ("naive", "lazy", "textbook")
 SPECTRUM_RANGE = 1e-3

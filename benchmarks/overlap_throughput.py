@@ -1,13 +1,14 @@
 """Throughput of exact train-test n-gram overlap counting on a multi-million-token corpus, on a CPU.
 
 The corpus is built from the docstrings of Python's standard library
-(:func:`~lightning_info.language.corpus.stdlib_docstrings`), repeated with ``--perturb`` of the
+(:func:`~lightning_info.lm.corpus.stdlib_docstrings`), repeated with ``--perturb`` of the
 words of each copy replaced by random words of the corpus (seeded), until it holds ``--tokens``
 tokens of HELM's default tokenizer. The test set is ``--instances`` held-out docstrings split
 into an input (first half) and a reference (second half), a quarter of them planted in the
 corpus. Counting at ``n = --n``:
 
-- ``fast (end to end)``: :func:`~lightning_info.language.overlap.compute_overlap` with
+- ``fast (end to end)``:
+:func:`~lightning_info.methods.train_test_overlap.functional.compute_overlap` with
   ``n_values=()``, tokenisation, id mapping, hashing, matching, verification and metrics;
 - ``fast (match only)``: the same counting on token ids prepared beforehand (one
   ``NgramIndex.count`` call per chunk): numpy rolling ``uint64`` hash + ``searchsorted`` +
@@ -35,8 +36,8 @@ import time
 from collections.abc import Callable
 
 from lightning_info.core.logging import markdown_table
-from lightning_info.language.corpus import stdlib_docstrings
-from lightning_info.language.overlap import (
+from lightning_info.lm.corpus import stdlib_docstrings
+from lightning_info.methods.train_test_overlap.functional import (
     NgramIndex,
     TestInstance,
     _Vocabulary,

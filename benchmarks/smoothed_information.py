@@ -5,8 +5,10 @@ For ``n`` i.i.d. samples ``X_i`` of a density with known smoothed entropy and a 
 
 1. The differential entropy ``h(Y)`` (nats), three ways:
 
-   - ``ours de Bruijn``: :func:`~lightning_info.fisher.smoothed.smoothed_information`, whose
-     ``.entropy`` is :func:`~lightning_info.fisher.smoothed.smoothed_entropy` ``(X, t)``: de
+   - ``ours de Bruijn``:
+   :func:`~lightning_info.methods.smoothed_information.functional.smoothed_information`, whose
+     ``.entropy`` is
+     :func:`~lightning_info.methods.smoothed_information.functional.smoothed_entropy` ``(X, t)``: de
      Bruijn's identity on the Gaussian KDE ``f_n * phi_t`` of the clean samples, with the noise
      level known (quadrature in 1-D, 4096 Monte Carlo draws for ``d > 1``);
    - ``ours plug-in``: ``smoothed_entropy(X, t, estimator="plug_in")``, ``-E log f_t(Y)`` of
@@ -18,8 +20,9 @@ For ``n`` i.i.d. samples ``X_i`` of a density with known smoothed entropy and a 
 2. The mutual information ``I(X; Y)`` (nats), three ways:
 
    - ``ours de Bruijn``: the ``.mutual_information`` of the same
-     :func:`~lightning_info.fisher.smoothed.smoothed_information` call, i.e.
-     :func:`~lightning_info.fisher.smoothed.smoothed_mutual_information` ``(X, t)``, so its time
+     :func:`~lightning_info.methods.smoothed_information.functional.smoothed_information` call, i.e.
+     :func:`~lightning_info.methods.smoothed_information.functional.smoothed_mutual_information`
+     ``(X, t)``, so its time
      is the time of that one call, which returns the entropy too;
    - ``ours plug-in``: the plug-in entropy minus ``(d/2) log(2 pi e t)`` (no extra cost);
    - ``infomeasure KSG``: ``infomeasure.mutual_information(X, Y, approach="ksg", k=4)``, the
@@ -67,7 +70,10 @@ from torch import Tensor
 
 from lightning_info.core.logging import markdown_table
 from lightning_info.core.threads import torch_threads
-from lightning_info.fisher.smoothed import smoothed_entropy, smoothed_information
+from lightning_info.methods.smoothed_information.functional import (
+    smoothed_entropy,
+    smoothed_information,
+)
 
 DISTRIBUTIONS = ("gaussian", "uniform")
 ENTROPY_METHODS = ("ours de Bruijn", "ours plug-in", "infomeasure KL")

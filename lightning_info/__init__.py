@@ -14,7 +14,51 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "lightning_info.bottleneck": (
+    "lightning_info.core": (
+        "ConstantSchedule",
+        "CosineSchedule",
+        "ExponentialSchedule",
+        "LinearSchedule",
+        "Schedule",
+    ),
+    "lightning_info.data": (
+        "DigitsDataModule",
+        "GaussianMixtureDataModule",
+    ),
+    "lightning_info.lm": ("CausalLMFineTuner",),
+    "lightning_info.methods.asymmetric_ac": (
+        "AsymmetricActorCritic",
+        "LinearAsymmetricActorCritic",
+        "ObservationWindow",
+        "PartialObservation",
+        "evaluate_policy",
+        "t_maze",
+    ),
+    "lightning_info.methods.diffusion_fisher": (
+        "DiffusionModel",
+        "diffusion_fisher_matrix",
+        "diffusion_fisher_mvp",
+        "diffusion_fisher_trace",
+    ),
+    "lightning_info.methods.fic_tsc": (
+        "UCRUEADataModule",
+        "FisherConstraint",
+        "FisherPenalty",
+        "FisherPenaltyMixin",
+        "InceptionTime",
+        "InceptionTimeClassifier",
+    ),
+    "lightning_info.methods.fisher_sft": (
+        "FisherSubsetDataModule",
+        "FisherSubsetSampler",
+    ),
+    "lightning_info.methods.prism": (
+        "FragmentAuditor",
+        "FragmentExtractionAudit",
+        "fragment_log_probability",
+        "prism_score",
+    ),
+    "lightning_info.methods.rome": (
         "GaussianBottleneck",
         "ImprovedRobustnessRatio",
         "InformationBottleneckMixin",
@@ -26,51 +70,21 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "pgd",
         "robustness_ratio",
     ),
-    "lightning_info.control": (
-        "AsymmetricActorCritic",
-        "LinearAsymmetricActorCritic",
-        "ObservationWindow",
-        "PartialObservation",
-        "evaluate_policy",
-        "t_maze",
-    ),
-    "lightning_info.core": (
-        "ConstantSchedule",
-        "CosineSchedule",
-        "ExponentialSchedule",
-        "LinearSchedule",
-        "Schedule",
-    ),
-    "lightning_info.data": ("DigitsDataModule", "GaussianMixtureDataModule", "UCRUEADataModule"),
-    "lightning_info.fisher": (
-        "DiffusionModel",
-        "FisherConstraint",
-        "FisherPenalty",
-        "FisherPenaltyMixin",
-        "FisherSubsetDataModule",
-        "FisherSubsetSampler",
+    "lightning_info.methods.smoothed_information": (
         "SmoothedEntropy",
         "SmoothedFisherInformation",
         "SmoothedInformationMonitor",
         "SmoothedMutualInformation",
-        "diffusion_fisher_matrix",
-        "diffusion_fisher_mvp",
-        "diffusion_fisher_trace",
         "smoothed_entropy",
         "smoothed_fisher_information",
         "smoothed_mutual_information",
     ),
-    "lightning_info.language": (
-        "CausalLMFineTuner",
-        "FragmentAuditor",
-        "FragmentExtractionAudit",
+    "lightning_info.methods.train_test_overlap": (
         "TestInstance",
         "TrainTestOverlap",
         "compute_overlap",
-        "fragment_log_probability",
-        "prism_score",
     ),
-    "lightning_info.models": ("InceptionTime", "InceptionTimeClassifier", "MLPClassifier"),
+    "lightning_info.nn": ("MLPClassifier",),
     "lightning_info.scoring": (
         "FeatureShapingScorer",
         "MSPScorer",

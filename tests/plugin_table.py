@@ -30,17 +30,14 @@ from lightning_info import (
     UCRUEADataModule,
 )
 from lightning_info.data.synthetic import GaussianMixtureDataModule
-from lightning_info.fisher.diffusion_module import DiffusionModel
-from lightning_info.language import (
-    FragmentExtractionAudit,
-    TestInstance,
-    TrainTestOverlap,
-    build_attack_set,
-    synthetic_records,
-    tiny_causal_lm,
-)
+from lightning_info.lm.tiny_lm import tiny_causal_lm
+from lightning_info.methods.diffusion_fisher.module import DiffusionModel
+from lightning_info.methods.prism.audit import FragmentExtractionAudit
+from lightning_info.methods.prism.fragments import build_attack_set, synthetic_records
+from lightning_info.methods.train_test_overlap.callback import TrainTestOverlap
+from lightning_info.methods.train_test_overlap.functional import TestInstance
 from tests import tiny_lm
-from tests.bottleneck.tiny_ib import TinyIBClassifier
+from tests.methods.rome.tiny_ib import TinyIBClassifier
 from tests.tiny import TinyClassifier, TinyDataModule
 
 

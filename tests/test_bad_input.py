@@ -14,17 +14,21 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lightning_info.bottleneck.attacks import fgsm, pgd
 from lightning_info.core.blocks import TokenBlocks
-from lightning_info.fisher.functional import empirical_fisher_trace, fisher_penalty
-from lightning_info.fisher.selection import (
+from lightning_info.methods.fic_tsc.functional import empirical_fisher_trace, fisher_penalty
+from lightning_info.methods.fisher_sft.functional import (
     fisher_greedy_select,
     k_center_select,
     log_det_objective,
     prepare_blocks,
 )
-from lightning_info.fisher.subset import select_subset
-from lightning_info.language.overlap import TestInstance, compute_overlap, substring_overlap
+from lightning_info.methods.fisher_sft.sampler import select_subset
+from lightning_info.methods.rome.attacks import fgsm, pgd
+from lightning_info.methods.train_test_overlap.functional import (
+    TestInstance,
+    compute_overlap,
+    substring_overlap,
+)
 from lightning_info.scoring.pointwise import PSIScorer
 
 META = "meta device .*materialise it"
@@ -45,7 +49,7 @@ def _instances() -> list[TestInstance]:
 
 def _m_step_returns(*, shape=(4, 2), next_shape=None, flags=torch.bool, gamma=0.9, m=2):
     pytest.importorskip("gymnasium")
-    from lightning_info.control.deep_ac import m_step_returns
+    from lightning_info.methods.asymmetric_ac.deep_ac import m_step_returns
 
     rewards = torch.ones(shape)
     next_values = torch.zeros(next_shape or shape)

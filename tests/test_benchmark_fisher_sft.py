@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from lightning_info.fisher.selection import fisher_greedy_select, log_det_objective
+from lightning_info.methods.fisher_sft.functional import fisher_greedy_select, log_det_objective
 
 _PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "fisher_sft_selection.py"
 _spec = importlib.util.spec_from_file_location("fisher_sft_selection", _PATH)

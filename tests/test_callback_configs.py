@@ -24,7 +24,8 @@ from transformers import AutoModelForCausalLM
 
 import lightning_info
 from lightning_info.configs import callback_config, callback_configs
-from lightning_info.language import build_attack_set, synthetic_records, tiny_causal_lm
+from lightning_info.lm.tiny_lm import tiny_causal_lm
+from lightning_info.methods.prism.fragments import build_attack_set, synthetic_records
 from tests import tiny_lm
 from tests.tiny import TinyClassifier, TinyDataModule
 

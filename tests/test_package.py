@@ -84,9 +84,9 @@ def test_without_an_extra_only_its_users_fail_and_the_error_names_it(extra):
     failures = run_python(RESOLVE_ALL, blocked=list(EXTRAS[extra]))
     for name, message in failures.items():
         assert f"pip install 'lightning-info[{extra}]'" in message, (name, message)
-    # the control package subclasses gymnasium's classes; UCRUEADataModule imports without aeon
+    # the actor-critic package subclasses gymnasium's classes; UCRUEADataModule imports without aeon
     # (building one needs it, below) and plots are drawn on demand
-    needs = {"control": "lightning_info.control"}
+    needs = {"control": "lightning_info.methods.asymmetric_ac"}
     expected = set(lightning_info._EXPORTS[needs[extra]]) if extra in needs else set()
     assert set(failures) == expected
 

@@ -8,12 +8,8 @@ from __future__ import annotations
 import functools
 
 from lightning_info import CausalLMFineTuner, FisherSubsetDataModule
-from lightning_info.language import (
-    instruction_dataset,
-    stdlib_docstrings,
-    tiny_causal_lm,
-    train_bpe_tokenizer,
-)
+from lightning_info.lm.corpus import instruction_dataset, stdlib_docstrings
+from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
 
 POOL_SIZE = 24
 

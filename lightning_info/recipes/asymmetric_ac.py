@@ -16,8 +16,9 @@ from pathlib import Path
 
 from lightning.pytorch.cli import LightningArgumentParser
 
-from lightning_info.control.linear_ac import SGDSettings
-from lightning_info.control.study import (
+from lightning_info.core.logging import finish_wandb_runs, log_wandb_tables, markdown_table
+from lightning_info.methods.asymmetric_ac.functional import SGDSettings
+from lightning_info.methods.asymmetric_ac.study import (
     actor_critic_study,
     actor_critic_table,
     critic_error_study,
@@ -25,8 +26,7 @@ from lightning_info.control.study import (
     plot_actor_critic,
     plot_critic_errors,
 )
-from lightning_info.control.tabular_pomdp import t_maze
-from lightning_info.core.logging import finish_wandb_runs, log_wandb_tables, markdown_table
+from lightning_info.methods.asymmetric_ac.tabular_pomdp import t_maze
 from lightning_info.recipes.cli import ComparisonCLI, RunResult
 
 

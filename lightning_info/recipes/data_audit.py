@@ -4,14 +4,16 @@ fragment-extraction study (PRISM) on synthetic records.
 Overlap: the standard library's docstrings are split by module into a training corpus and two
 held-out "benchmarks" (instances: a docstring's first line as input, the rest as reference); a
 seeded fraction of one benchmark's instances is planted verbatim into the training corpus. The
-HELM-style report (:func:`~lightning_info.language.compute_overlap`) should flag every planted
+HELM-style report (:func:`~lightning_info.methods.train_test_overlap.functional.compute_overlap`)
+should flag every planted
 instance and few others.
 
 Synthetic records of correlated fragments are split into members (the target's fine-tuning set),
 non-members, the shadow model's records and the world model's records; a BPE tokenizer and tiny
 GPT-2s are trained locally with a Lightning ``Trainer`` (:class:`CausalLMFineTuner`): world and
 shadow once, the target at every epoch count of the study. Each target is then attacked with
-:class:`~lightning_info.language.FragmentAuditor`: raw target probability, likelihood ratio,
+:class:`~lightning_info.methods.prism.audit.FragmentAuditor`: raw target probability, likelihood
+ratio,
 PRISM and the data-aware classifier, with AUC and TPR at 2% / 5% FPR.
 """
 
@@ -27,22 +29,22 @@ import torch
 from torch.utils.data import DataLoader
 
 from lightning_info.core.logging import log_wandb_tables, markdown_table
-from lightning_info.language.corpus import split_corpus, stdlib_docstrings
-from lightning_info.language.fragments import (
+from lightning_info.lm.corpus import split_corpus, stdlib_docstrings
+from lightning_info.lm.fine_tuner import CausalLMFineTuner
+from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
+from lightning_info.methods.prism.audit import FragmentAuditor
+from lightning_info.methods.prism.fragments import (
     UNSEEN_FRAGMENTS,
     build_attack_set,
     record_texts,
     synthetic_records,
 )
-from lightning_info.language.overlap import (
+from lightning_info.methods.train_test_overlap.functional import (
     OverlapReport,
     TestInstance,
     compute_overlap,
     write_report,
 )
-from lightning_info.language.prism_audit import FragmentAuditor
-from lightning_info.language.sft import CausalLMFineTuner
-from lightning_info.language.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
 
 
 @dataclass

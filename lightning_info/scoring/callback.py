@@ -9,7 +9,8 @@ classifier's penultimate features and logits through a forward hook on its final
   default) fitted on ``fit_on`` and evaluated on ``evaluate_on``: AUROC, AUPR of successes and of
   errors, AURC, E-AURC, FPR at 95% TPR, ECE, NLL and Brier of the scorer's class distribution;
 - OOD detection, when the data module offers ``ood_dataloaders(split)`` (e.g.
-  :class:`~lightning_info.data.DigitsDataModule`): the energy score of shaped features for each
+  :class:`~lightning_info.data.digits.DigitsDataModule`): the energy score of shaped features for
+  each
   shaper (``identity`` is the plain energy), the shaper's parameters tuned by random search on
   the ``"val"`` OOD sets against the ID ``fit_on`` split, then AUROC and FPR at 95% TPR of ID
   ``evaluate_on`` against each ``"test"`` OOD set.

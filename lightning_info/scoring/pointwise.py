@@ -14,7 +14,8 @@ Each scorer gives, for a sample with penultimate features ``z`` (or logits) and 
   ``"density_ratio"``: ``r = softplus(T)`` maximising ``E_joint r - 1/2 E_prod r^2`` (least-squares
   density-ratio fitting, optimum ``r = p(z,k)/p(z)p(k)``), PMI = ``log max(r, 1e-4)``;
   ``"fjs"``: maximising the Jensen-Shannon bound of
-  :func:`~lightning_info.bottleneck.jensen_shannon_mi`, whose optimal critic is the log density
+  :func:`~lightning_info.measures.mutual_information.jensen_shannon_mi`, whose optimal critic is
+  the log density
   ratio, PMI = ``T`` (the classifier objective with ``B = 2``).
 - PVI(x -> k) = -log2 g_null(k) + log2 g[x](k) (Ethayarajh et al., 2022) with ``g`` the classifier
   itself, a temperature-scaled copy, a retrained head on the features, or an ensemble of heads,
@@ -39,8 +40,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from lightning_info.bottleneck.bounds import jensen_shannon_mi
 from lightning_info.core.validation import require_int, require_positive
+from lightning_info.measures.mutual_information import jensen_shannon_mi
 from lightning_info.scoring.base import PosthocScorer
 
 LN2 = math.log(2.0)

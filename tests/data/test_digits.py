@@ -4,7 +4,7 @@ import pytest
 import torch
 from sklearn.datasets import load_digits
 
-from lightning_info.data import DigitsDataModule, load_digits_images
+from lightning_info.data.digits import DigitsDataModule, load_digits_images
 
 
 def test_images_are_sklearn_pixels_over_16():

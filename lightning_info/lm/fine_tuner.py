@@ -1,0 +1,90 @@
+"""``CausalLMFineTuner``: supervised fine-tuning of a Hugging Face causal LM, optionally LoRA."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from lightning.pytorch import LightningModule
+from torchmetrics import MeanMetric
+
+from lightning_info.core.validation import require_non_negative, require_positive
+
+
+class CausalLMFineTuner(LightningModule):
+    """Fine-tunes ``model`` on batches with ``input_ids``, ``attention_mask`` and ``labels``.
+
+    ``model`` is a causal LM module, or a Hugging Face name or local path loaded with
+    :func:`~lightning_info.lm.tiny_lm.load_causal_lm` (what a LightningCLI config passes).
+
+    The loss is the mean next-token negative log-likelihood over the label tokens (``labels ==
+    -100`` are ignored), as computed by the model itself. Validation and test log the
+    token-weighted mean NLL over the whole split (``val/loss``) and its exponential, the
+    perplexity (``val/ppl``). With ``lora`` (a dict of ``peft.LoraConfig`` arguments, e.g.
+    ``{"r": 8, "lora_alpha": 16, "target_modules": ["c_attn"]}``) only the LoRA adapters train.
+
+    The wrapped model is available as ``self.model``; :class:`FisherSubsetDataModule` embeds the
+    pool with it when no other feature model is given.
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module | str,
+        lr: float = 1e-3,
+        weight_decay: float = 0.0,
+        lora: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        self.lr = require_positive(lr, "lr")
+        self.weight_decay = require_non_negative(weight_decay, "weight_decay")
+        if isinstance(model, str):
+            from lightning_info.lm.tiny_lm import load_causal_lm
+
+            model, _ = load_causal_lm(model)
+        if lora is not None:
+            from peft import LoraConfig, get_peft_model
+
+            model = get_peft_model(model, LoraConfig(task_type="CAUSAL_LM", **lora))
+        self.model = model
+        self.val_nll = MeanMetric()
+        self.test_nll = MeanMetric()
+
+    def forward(self, **batch: torch.Tensor) -> Any:
+        return self.model(**batch)
+
+    def on_train_epoch_start(self) -> None:
+        # Hugging Face models load in eval mode; fine-tuning needs dropout and friends active.
+        self.model.train()
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        loss = self.model(**batch).loss
+        self.log("train/loss", loss, prog_bar=True, batch_size=batch["input_ids"].shape[0])
+        return loss
+
+    def _evaluate(self, batch: dict[str, torch.Tensor], metric: MeanMetric, stage: str) -> None:
+        loss = self.model(**batch).loss
+        # The model averages over this batch's target tokens; weight by their count so that the
+        # epoch value is the mean over all target tokens of the split.
+        targets = (batch["labels"][:, 1:] != -100).sum()
+        metric.update(loss.detach(), weight=targets)
+        self.log(f"{stage}/loss", metric, on_step=False, on_epoch=True)
+
+    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        self._evaluate(batch, self.val_nll, "val")
+
+    def test_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        self._evaluate(batch, self.test_nll, "test")
+
+    def _log_perplexity(self, metric: MeanMetric, stage: str) -> None:
+        if metric.update_called:
+            self.log(f"{stage}/ppl", torch.exp(metric.compute()))
+
+    def on_validation_epoch_end(self) -> None:
+        self._log_perplexity(self.val_nll, "val")
+
+    def on_test_epoch_end(self) -> None:
+        self._log_perplexity(self.test_nll, "test")
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        return torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay)

@@ -1,0 +1,153 @@
+"""Softmax-weighted Gaussian-kernel means over a data set, streamed in chunks.
+
+For query points ``x_b`` and data ``y_1..y_N`` (optionally weighted by ``pi_i``), the Gaussian
+mixture ``q(x) = sum_i pi_i N(x; alpha y_i, sigma^2 I)`` has posterior weights
+
+    w_bi = pi_i k(x_b, y_i) / sum_j pi_j k(x_b, y_j), k(x, y) = exp(-||x - alpha y||^2 / 2 sigma^2)
+
+and everything the diffusion Fisher, the score and the smoothed-density estimators need is a
+``w``-weighted mean over the data: ``E_w[y]``, ``E_w[||y||^2]``, ``E_w[y y^T]`` and, for vectors
+``v_b``, ``E_w[y (y^T v_b)]``. :func:`kernel_moments` computes them in one pass over chunks of the
+data with a running log-sum-exp (the online-softmax recurrence), so memory is
+``O(B * chunk_size)`` whatever ``N``, and it also returns ``log q(x)``.
+
+Used by :mod:`lightning_info.methods.diffusion_fisher.functional` (the diffusion Fisher) and
+:mod:`lightning_info.methods.smoothed_information.functional` (Fisher information, entropy and MI
+of ``f * phi_t``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from lightning_info.core.validation import require_int
+
+
+@dataclass(frozen=True)
+class KernelMoments:
+    """Posterior moments at ``B`` query points (see the module docstring).
+
+    Attributes:
+        log_density: ``log q(x_b)``, ``(B,)``.
+        mean: ``E_w[y]``, ``(B, d)``.
+        sq_norm: ``E_w[||y||^2]``, ``(B,)``.
+        second: ``E_w[y y^T]``, ``(B, d, d)``, when asked for.
+        projected: ``E_w[y (y^T v_b)]``, ``(B, d)``, when vectors were given.
+    """
+
+    log_density: Tensor
+    mean: Tensor
+    sq_norm: Tensor
+    second: Tensor | None = None
+    projected: Tensor | None = None
+
+
+def per_point_column(
+    value: float | Tensor, batch: int, like: Tensor, name: str, positive: bool = False
+) -> Tensor:
+    """A scalar or ``(B,)`` value (e.g. ``alpha_t`` per query point) as a finite ``(B, 1)``
+    column with ``like``'s dtype and device; ``positive`` also requires it to be > 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, Tensor)):
+        raise TypeError(f"`{name}` must be a number or a tensor, got {type(value).__name__}.")
+    column = torch.as_tensor(value, dtype=like.dtype, device=like.device)
+    if column.dim() == 0:
+        column = column.expand(batch)
+    if column.shape != (batch,):
+        raise ValueError(
+            f"`{name}` must be a scalar or have shape ({batch},), got {tuple(column.shape)}."
+        )
+    if not torch.isfinite(column).all():
+        raise ValueError(f"`{name}` must be finite.")
+    if positive and (column <= 0).any():
+        raise ValueError(f"`{name}` must be > 0.")
+    return column[:, None]
+
+
+def kernel_moments(
+    x: Tensor,
+    data: Tensor,
+    alpha: float | Tensor,
+    sigma: float | Tensor,
+    *,
+    data_weights: Tensor | None = None,
+    vectors: Tensor | None = None,
+    second_moment: bool = False,
+    chunk_size: int = 4096,
+) -> KernelMoments:
+    """Moments of the posterior ``w`` of ``sum_i pi_i N(alpha y_i, sigma^2 I)`` at ``x``.
+
+    Args:
+        x: query points ``(B, d)``.
+        data: ``(N, d)`` data points ``y_i``.
+        alpha, sigma: scalars or ``(B,)``, one per query point (e.g. a diffusion time per
+            point); ``sigma > 0``.
+        data_weights: ``pi_i >= 0``, ``(N,)``; ``None`` is uniform ``1/N``.
+        vectors: ``v_b`` ``(B, d)`` for ``E_w[y (y^T v_b)]``.
+        second_moment: also return ``E_w[y y^T]`` (``B d^2`` memory).
+        chunk_size: data points per chunk.
+    """
+    if x.dim() != 2 or data.dim() != 2 or x.shape[1] != data.shape[1]:
+        raise ValueError(
+            f"`x` (B, d) and `data` (N, d) must share d, got {tuple(x.shape)} and "
+            f"{tuple(data.shape)}."
+        )
+    if data.shape[0] == 0:
+        raise ValueError("`data` is empty: the mixture needs at least one point.")
+    chunk_size = require_int(chunk_size, "chunk_size", 1)
+    batch, dim = x.shape
+    data = data.to(x.dtype)
+    alpha_b = per_point_column(alpha, batch, x, "alpha")
+    sigma_b = per_point_column(sigma, batch, x, "sigma", positive=True)
+    if data_weights is None:
+        log_pi = torch.full(
+            (data.shape[0],), -math.log(data.shape[0]), dtype=x.dtype, device=x.device
+        )
+    else:
+        if data_weights.shape != (data.shape[0],) or (data_weights < 0).any():
+            raise ValueError("`data_weights` must be non-negative with shape (N,).")
+        log_pi = (data_weights / data_weights.sum()).to(x.dtype).log()
+    if vectors is not None and vectors.shape != x.shape:
+        raise ValueError(f"`vectors` must have the shape of `x` {tuple(x.shape)}.")
+
+    running_max = torch.full((batch, 1), -math.inf, dtype=x.dtype, device=x.device)
+    total = torch.zeros(batch, 1, dtype=x.dtype, device=x.device)
+    sum_y = torch.zeros(batch, dim, dtype=x.dtype, device=x.device)
+    sum_sq = torch.zeros(batch, 1, dtype=x.dtype, device=x.device)
+    sum_outer = (
+        torch.zeros(batch, dim, dim, dtype=x.dtype, device=x.device) if second_moment else None
+    )
+    sum_proj = (
+        torch.zeros(batch, dim, dtype=x.dtype, device=x.device) if vectors is not None else None
+    )
+    x_sq = (x * x).sum(1, keepdim=True)
+    for start in range(0, data.shape[0], chunk_size):
+        y = data[start : start + chunk_size]
+        y_sq = (y * y).sum(1)
+        # ||x - alpha y||^2 = ||x||^2 - 2 alpha x.y + alpha^2 ||y||^2, as one matrix product
+        distance = x_sq - 2 * alpha_b * (x @ y.T) + alpha_b**2 * y_sq[None]
+        logits = -distance.clamp_min(0) / (2 * sigma_b**2) + log_pi[start : start + chunk_size]
+        new_max = torch.maximum(running_max, logits.max(1, keepdim=True).values)
+        rescale = torch.exp(running_max - new_max)
+        weights = torch.exp(logits - new_max)  # (B, n)
+        total = total * rescale + weights.sum(1, keepdim=True)
+        sum_y = sum_y * rescale + weights @ y
+        sum_sq = sum_sq * rescale + weights @ y_sq[:, None]
+        if sum_outer is not None:
+            sum_outer = sum_outer * rescale[:, :, None] + torch.einsum(
+                "bn,ni,nj->bij", weights, y, y
+            )
+        if sum_proj is not None:
+            sum_proj = sum_proj * rescale + (weights * (vectors @ y.T)) @ y
+        running_max = new_max
+    log_normal = -0.5 * dim * torch.log(2 * math.pi * sigma_b**2)
+    return KernelMoments(
+        log_density=(running_max + total.log() + log_normal).squeeze(1),
+        mean=sum_y / total,
+        sq_norm=(sum_sq / total).squeeze(1),
+        second=None if sum_outer is None else sum_outer / total[:, :, None],
+        projected=None if sum_proj is None else sum_proj / total,
+    )

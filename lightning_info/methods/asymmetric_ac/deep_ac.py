@@ -1,0 +1,385 @@
+"""Deep asymmetric actor-critic: a LightningModule that collects gymnasium episodes in its step.
+
+The actor ``pi(a | z)`` sees only the agent state ``z`` (a window of the last ``window`` partial
+observations); the critic ``V(s, z)`` also sees the privileged state ``s`` that the environment
+reports in ``info["state"]`` at training time (asymmetric), or only ``V(z)`` (symmetric,
+``asymmetric=False``). Because ``(s_t, z_t)`` is Markov under an agent-state policy, the
+asymmetric critic has no aliasing bias (Lambrechts, Ernst & Mahajan, ICML 2025, Thm. 1 vs 2).
+
+One training step runs ``num_envs`` episodes to their end with the current policy and takes one
+Adam step (a learning rate each for the actor and the critic) on
+
+    G_t   = sum_{i<m'} gamma^i r_{t+i} + gamma^{m'} V(x_{t+m'})   (m-step return, m' <= m, cut at
+            the episode's end; no bootstrap after termination, a bootstrap after truncation)
+    L_V   = mean_t (V(x_t) - G_t)^2
+    L_pi  = -mean_t [log pi(a_t | z_t) (G_t - V(x_t))] - c_H mean_t H(pi(. | z_t))
+
+with ``x_t = (s_t, z_t)`` or ``z_t``. The episodes, the environment seeds and the action draws are
+a pure function of ``(seed, step, rank)``, so a resumed run continues exactly; under DDP every rank
+collects its own episodes and the gradients are averaged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+from torch import Tensor, nn
+from torch.utils.data import DataLoader
+
+from lightning_info.core.optional import require_extra
+from lightning_info.core.validation import (
+    require_fraction,
+    require_int,
+    require_non_negative,
+    require_positive,
+)
+from lightning_info.methods.asymmetric_ac.wrappers import ObservationWindow, PartialObservation
+
+gym = require_extra("gymnasium", "control", "The actor-critic modules")
+spaces = gym.spaces
+
+EnvFactory = Callable[[], gym.Env]
+
+_TRAIN_STREAM, _TEST_STREAM = 0, 1
+
+
+class _FullState(gym.Wrapper):
+    """Report the observation as ``info["state"]`` unless the environment reports its own."""
+
+    @staticmethod
+    def _with_state(observation, info: dict) -> dict:
+        if "state" in info:
+            return info
+        return {**info, "state": np.array(observation, copy=True)}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        observation, info = self.env.reset(seed=seed, options=options)
+        return observation, self._with_state(observation, info)
+
+    def step(self, action):
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        return observation, reward, terminated, truncated, self._with_state(observation, info)
+
+
+def make_agent_env(
+    env: str | EnvFactory,
+    keep: Sequence[int] | None = None,
+    window: int = 1,
+    max_episode_steps: int | None = None,
+) -> gym.Env:
+    """``env`` (a gymnasium id or a factory) with the privileged state in ``info["state"]``.
+
+    ``keep`` hides every other coordinate of a 1-D ``Box`` observation
+    (:class:`PartialObservation`); ``None`` keeps them all, and the environment's own
+    ``info["state"]`` is the privileged state, or the observation when it reports none. The agent
+    sees the last ``window`` observations (:class:`ObservationWindow`).
+    """
+    base = gym.make(env, max_episode_steps=max_episode_steps) if isinstance(env, str) else env()
+    if not isinstance(base.action_space, spaces.Discrete):
+        raise TypeError(
+            f"AsymmetricActorCritic needs a Discrete action space, got {base.action_space}."
+        )
+    partial = _FullState(base) if keep is None else PartialObservation(base, keep)
+    return ObservationWindow(partial, window)
+
+
+class AsymmetricActorCritic(pl.LightningModule):
+    """Advantage actor-critic with an asymmetric ``V(s, z)`` or symmetric ``V(z)`` critic.
+
+    Args:
+        env: a gymnasium id (``"CartPole-v1"``) or a factory returning an environment with a 1-D
+            ``Box`` observation and ``Discrete`` actions. A factory's environment may report its
+            own privileged ``info["state"]`` when ``keep`` is ``None``.
+        keep: observation coordinates the agent sees (``[0, 2]`` hides CartPole's velocities);
+            ``None`` shows all of them.
+        window: agent state = the last ``window`` observations.
+        asymmetric: give the critic the privileged state as well.
+        num_envs: episodes per training step.
+        max_episode_steps: time limit of a gymnasium id (truncation, bootstrapped).
+        gamma: discount factor.
+        td_steps: ``m`` of the m-step return.
+        hidden: width of the two hidden layers of the actor and of the critic.
+        actor_lr, critic_lr: Adam learning rates.
+        entropy_coef: ``c_H``.
+        eval_episodes: episodes of ``trainer.test`` (``test/return``), greedy actions.
+        steps_per_epoch: length of the step-counting train dataloader.
+        seed: seeds the networks, the environments and the action draws.
+    """
+
+    def __init__(
+        self,
+        env: str | EnvFactory = "CartPole-v1",
+        keep: Sequence[int] | None = None,
+        window: int = 1,
+        asymmetric: bool = True,
+        num_envs: int = 8,
+        max_episode_steps: int | None = None,
+        gamma: float = 0.99,
+        td_steps: int = 8,
+        hidden: int = 64,
+        actor_lr: float = 3e-3,
+        critic_lr: float = 3e-3,
+        entropy_coef: float = 0.01,
+        eval_episodes: int = 20,
+        steps_per_epoch: int = 20,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters(ignore=[] if isinstance(env, str) else ["env"])
+        self.automatic_optimization = False
+        self.env = env
+        self.keep = None if keep is None else [int(i) for i in keep]
+        self.window = require_int(window, "window", 1)
+        self.asymmetric = bool(asymmetric)
+        self.num_envs = require_int(num_envs, "num_envs", 1)
+        self.max_episode_steps = (
+            None if max_episode_steps is None else require_int(max_episode_steps, "max steps", 1)
+        )
+        self.gamma = require_fraction(gamma, "gamma")
+        self.td_steps = require_int(td_steps, "td_steps", 1)
+        self.actor_lr = require_positive(actor_lr, "actor_lr")
+        self.critic_lr = require_positive(critic_lr, "critic_lr")
+        self.entropy_coef = require_non_negative(entropy_coef, "entropy_coef")
+        self.eval_episodes = require_int(eval_episodes, "eval_episodes", 1)
+        self.steps_per_epoch = require_int(steps_per_epoch, "steps_per_epoch", 1)
+        self.seed = require_int(seed, "seed", 0)
+        hidden = require_int(hidden, "hidden", 1)
+
+        probe = self.make_env()  # fails here, before training, on an unsuitable environment
+        observation, info = probe.reset(seed=0)
+        agent_dim = int(np.asarray(observation, dtype=np.float32).size)
+        state_dim = int(np.asarray(info["state"], dtype=np.float32).size)
+        self.num_actions = int(probe.action_space.n)
+        probe.close()
+        critic_dim = agent_dim + (state_dim if self.asymmetric else 0)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            self.actor = _mlp(agent_dim, hidden, self.num_actions)
+            self.critic = _mlp(critic_dim, hidden, 1)
+        self.register_buffer("iteration", torch.zeros((), dtype=torch.long))
+
+    def make_env(self) -> gym.Env:
+        """One agent environment (masked, windowed, with ``info["state"]``)."""
+        return make_agent_env(self.env, self.keep, self.window, self.max_episode_steps)
+
+    # ---------------------------------------------------------------- networks
+
+    def policy_logits(self, agent_state: Tensor) -> Tensor:
+        return self.actor(agent_state.flatten(1))
+
+    def value(self, state: Tensor, agent_state: Tensor) -> Tensor:
+        """``V(s, z)`` (asymmetric) or ``V(z)`` (symmetric), shape ``(N,)``."""
+        z = agent_state.flatten(1)
+        x = torch.cat([state.flatten(1), z], dim=1) if self.asymmetric else z
+        return self.critic(x).squeeze(-1)
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        """One Adam with a parameter group each, so ``global_step`` counts training steps."""
+        return torch.optim.Adam(
+            [
+                {"params": self.actor.parameters(), "lr": self.actor_lr},
+                {"params": self.critic.parameters(), "lr": self.critic_lr},
+            ]
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        """Yields ``steps_per_epoch`` step indices; the episodes are collected in the step."""
+        return DataLoader(range(self.steps_per_epoch), batch_size=None)
+
+    def test_dataloader(self) -> DataLoader:
+        """Yields the indices of the ``eval_episodes`` test episodes."""
+        return DataLoader(range(self.eval_episodes), batch_size=None)
+
+    # ---------------------------------------------------------------- rollouts
+
+    def _seeds(self, stream: int, key: int, count: int) -> list[int]:
+        entropy = [self.seed, stream, key, self.global_rank]
+        return [int(s) for s in np.random.SeedSequence(entropy).generate_state(count)]
+
+    def collect_episodes(self, seeds: Sequence[int], generator: torch.Generator | None) -> dict:
+        """Run one episode per seed in lockstep; sample actions (``generator``) or act greedily.
+
+        Returns time-major tensors ``(T, E, ...)``: ``state``, ``agent_state``, ``action``,
+        ``reward``, ``terminated``, ``truncated``, ``alive`` (the episode was running at ``t``),
+        and ``next_state`` / ``next_agent_state`` (after the step), plus ``returns`` ``(E,)``.
+        """
+        envs = [self.make_env() for _ in seeds]
+        steps: list[dict[str, Tensor]] = []
+        current = [env.reset(seed=seed) for env, seed in zip(envs, seeds)]
+        alive = np.ones(len(envs), dtype=bool)
+        returns = np.zeros(len(envs))
+        while alive.any():
+            z = _stack([obs for obs, _ in current], self.device)
+            s = _stack([info["state"] for _, info in current], self.device)
+            with torch.no_grad():
+                logits = self.policy_logits(z)
+            if generator is None:
+                actions = logits.argmax(1)
+            else:
+                probs = logits.softmax(1).cpu()
+                actions = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+            record = {
+                "state": s,
+                "agent_state": z,
+                "action": actions.to(self.device),
+                "alive": torch.tensor(alive, device=self.device),  # a copy: `alive` changes below
+            }
+            rewards, terminated, truncated, nxt = [], [], [], []
+            for i, env in enumerate(envs):
+                if not alive[i]:
+                    rewards.append(0.0)
+                    terminated.append(False)
+                    truncated.append(False)
+                    nxt.append(current[i])
+                    continue
+                obs, reward, term, trunc, info = env.step(int(actions[i]))
+                returns[i] += reward
+                rewards.append(float(reward))
+                terminated.append(bool(term))
+                truncated.append(bool(trunc))
+                nxt.append((obs, info))
+                alive[i] = not (term or trunc)
+            record["reward"] = torch.tensor(rewards, device=self.device)
+            record["terminated"] = torch.tensor(terminated, device=self.device)
+            record["truncated"] = torch.tensor(truncated, device=self.device)
+            record["next_agent_state"] = _stack([obs for obs, _ in nxt], self.device)
+            record["next_state"] = _stack([info["state"] for _, info in nxt], self.device)
+            steps.append(record)
+            current = nxt
+        for env in envs:
+            env.close()
+        rollout = {key: torch.stack([r[key] for r in steps]) for key in steps[0]}
+        rollout["returns"] = torch.tensor(returns, device=self.device, dtype=torch.float32)
+        return rollout
+
+    # ---------------------------------------------------------------- training
+
+    def training_step(self, batch: Any, batch_idx: int) -> None:
+        step = int(self.iteration)
+        seeds = self._seeds(_TRAIN_STREAM, step, self.num_envs + 1)
+        generator = torch.Generator().manual_seed(seeds[-1])
+        rollout = self.collect_episodes(seeds[:-1], generator)
+        losses = self.losses(rollout)
+        optimizer = self.optimizers()
+        optimizer.zero_grad()
+        # the actor and the critic share no parameters: one backward gives both gradients
+        self.manual_backward(losses["actor"] + losses["critic"])
+        optimizer.step()
+        self.iteration += 1
+        self.log("train/return", rollout["returns"].mean(), prog_bar=True)
+        self.log("train/critic_loss", losses["critic"].detach())
+        self.log("train/entropy", losses["entropy"].detach())
+
+    def losses(self, rollout: dict[str, Tensor]) -> dict[str, Tensor]:
+        """``L_pi``, ``L_V`` and the mean entropy of the module docstring on one rollout."""
+        T, E = rollout["reward"].shape
+        flat = lambda key: rollout[key].flatten(0, 1)  # noqa: E731
+        values = self.value(flat("state"), flat("agent_state")).view(T, E)
+        with torch.no_grad():
+            next_values = self.value(flat("next_state"), flat("next_agent_state")).view(T, E)
+        targets = m_step_returns(
+            rollout["reward"],
+            next_values,
+            rollout["terminated"],
+            rollout["truncated"],
+            self.gamma,
+            self.td_steps,
+        )
+        mask = rollout["alive"].float()
+        count = mask.sum()
+        logits = self.policy_logits(flat("agent_state")).view(T, E, -1)
+        log_probs = logits.log_softmax(-1)
+        chosen = log_probs.gather(-1, rollout["action"].unsqueeze(-1)).squeeze(-1)
+        entropy = -(log_probs.exp() * log_probs).sum(-1)
+        advantage = (targets - values).detach()
+        critic = ((values - targets) ** 2 * mask).sum() / count
+        mean_entropy = (entropy * mask).sum() / count
+        actor = -(chosen * advantage * mask).sum() / count - self.entropy_coef * mean_entropy
+        return {"actor": actor, "critic": critic, "entropy": mean_entropy}
+
+    # ---------------------------------------------------------------- evaluation
+
+    def test_step(self, batch: Any, batch_idx: int) -> None:
+        (seed,) = self._seeds(_TEST_STREAM, int(batch), 1)
+        rollout = self.collect_episodes([seed], generator=None)
+        self.log("test/return", rollout["returns"].mean(), batch_size=1)
+
+
+def m_step_returns(
+    rewards: Tensor,
+    next_values: Tensor,
+    terminated: Tensor,
+    truncated: Tensor,
+    gamma: float,
+    m: int,
+) -> Tensor:
+    """m-step returns ``G_t = sum_{i<m'} gamma^i r_{t+i} + gamma^{m'} V_{t+m'}``, time-major.
+
+    ``next_values[t]`` is the value of the state reached by step ``t``. The sum stops after ``m``
+    steps, at the last step ``T - 1``, or at the end of the episode; it bootstraps with
+    ``gamma * next_values`` of its last step unless that step terminated the episode.
+    Entries after an episode's end are ignored by the caller (zero rewards there are harmless).
+    All four tensors are ``(T, E)``; the two flags are boolean, ``gamma`` lies in ``[0, 1]``
+    and ``m >= 1``.
+    """
+    m = require_int(m, "m", 1)
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not 0 <= gamma <= 1:
+        raise ValueError(f"`gamma` must be a discount factor in [0, 1], got {gamma!r}.")
+    tensors = {
+        "rewards": rewards,
+        "next_values": next_values,
+        "terminated": terminated,
+        "truncated": truncated,
+    }
+    shapes = {name: tuple(t.shape) for name, t in tensors.items()}
+    if rewards.dim() != 2 or len(set(shapes.values())) != 1:
+        listed = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
+        raise ValueError(
+            f"`rewards`, `next_values`, `terminated` and `truncated` must share one (T, E) "
+            f"shape, got {listed}; stack them time-major, one column per episode."
+        )
+    for name in ("terminated", "truncated"):
+        if tensors[name].dtype != torch.bool:
+            raise TypeError(
+                f"`{name}` must be a boolean tensor, got dtype {tensors[name].dtype}; "
+                f"pass `{name}.bool()`."
+            )
+    T = rewards.shape[0]
+    time = torch.arange(T, device=rewards.device)
+    total = torch.zeros_like(rewards)
+    discount = torch.ones_like(rewards)
+    running = torch.ones_like(rewards, dtype=torch.bool)
+    for i in range(m):
+        index = (time + i).clamp(max=T - 1)
+        valid = running & (time + i < T).unsqueeze(-1)
+        total = total + torch.where(valid, discount * rewards[index], 0.0)
+        ends = terminated[index] | truncated[index]
+        last = valid & (ends | (time + i == T - 1).unsqueeze(-1) | (i == m - 1))
+        bootstrap = last & ~terminated[index]
+        total = total + torch.where(bootstrap, discount * gamma * next_values[index], 0.0)
+        discount = discount * gamma
+        running = valid & ~last
+    return total
+
+
+def _mlp(inputs: int, hidden: int, outputs: int) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Linear(inputs, hidden),
+        nn.Tanh(),
+        nn.Linear(hidden, hidden),
+        nn.Tanh(),
+        nn.Linear(hidden, outputs),
+    )
+
+
+def _stack(arrays: Sequence[Any], device: torch.device) -> Tensor:
+    return torch.as_tensor(
+        np.stack([np.asarray(a, dtype=np.float32) for a in arrays]), device=device
+    )
+
+
+__all__ = ["AsymmetricActorCritic", "m_step_returns", "make_agent_env"]

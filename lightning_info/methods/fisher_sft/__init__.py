@@ -1,0 +1,31 @@
+"""FisherSFT: information-gain subset selection for supervised fine-tuning (Deb et al., ICML 2025).
+
+See README.md in this folder."""
+
+from lightning_info.methods.fisher_sft.datamodule import FisherSubsetDataModule
+from lightning_info.methods.fisher_sft.functional import (
+    Selection,
+    fisher_greedy_select,
+    k_center_select,
+    log_det_objective,
+    random_select,
+)
+from lightning_info.methods.fisher_sft.sampler import (
+    FisherSubsetSampler,
+    load_selection,
+    save_selection,
+    select_subset,
+)
+
+__all__ = [
+    "FisherSubsetDataModule",
+    "FisherSubsetSampler",
+    "Selection",
+    "fisher_greedy_select",
+    "k_center_select",
+    "load_selection",
+    "log_det_objective",
+    "random_select",
+    "save_selection",
+    "select_subset",
+]

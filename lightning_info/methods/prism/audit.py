@@ -1,0 +1,292 @@
+"""Fragment-extraction audit (PRISM): score an attack set with target, shadow and world models.
+
+:class:`FragmentAuditor` computes ``log p(y | prompt)`` of every query under the target, the
+shadow and each world model
+(:func:`~lightning_info.methods.prism.functional.fragment_log_probability`),
+turns them into the four attacks of the paper and reports ROC-AUC and TPR at 2% and 5% FPR
+for each. :class:`FragmentExtractionAudit` is the Lightning shell: at the end of ``fit`` it audits
+the trained module's model as the target and logs the report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+from lightning.pytorch.loggers import WandbLogger
+from torch import Tensor
+
+from lightning_info.core.logging import markdown_table
+from lightning_info.core.validation import require_int
+from lightning_info.lm.features import check_causal_lm
+from lightning_info.methods.prism.fragments import AttackSet
+from lightning_info.methods.prism.functional import (
+    DEFAULT_FPR_LEVELS,
+    attack_metrics,
+    data_aware_scores,
+    fragment_log_probability,
+    likelihood_ratio,
+    prism_score,
+    world_log_probability,
+)
+
+__all__ = ["ATTACKS", "FragmentAuditReport", "FragmentAuditor", "FragmentExtractionAudit"]
+
+ATTACKS = ("target", "lr", "prism", "data_aware")
+"""Attack names: raw target probability, likelihood ratio, PRISM, data-aware classifier."""
+
+ModelSpec = Any  # a causal LM, a (model, tokenizer) pair, or a name/path for load_causal_lm
+
+
+@dataclass
+class FragmentAuditReport:
+    """Per-query log-probabilities and attack scores, and per-attack metrics.
+
+    ``log_probs`` maps ``"target"``, ``"shadow"``, ``"world"`` to float64 vectors;
+    ``scores`` maps each of :data:`ATTACKS` to its scores (higher = more likely a member);
+    ``metrics`` maps each attack to ``{"auc", "tpr@2%fpr", "tpr@5%fpr"}``.
+    """
+
+    labels: np.ndarray
+    log_probs: dict[str, np.ndarray]
+    scores: dict[str, np.ndarray]
+    metrics: dict[str, dict[str, float]]
+
+    def table(self) -> tuple[list[str], list[list]]:
+        """``(columns, rows)``: one row per attack, one column per metric."""
+        names = list(next(iter(self.metrics.values())))
+        rows = [[attack, *(round(m[n], 4) for n in names)] for attack, m in self.metrics.items()]
+        return ["attack", *names], rows
+
+    def scalars(self, prefix: str = "prism") -> dict[str, float]:
+        """Flat ``{f"{prefix}/{attack}/{metric}": value}`` for loggers."""
+        return {
+            f"{prefix}/{attack}/{name}": float(value)
+            for attack, metrics in self.metrics.items()
+            for name, value in metrics.items()
+        }
+
+    def __str__(self) -> str:
+        return markdown_table(*self.table())
+
+
+class FragmentAuditor:
+    """Audits ``target`` for fragment extraction against ``shadow`` and ``world_models``.
+
+    Each model is a causal LM (scored with ``tokenizer``), a ``(model, tokenizer)`` pair (for a
+    world model from another family) or a Hugging Face name / local path loaded with
+    :func:`~lightning_info.lm.tiny_lm.load_causal_lm` on first use. Every model is run on its own
+    device. ``world_models`` is a single spec or a *list* of specs (a tuple is read as one
+    ``(model, tokenizer)`` pair); ``p_w`` is the mean of their probabilities. ``prior`` is
+    PRISM's ``pi``; the data-aware classifier uses ``n_splits``-fold stratified CV shuffled with
+    ``seed``.
+    """
+
+    def __init__(
+        self,
+        target: ModelSpec,
+        shadow: ModelSpec,
+        world_models: ModelSpec | Sequence[ModelSpec],
+        tokenizer: Any = None,
+        prior: float = 0.9,
+        batch_size: int = 16,
+        n_splits: int = 5,
+        seed: int = 0,
+        fpr_levels: Sequence[float] = DEFAULT_FPR_LEVELS,
+    ) -> None:
+        if not 0.0 < float(prior) < 1.0:
+            raise ValueError(f"`prior` must lie in (0, 1), got {prior!r}.")
+        if isinstance(world_models, (str, tuple)) or not isinstance(world_models, Sequence):
+            world_models = [world_models]
+        if len(world_models) == 0:
+            raise ValueError("Give at least one world model.")
+        self.target, self.shadow, self.world_models = target, shadow, list(world_models)
+        self.tokenizer = tokenizer
+        self.prior = float(prior)
+        self.batch_size = require_int(batch_size, "batch_size", 1)
+        self.n_splits = require_int(n_splits, "n_splits", 2)
+        self.seed = seed
+        self.fpr_levels = tuple(float(level) for level in fpr_levels)
+        self._loaded: dict[str, tuple[Any, Any]] = {}
+        for spec in (target, shadow, *self.world_models):
+            if tokenizer is None and not isinstance(spec, (str, tuple)):
+                raise ValueError("Give `tokenizer` for models passed without their tokenizer.")
+
+    def log_probabilities(self, attack_set: AttackSet) -> dict[str, Tensor]:
+        """``log p(y | prompt)`` of every query under target, shadow and (the mean of) world."""
+        _check_attack_set(attack_set)
+        score = self._log_probability
+        return {
+            "target": score(self.target, attack_set),
+            "shadow": score(self.shadow, attack_set),
+            "world": world_log_probability([score(m, attack_set) for m in self.world_models]),
+        }
+
+    def run(self, attack_set: AttackSet) -> FragmentAuditReport:
+        """Score ``attack_set`` with all models and attacks; see :meth:`score`."""
+        return self.score(self.log_probabilities(attack_set), attack_set.labels)
+
+    def score(
+        self, log_probs: Mapping[str, Tensor | np.ndarray], labels: Sequence[int]
+    ) -> FragmentAuditReport:
+        """The report from cached ``{"target", "shadow", "world"}`` log-probabilities.
+
+        Attacks: ``target`` = ``log p_t`` (the raw target probability, a monotone transform);
+        ``lr`` = ``p_t / (p_s + 1e-12)``; ``prism`` = :func:`prism_score`; ``data_aware`` =
+        out-of-fold logistic regression on ``[log p_t, log p_w, log p_s]``.
+        """
+        lp = {k: torch.as_tensor(np.asarray(log_probs[k]), dtype=torch.float64) for k in _MODELS}
+        p = {k: torch.exp(v) for k, v in lp.items()}
+        y = np.asarray(labels, dtype=np.int64)
+        features = torch.stack([lp["target"], lp["world"], lp["shadow"]], 1)
+        data_aware, _ = data_aware_scores(features, y, self.n_splits, self.seed)
+        scores = {
+            "target": lp["target"].numpy(),
+            "lr": likelihood_ratio(p["target"], p["shadow"]).numpy(),
+            "prism": prism_score(p["target"], p["shadow"], p["world"], self.prior).numpy(),
+            "data_aware": data_aware,
+        }
+        metrics = {name: attack_metrics(s, y, self.fpr_levels) for name, s in scores.items()}
+        return FragmentAuditReport(y, {k: v.numpy() for k, v in lp.items()}, scores, metrics)
+
+    def _log_probability(self, spec: ModelSpec, attack_set: AttackSet) -> Tensor:
+        model, tokenizer = self._resolve(spec)
+        return fragment_log_probability(
+            model, tokenizer, attack_set.prompts, attack_set.fragments, self.batch_size
+        )
+
+    def _resolve(self, spec: ModelSpec) -> tuple[Any, Any]:
+        if isinstance(spec, str):
+            from lightning_info.lm.tiny_lm import load_causal_lm
+
+            if spec not in self._loaded:  # loaded once, with its own tokenizer
+                self._loaded[spec] = load_causal_lm(spec)
+            return self._loaded[spec]
+        if isinstance(spec, tuple):
+            return spec
+        return spec, self.tokenizer
+
+
+class FragmentExtractionAudit(pl.Callback):
+    """At the end of ``fit``, audit the trained model for fragment extraction and log the report.
+
+    The target is ``pl_module.model`` (e.g.
+    :class:`~lightning_info.lm.fine_tuner.CausalLMFineTuner`'s
+    wrapped LM), else ``pl_module`` itself. ``attack_set`` is an :class:`AttackSet` or the path of
+    one saved with :meth:`AttackSet.save`. ``shadow`` and ``world_models`` are models, ``(model,
+    tokenizer)`` pairs or names/paths, as for :class:`FragmentAuditor`; ``tokenizer`` is a
+    tokenizer or a name/path for ``AutoTokenizer``, and defaults to
+    ``trainer.datamodule.tokenizer``. So a YAML config can name everything on disk.
+
+    ``setup`` checks, before training, that there is a tokenizer and that the target is a causal
+    LM whose embedding covers it. Runs on global rank zero only (it uses no collectives): the
+    report (``self.report``) is printed, its scalars ``{prefix}/{attack}/{metric}`` go to every
+    logger and, with a ``WandbLogger``, the metrics table and per-query scores go to W&B tables.
+    """
+
+    def __init__(
+        self,
+        attack_set: AttackSet | str,
+        shadow: ModelSpec,
+        world_models: ModelSpec | Sequence[ModelSpec],
+        tokenizer: Any = None,
+        prior: float = 0.9,
+        batch_size: int = 16,
+        n_splits: int = 5,
+        seed: int = 0,
+        prefix: str = "prism",
+    ) -> None:
+        if isinstance(attack_set, (str, Path)):
+            attack_set = AttackSet.load(attack_set)
+        _check_attack_set(attack_set)
+        if not 0.0 < float(prior) < 1.0:
+            raise ValueError(f"`prior` must lie in (0, 1), got {prior!r}.")
+        self.attack_set = attack_set
+        self.shadow, self.world_models, self.tokenizer = shadow, world_models, tokenizer
+        self.prior = float(prior)
+        self.batch_size = require_int(batch_size, "batch_size", 1)
+        self.n_splits = require_int(n_splits, "n_splits", 2)
+        self.seed, self.prefix = seed, prefix
+        self.report: FragmentAuditReport | None = None
+
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        if stage == "fit":
+            check_causal_lm(_target(pl_module), self._tokenizer(trainer))
+
+    def _tokenizer(self, trainer: pl.Trainer) -> Any:
+        tokenizer = self.tokenizer
+        if tokenizer is None:
+            tokenizer = getattr(getattr(trainer, "datamodule", None), "tokenizer", None)
+        if tokenizer is None:
+            raise ValueError(
+                "FragmentExtractionAudit needs a tokenizer: pass `tokenizer=` (a tokenizer or its "
+                "name/path) or use a datamodule with a `tokenizer` attribute."
+            )
+        if isinstance(tokenizer, (str, Path)):
+            from transformers import AutoTokenizer
+
+            self.tokenizer = tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
+        return tokenizer
+
+    def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if not trainer.is_global_zero:
+            return
+        auditor = FragmentAuditor(
+            _target(pl_module),
+            self.shadow,
+            self.world_models,
+            self._tokenizer(trainer),
+            self.prior,
+            self.batch_size,
+            self.n_splits,
+            self.seed,
+        )
+        self.report = auditor.run(self.attack_set)
+        print(f"\nfragment extraction audit (PRISM)\n\n{self.report}\n", flush=True)
+        scalars = self.report.scalars(self.prefix)
+        for logger in trainer.loggers:
+            logger.log_metrics(scalars, step=trainer.global_step)
+        for logger in trainer.loggers:
+            if isinstance(logger, WandbLogger):
+                logger.log_table(
+                    key=f"{self.prefix}/metrics",
+                    columns=self.report.table()[0],
+                    data=self.report.table()[1],
+                )
+                logger.log_table(key=f"{self.prefix}/queries", **_query_table(self))
+
+
+def _target(pl_module: pl.LightningModule) -> Any:
+    return getattr(pl_module, "model", pl_module)
+
+
+_MODELS = ("target", "shadow", "world")
+
+
+def _check_attack_set(attack_set: Any) -> None:
+    if not isinstance(attack_set, AttackSet):
+        raise TypeError(f"Expected an AttackSet, got {type(attack_set).__name__}.")
+    if len(set(attack_set.labels)) < 2:
+        raise ValueError("The attack set needs both member (1) and non-member (0) queries.")
+
+
+def _query_table(callback: FragmentExtractionAudit) -> dict[str, Any]:
+    report, attacks = callback.report, callback.attack_set
+    columns = ["prompt", "fragment", "kind", "label", *(f"log_p_{m}" for m in _MODELS), *ATTACKS]
+    data = [
+        [
+            attacks.prompts[i],
+            attacks.fragments[i],
+            attacks.kinds[i],
+            int(attacks.labels[i]),
+            *(float(report.log_probs[m][i]) for m in _MODELS),
+            *(float(report.scores[a][i]) for a in ATTACKS),
+        ]
+        for i in range(len(attacks))
+    ]
+    return {"columns": columns, "data": data}

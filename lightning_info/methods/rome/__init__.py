@@ -1,0 +1,40 @@
+"""ROME: robust dataset distillation via the information bottleneck (Zhou et al., ICML 2025).
+
+See README.md in this folder."""
+
+from lightning_info.methods.rome.attacks import fgsm, next_class_targets, pgd
+from lightning_info.methods.rome.bottleneck import GaussianBottleneck, InformationBottleneckMixin
+from lightning_info.methods.rome.evaluation import evaluate_distilled
+from lightning_info.methods.rome.functional import rome_alignment
+from lightning_info.methods.rome.module import ROMEDistillation
+from lightning_info.methods.rome.network import SmallConvNet
+from lightning_info.methods.rome.robustness import (
+    ImprovedRobustnessRatio,
+    RobustnessRatio,
+    attack_efficiency,
+    attack_success_rates,
+    crei,
+    improved_crei,
+    improved_robustness_ratio,
+    robustness_ratio,
+)
+
+__all__ = [
+    "GaussianBottleneck",
+    "ImprovedRobustnessRatio",
+    "InformationBottleneckMixin",
+    "ROMEDistillation",
+    "RobustnessRatio",
+    "SmallConvNet",
+    "attack_efficiency",
+    "attack_success_rates",
+    "crei",
+    "evaluate_distilled",
+    "fgsm",
+    "improved_crei",
+    "improved_robustness_ratio",
+    "next_class_targets",
+    "pgd",
+    "robustness_ratio",
+    "rome_alignment",
+]

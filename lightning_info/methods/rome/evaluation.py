@@ -1,0 +1,156 @@
+"""Trainer-less evaluation of a distilled set: train a fresh net on it, attack it, RR and I-RR."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from lightning_info.core.validation import (
+    require_int,
+    require_positive,
+)
+from lightning_info.methods.rome.attacks import fgsm, pgd
+from lightning_info.methods.rome.functional import (
+    ATTACKS,
+    check_attacks,
+    check_real,
+)
+from lightning_info.methods.rome.network import SmallConvNet
+from lightning_info.methods.rome.robustness import (
+    improved_robustness_ratio,
+    robustness_ratio,
+)
+
+
+def train_fresh_net(
+    images: Tensor,
+    labels: Tensor,
+    *,
+    epochs: int = 300,
+    lr: float = 0.01,
+    seed: int = 0,
+    batch_size: int = 256,
+    width: int = 32,
+    num_classes: int | None = None,
+) -> SmallConvNet:
+    """A :class:`SmallConvNet` trained from a seeded initialisation on ``(images, labels)``.
+
+    Seeded SGD (momentum 0.9, weight decay 5e-4) on cross-entropy, ``epochs`` passes in seeded
+    random order; returned in eval mode on the images' device.
+    """
+    epochs = require_int(epochs, "epochs", 1)
+    lr = require_positive(lr, "lr")
+    seed = require_int(seed, "seed", 0)
+    images, labels = check_real(images, labels)
+    k = num_classes or int(labels.max()) + 1
+    generator = torch.Generator().manual_seed(seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        net = SmallConvNet(images.shape[1], k, images.shape[-1], width).to(images.device)
+    optimizer = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
+    net.train()
+    for _ in range(epochs):
+        order = torch.randperm(images.shape[0], generator=generator).to(images.device)
+        for start in range(0, images.shape[0], batch_size):
+            pick = order[start : start + batch_size]
+            optimizer.zero_grad()
+            F.cross_entropy(net(images[pick]), labels[pick]).backward()
+            optimizer.step()
+    return net.eval()
+
+
+def attacked_predictions(
+    net: nn.Module,
+    x: Tensor,
+    y: Tensor,
+    attacks: Sequence[str] = ATTACKS,
+    *,
+    eps: float = 8 / 255,
+    eps_l2: float = 0.5,
+    steps: int = 10,
+    generator: torch.Generator | None = None,
+) -> dict[str, Tensor]:
+    """Predicted labels of ``net`` on ``x`` under each untargeted attack on the true labels ``y``.
+
+    ``"fgsm"`` and ``"pgd"`` use the L-inf radius ``eps``, ``"pgd_l2"`` the L2 radius ``eps_l2``;
+    PGD takes ``steps`` steps from a random start drawn with ``generator``. Pixel space ``[0, 1]``.
+    """
+    predictions = {}
+    for name in check_attacks(attacks):
+        if name == "fgsm":
+            x_adv = fgsm(net, x, y, eps)
+        else:
+            radius, norm = (eps, "linf") if name == "pgd" else (eps_l2, "l2")
+            x_adv = pgd(net, x, y, radius, steps=steps, norm=norm, generator=generator)
+        with torch.no_grad():
+            predictions[name] = net(x_adv).argmax(1)
+    return predictions
+
+
+def evaluate_distilled(
+    images: Tensor,
+    labels: Tensor,
+    test_x: Tensor,
+    test_y: Tensor,
+    *,
+    epochs: int = 300,
+    lr: float = 0.01,
+    seed: int = 0,
+    attacks: Sequence[str] = ATTACKS,
+    eps: float = 8 / 255,
+    eps_l2: float = 0.5,
+    attack_steps: int = 10,
+    batch_size: int = 256,
+    width: int = 32,
+    num_classes: int | None = None,
+) -> dict[str, float]:
+    """Train a fresh :class:`SmallConvNet` on a (distilled) set and test it clean and attacked.
+
+    Training is :func:`train_fresh_net`; the attacks are :func:`attacked_predictions`. With
+    ``ACC`` the clean accuracy and ``ASR_i = ACC - acc_i``,
+
+        RR   = 100 * (1 - mean(ASR) / max(ASR)),
+        I-RR = 100 * (1 - mean(ASR) * max(ASR) / ACC^2)    (BEARD; Zhou et al., ICML 2025).
+
+    Returns:
+        ``{"clean": ACC, <attack>: acc_i for each attack, "rr": RR, "i_rr": I-RR}``, accuracies
+        as fractions in ``[0, 1]`` and the two ratios in percent.
+    """
+    attacks = check_attacks(attacks)
+    test_x, test_y = check_real(test_x, test_y)
+    k = num_classes or int(max(int(labels.max()), int(test_y.max()))) + 1
+    net = train_fresh_net(
+        images,
+        labels,
+        epochs=epochs,
+        lr=lr,
+        seed=seed,
+        batch_size=batch_size,
+        width=width,
+        num_classes=k,
+    )
+    generator = torch.Generator().manual_seed(seed)
+    predictions = attacked_predictions(
+        net,
+        test_x,
+        test_y,
+        attacks,
+        eps=eps,
+        eps_l2=eps_l2,
+        steps=attack_steps,
+        generator=generator,
+    )
+
+    def accuracy(preds: Tensor) -> float:
+        return float((preds == test_y).float().mean())
+
+    with torch.no_grad():
+        result = {"clean": accuracy(net(test_x).argmax(1))}
+    result.update({name: accuracy(predictions[name]) for name in attacks})
+    attacked = [result[name] for name in attacks]
+    result["rr"] = float(robustness_ratio(result["clean"], attacked))
+    result["i_rr"] = float(improved_robustness_ratio(result["clean"], attacked))
+    return result

@@ -1,0 +1,33 @@
+"""Fisher information, entropy and mutual information of Gaussian-smoothed densities.
+
+See README.md in this folder."""
+
+from lightning_info.methods.smoothed_information.callback import SmoothedInformationMonitor
+from lightning_info.methods.smoothed_information.functional import (
+    SmoothedEntropy,
+    SmoothedFisherInformation,
+    SmoothedInformation,
+    SmoothedMutualInformation,
+    fisher_from_mmse,
+    mmse_from_fisher,
+    smoothed_entropy,
+    smoothed_fisher_information,
+    smoothed_information,
+    smoothed_mmse,
+    smoothed_mutual_information,
+)
+
+__all__ = [
+    "SmoothedEntropy",
+    "SmoothedFisherInformation",
+    "SmoothedInformation",
+    "SmoothedInformationMonitor",
+    "SmoothedMutualInformation",
+    "fisher_from_mmse",
+    "mmse_from_fisher",
+    "smoothed_entropy",
+    "smoothed_fisher_information",
+    "smoothed_information",
+    "smoothed_mmse",
+    "smoothed_mutual_information",
+]

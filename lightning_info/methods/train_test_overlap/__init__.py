@@ -1,0 +1,25 @@
+"""Train-test overlap: what developers should publish (Zhang et al., ICML 2025).
+
+See README.md in this folder."""
+
+from lightning_info.methods.train_test_overlap.callback import TrainTestOverlap
+from lightning_info.methods.train_test_overlap.functional import (
+    OverlapReport,
+    TestInstance,
+    compute_overlap,
+    llama2_contamination,
+    read_test_instances,
+    substring_overlap,
+    write_report,
+)
+
+__all__ = [
+    "OverlapReport",
+    "TestInstance",
+    "TrainTestOverlap",
+    "compute_overlap",
+    "llama2_contamination",
+    "read_test_instances",
+    "substring_overlap",
+    "write_report",
+]

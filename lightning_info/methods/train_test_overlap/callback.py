@@ -1,0 +1,227 @@
+"""``TrainTestOverlap``: report train-test n-gram overlap when ``trainer.fit`` starts.
+
+At fit start the callback reads the training text (files on disk, texts given up front, or the
+train dataloader's dataset) and the test instances (JSON-lines files, instances given up front,
+or the data module's ``val``/``test`` datasets), computes
+:func:`~lightning_info.methods.train_test_overlap.functional.compute_overlap`, prints a
+per-benchmark summary table,
+logs its means as scalars to every logger (and the table to W&B when a ``WandbLogger`` is
+attached), and writes ``overlap.json`` / ``overlap.md`` to ``output_dir`` when given.
+
+Distributed: only global rank 0 reads the data and computes (the whole, unsharded datasets);
+the report travels to the other ranks with ``trainer.strategy.broadcast`` (Lightning's own
+collective, which every rank calls), so ``callback.report`` is the same object everywhere and
+only rank 0 prints, logs and writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+
+from lightning_info.core.logging import log_wandb_tables
+from lightning_info.core.validation import require_int
+from lightning_info.methods.train_test_overlap.files import iter_training_texts
+from lightning_info.methods.train_test_overlap.functional import (
+    TOKENIZERS,
+    OverlapReport,
+    TestInstance,
+    compute_overlap,
+    read_test_instances,
+    write_report,
+)
+
+Extractor = str | Callable[[Any], str]
+
+
+def _extract(item: Any, field: Extractor, what: str) -> Any:
+    if callable(field):
+        return field(item)
+    try:
+        if not hasattr(item, "keys"):
+            raise TypeError(f"{type(item).__name__} items have no named fields")
+        return item[field]
+    except (KeyError, IndexError, TypeError) as err:
+        raise ValueError(
+            f"cannot read {what} field {field!r} from a dataset item of type "
+            f"{type(item).__name__}; pass a field name the items have, a callable, or name "
+            "files with `train_files` / `test_files`."
+        ) from err
+
+
+def _existing_paths(paths: Sequence[str] | None, name: str) -> list[str] | None:
+    if paths is None:
+        return None
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    paths = [str(path) for path in paths]
+    missing = [path for path in paths if not Path(path).exists()]
+    if not paths or missing:
+        raise FileNotFoundError(
+            f"`{name}`: {'no paths given' if not paths else f'{missing} do not exist'}; pass "
+            "existing files or folders (relative paths are read from the working directory)."
+        )
+    return paths
+
+
+class TrainTestOverlap(pl.Callback):
+    """Compute and report exact train-test n-gram overlap (HELM metrics) at fit start.
+
+    Args:
+        text_field: field (or callable on an item) giving the text of a training example; also
+            the column read from a saved ``datasets`` dataset in ``train_files``.
+        train_texts: training texts (any iterable of strings, e.g. a ``datasets`` column).
+        train_files: training text on disk instead: text files (one document each, or one per
+            line with ``lines=True``), folders (every file inside) or ``datasets`` datasets saved
+            with ``save_to_disk``. With neither, ``text_field`` is read from every item of the
+            train dataloader's dataset.
+        test_instances: :class:`TestInstance` objects.
+        test_files: JSON-lines files of test instances instead (``input``, ``references`` and
+            optional ``id`` / ``benchmark`` fields; the benchmark defaults to the file's stem).
+            With neither, ``input_field`` and ``references_field`` are read from each item of the
+            data module's ``splits`` datasets, the split name being the benchmark.
+        splits: data-module splits that hold test instances (``"val"``, ``"test"``).
+        input_field, references_field, id_field: fields of a test item (``id_field`` missing:
+            the item's position).
+        n, n_values, tokenizer, max_frequency, chunk_size: as in :func:`compute_overlap`.
+        output_dir: folder for ``overlap.json`` and ``overlap.md``; ``None`` writes nothing.
+    """
+
+    def __init__(
+        self,
+        text_field: Extractor = "text",
+        train_texts: Iterable[str] | None = None,
+        test_instances: Sequence[TestInstance] | None = None,
+        train_files: Sequence[str] | None = None,
+        test_files: Sequence[str] | None = None,
+        lines: bool = False,
+        splits: Sequence[str] = ("val",),
+        input_field: Extractor = "input",
+        references_field: Extractor = "references",
+        id_field: str = "id",
+        n: int = 13,
+        n_values: Sequence[int] = (5, 9, 13),
+        tokenizer: str = "default",
+        max_frequency: int = 10,
+        chunk_size: int = 1000,
+        output_dir: str | None = None,
+    ) -> None:
+        self.n = require_int(n, "n", 1)
+        self.n_values = tuple(require_int(m, "n_values", 1) for m in n_values)
+        self.max_frequency = require_int(max_frequency, "max_frequency", 0)
+        self.chunk_size = require_int(chunk_size, "chunk_size", 1)
+        if tokenizer not in TOKENIZERS:
+            raise ValueError(f"`tokenizer` must be one of {sorted(TOKENIZERS)}, got {tokenizer!r}.")
+        for split in splits:
+            if split not in ("val", "test"):
+                raise ValueError(f"`splits` entries must be 'val' or 'test', got {split!r}.")
+        if train_texts is not None and train_files is not None:
+            raise ValueError("pass `train_texts` or `train_files`, not both.")
+        if test_instances is not None and test_files is not None:
+            raise ValueError("pass `test_instances` or `test_files`, not both.")
+        train_files = _existing_paths(train_files, "train_files")
+        if train_files is not None and not isinstance(text_field, str):
+            raise ValueError("with `train_files`, `text_field` must be a column name.")
+        test_files = _existing_paths(test_files, "test_files")
+        if test_instances is None and test_files is None and not splits:
+            raise ValueError(
+                "pass `test_instances`, `test_files` or at least one split in `splits`."
+            )
+        if test_instances is not None:
+            test_instances = list(test_instances)
+            if not test_instances or not all(isinstance(i, TestInstance) for i in test_instances):
+                raise ValueError("`test_instances` must be a non-empty list of TestInstance.")
+        self.text_field = text_field
+        self.train_texts = train_texts
+        self.test_instances = test_instances
+        self.train_files, self.test_files, self.lines = train_files, test_files, lines
+        self.splits = tuple(splits)
+        self.input_field, self.references_field, self.id_field = (
+            input_field,
+            references_field,
+            id_field,
+        )
+        self.tokenizer = tokenizer
+        self.output_dir = output_dir
+        self.report: OverlapReport | None = None
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        payload = None
+        if trainer.is_global_zero:
+            payload = self.compute(trainer, pl_module).to_dict()
+        payload = trainer.strategy.broadcast(payload, src=0)
+        self.report = OverlapReport.from_dict(payload)
+        if trainer.is_global_zero:
+            self._log(trainer)
+
+    def compute(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> OverlapReport:
+        """Read the texts and compute the report on this process (no collective)."""
+        return compute_overlap(
+            self._test_instances(trainer),
+            self._train_texts(trainer, pl_module),
+            n=self.n,
+            n_values=self.n_values,
+            tokenizer=self.tokenizer,
+            max_frequency=self.max_frequency,
+            chunk_size=self.chunk_size,
+        )
+
+    def _train_texts(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> Iterable[str]:
+        if self.train_texts is not None:
+            return self.train_texts
+        if self.train_files is not None:
+            return iter_training_texts(self.train_files, self.text_field, self.lines)
+        source = trainer.datamodule if trainer.datamodule is not None else pl_module
+        loader = source.train_dataloader()
+        dataset = getattr(loader, "dataset", None)
+        if dataset is None:
+            raise ValueError("the train dataloader has no `dataset`; pass `train_texts=`.")
+        return (_extract(item, self.text_field, "text") for item in dataset)
+
+    def _test_instances(self, trainer: pl.Trainer) -> list[TestInstance]:
+        if self.test_instances is not None:
+            return self.test_instances
+        if self.test_files is not None:
+            return [i for path in self.test_files for i in read_test_instances(path)]
+        data = trainer.datamodule
+        if data is None:
+            raise ValueError(
+                "TrainTestOverlap reads test splits from a LightningDataModule; "
+                "attach one or pass `test_instances=`."
+            )
+        instances = []
+        for split in self.splits:
+            loader = getattr(data, f"{split}_dataloader")()
+            loaders = loader if isinstance(loader, (list, tuple)) else [loader]
+            for k, lo in enumerate(loaders):
+                benchmark = split if len(loaders) == 1 else f"{split}/{k}"
+                for position, item in enumerate(lo.dataset):
+                    ident = (
+                        item.get(self.id_field, position) if isinstance(item, dict) else position
+                    )
+                    instances.append(
+                        TestInstance(
+                            id=str(ident),
+                            input=_extract(item, self.input_field, "input"),
+                            references=_extract(item, self.references_field, "references"),
+                            benchmark=benchmark,
+                        )
+                    )
+        return instances
+
+    def _log(self, trainer: pl.Trainer) -> None:
+        report = self.report
+        print(f"\n{report.to_markdown()}", flush=True)
+        scalars = {
+            f"overlap/{benchmark}/{key}": float(value)
+            for benchmark, stats in report.summary.items()
+            for key, value in stats.items()
+        }
+        for logger in trainer.loggers:
+            logger.log_metrics(scalars, step=trainer.global_step)
+        log_wandb_tables(trainer.loggers, {"overlap/summary": report.summary_table()})
+        if self.output_dir is not None:
+            write_report(report, Path(self.output_dir) / "overlap")

@@ -1,0 +1,64 @@
+"""Train-test overlap report without training.
+
+Usage::
+
+    python -m lightning_info.methods.train_test_overlap.cli --train FILE_OR_DIR... --test TEST.jsonl
+        [--n 13] [--n-values 5 9 13] [--tokenizer default] [--max-frequency 10]
+        [--text-field text] [--output DIR]
+
+``--train`` takes text files (one document per file, or one per line with ``--lines``), folders
+(every file inside, recursively) or a ``datasets`` dataset saved with ``save_to_disk`` (a folder
+holding ``dataset_info.json``; its ``--text-field`` column is read). ``--test`` takes JSON-lines
+files whose lines have ``input`` and ``references`` fields (optional ``id`` and ``benchmark``).
+The summary table is printed; ``--output`` also writes ``overlap.json`` and ``overlap.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from lightning_info.methods.train_test_overlap.files import iter_training_texts
+from lightning_info.methods.train_test_overlap.functional import (
+    TOKENIZERS,
+    compute_overlap,
+    read_test_instances,
+    write_report,
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--train", nargs="+", required=True, help="text files, folders, datasets")
+    parser.add_argument("--test", nargs="+", required=True, help="JSON-lines test instances")
+    parser.add_argument("--n", type=int, default=13)
+    parser.add_argument("--n-values", type=int, nargs="*", default=[5, 9, 13])
+    parser.add_argument("--tokenizer", choices=sorted(TOKENIZERS), default="default")
+    parser.add_argument("--max-frequency", type=int, default=10)
+    parser.add_argument("--text-field", default="text")
+    parser.add_argument("--lines", action="store_true", help="one training document per line")
+    parser.add_argument("--chunk-size", type=int, default=1000)
+    parser.add_argument("--processes", type=int, default=1)
+    parser.add_argument("--output", default=None, help="folder for overlap.json and overlap.md")
+    args = parser.parse_args(argv)
+    instances = [i for path in args.test for i in read_test_instances(path)]
+    report = compute_overlap(
+        instances,
+        iter_training_texts(args.train, args.text_field, args.lines),
+        n=args.n,
+        n_values=args.n_values,
+        tokenizer=args.tokenizer,
+        max_frequency=args.max_frequency,
+        chunk_size=args.chunk_size,
+        processes=args.processes,
+    )
+    print(report.to_markdown())
+    if args.output is not None:
+        for written in write_report(report, Path(args.output) / "overlap"):
+            print(f"wrote {written}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
