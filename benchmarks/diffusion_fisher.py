@@ -48,6 +48,7 @@ from torch import Tensor
 
 from lightning_info.core.logging import markdown_table
 from lightning_info.core.threads import torch_threads
+from lightning_info.core.timing import format_ratio, timed
 from lightning_info.diffusion.noise_schedules import VPSchedule
 from lightning_info.methods.diffusion_fisher.functional import (
     diffusion_fisher_mvp,
@@ -109,9 +110,8 @@ def _time(runs: dict[str, Callable[[], Tensor]], repeats: int) -> tuple[dict, di
     seconds: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeats):
         for name, run in runs.items():
-            start = time.perf_counter()
-            results[name] = run()
-            seconds[name].append(time.perf_counter() - start)
+            elapsed, results[name] = timed(run)
+            seconds[name].append(elapsed)
     return {name: statistics.median(s) for name, s in seconds.items()}, results
 
 
@@ -157,11 +157,6 @@ def measure(
     }
 
 
-def _ratio(value: float, base: float) -> str:
-    ratio = value / base
-    return f"{ratio:.0f}x" if ratio >= 100 else f"{ratio:.3g}x"
-
-
 def _rows(results: list[dict[str, Any]], kind: str, methods: Sequence[str]) -> list[list[str]]:
     rows = []
     for r in results:
@@ -173,7 +168,7 @@ def _rows(results: list[dict[str, Any]], kind: str, methods: Sequence[str]) -> l
                     str(r["d"]),
                     method,
                     f"{1e3 * seconds[method]:.2f}",
-                    _ratio(seconds[method], seconds["DF"]),
+                    format_ratio(seconds[method], seconds["DF"]),
                     f"{errors[method]:.1e}",
                 ]
             )

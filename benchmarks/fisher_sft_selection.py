@@ -61,6 +61,7 @@ from torch import Tensor
 from lightning_info.core.blocks import TokenBlocks
 from lightning_info.core.logging import markdown_table
 from lightning_info.core.threads import torch_threads
+from lightning_info.core.timing import format_ratio, timed
 from lightning_info.methods.fisher_sft.functional import Selection, fisher_greedy_select
 from lightning_info.methods.fisher_sft.sampler import select_subset
 
@@ -166,12 +167,6 @@ def mean_pooled(blocks: TokenBlocks) -> np.ndarray:
     return np.stack([b.to(torch.float64).mean(0).numpy() for b in blocks.to_list()])
 
 
-def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    start = time.perf_counter()
-    result = fn()
-    return time.perf_counter() - start, result
-
-
 def time_selection(
     pool: TokenBlocks,
     budget: int,
@@ -194,7 +189,7 @@ def time_selection(
     selections: dict[str, Selection | None] = dict.fromkeys(METHODS)
     for _ in range(repeats):
         for method in list(active):
-            elapsed, selection = _timed(runs[method])
+            elapsed, selection = timed(runs[method])
             if selection is None:
                 active.remove(method)
                 seconds[method] = []
@@ -221,7 +216,7 @@ def compare_submodlib(pool: TokenBlocks, budget: int, lam: float, repeats: int) 
     shift = math.log(lam)
     ours_seconds, kernel_seconds, maximize_seconds = [], [], []
     for _ in range(repeats):
-        elapsed, ours = _timed(
+        elapsed, ours = timed(
             lambda: fisher_greedy_select(pool, budget, lam=lam, pooling="mean", method="lazy")
         )
         ours_seconds.append(elapsed)
@@ -292,13 +287,6 @@ def _seconds(value: float | None) -> str:
     return "skipped (too slow)" if value is None else f"{value:.3f}"
 
 
-def _ratio(numerator: float | None, denominator: float | None) -> str:
-    if numerator is None or denominator is None:
-        return "-"
-    ratio = numerator / denominator
-    return f"{ratio:.0f}x" if ratio >= 100 else f"{ratio:.3g}x"
-
-
 def _timing_row(pool_name: str, row: dict[str, Any]) -> list[str]:
     s, e = row["seconds"], row["evaluations"]
     evaluations = " / ".join("-" if e[m] is None else str(e[m]) for m in METHODS)
@@ -306,9 +294,9 @@ def _timing_row(pool_name: str, row: dict[str, Any]) -> list[str]:
         pool_name,
         str(row["pool_size"]),
         *(_seconds(s[m]) for m in METHODS),
-        _ratio(s["naive"], s["lazy"]),
-        _ratio(s["textbook"], s["naive"]),
-        _ratio(s["textbook"], s["lazy"]),
+        format_ratio(s["naive"], s["lazy"]),
+        format_ratio(s["textbook"], s["naive"]),
+        format_ratio(s["textbook"], s["lazy"]),
         evaluations,
         ("yes" if row["identical"] else "NO") + f" ({', '.join(row['compared'])})",
     ]
@@ -396,8 +384,8 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
                 f"{1e3 * r['ours_seconds']:.1f}",
                 f"{1e3 * r['kernel_seconds']:.1f}",
                 f"{1e3 * r['maximize_seconds']:.1f}",
-                _ratio(r["kernel_seconds"] + r["maximize_seconds"], r["ours_seconds"]),
-                _ratio(r["maximize_seconds"], r["ours_seconds"]),
+                format_ratio(r["kernel_seconds"] + r["maximize_seconds"], r["ours_seconds"]),
+                format_ratio(r["maximize_seconds"], r["ours_seconds"]),
                 "yes" if r["agree"] else "NO",
                 f"{r['max_gain_difference']:.1e}",
             ]

@@ -31,11 +31,10 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
-import time
 from collections.abc import Callable
 
 from lightning_info.core.logging import markdown_table
+from lightning_info.core.timing import median_time
 from lightning_info.lm.corpus import stdlib_docstrings
 from lightning_info.methods.train_test_overlap.functional import (
     NgramIndex,
@@ -76,15 +75,6 @@ def naive_counts(instances, corpus, n, windows: Callable) -> dict[tuple, int]:
 
 def tuple_windows(tokens: list[str], n: int):
     return zip(*(tokens[i:] for i in range(n)))
-
-
-def median_time(fn: Callable, repeats: int) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
 
 
 def main() -> None:

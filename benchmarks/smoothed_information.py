@@ -62,7 +62,7 @@ import math
 import os
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -70,6 +70,7 @@ from torch import Tensor
 
 from lightning_info.core.logging import markdown_table
 from lightning_info.core.threads import torch_threads
+from lightning_info.core.timing import format_ratio, timed
 from lightning_info.methods.smoothed_information.functional import (
     smoothed_entropy,
     smoothed_information,
@@ -175,12 +176,6 @@ def _runs(x: Tensor, y: Tensor, t: float, seed: int, args: argparse.Namespace) -
     return {"de_bruijn": de_bruijn, "plug_in": plug_in, "kl": knn_entropy, "ksg": ksg}
 
 
-def _timed(fn: Callable[[], tuple[float, float]]) -> tuple[float, tuple[float, float]]:
-    start = time.perf_counter()
-    result = fn()
-    return time.perf_counter() - start, result
-
-
 def measure(
     distribution: str, size: int, dim: int, t: float, args: argparse.Namespace
 ) -> dict[str, Any]:
@@ -192,7 +187,7 @@ def measure(
     for seed in range(args.seed, args.seed + args.seeds):
         x, y = sample(distribution, size, dim, t, seed)
         for name, run in _runs(x, y, t, seed, args).items():
-            elapsed, value = _timed(run)
+            elapsed, value = timed(run)
             seconds[name].append(elapsed)
             values[name].append(value)
     median = {name: statistics.median(s) for name, s in seconds.items()}
@@ -283,10 +278,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def _ratio(ratio: float) -> str:
-    return f"{ratio:.0f}x" if ratio >= 100 else f"{ratio:.3g}x"
-
-
 def _milliseconds(seconds: float) -> str:
     return f"{1e3 * seconds:.0f}" if seconds >= 0.1 else f"{1e3 * seconds:.2f}"
 
@@ -307,7 +298,7 @@ def _rows(results: list[dict[str, Any]], quantity: str, methods: Sequence[str]) 
                     f"{s['mean_abs_error']:.4f}",
                     f"{s['bias']:+.4f}",
                     _milliseconds(s["seconds"]),
-                    _ratio(s["ratio"]),
+                    format_ratio(s["ratio"]),
                 ]
             )
     return rows
@@ -330,7 +321,7 @@ def _summary(results: list[dict[str, Any]], quantity: str, methods: Sequence[str
                 m,
                 f"{statistics.fmean(errors):.4f}",
                 f"{near_best} / {len(results)}",
-                _ratio(math.exp(log_ratio)),
+                format_ratio(math.exp(log_ratio)),
             ]
         )
     return rows

@@ -22,6 +22,7 @@ from lightning_info import (
     InceptionTimeClassifier,
     LinearAsymmetricActorCritic,
     LinearSchedule,
+    MLPClassifier,
     MSPScorer,
     PosthocScoring,
     PSIScorer,
@@ -142,6 +143,15 @@ def tiny_fragment_audit() -> FragmentExtractionAudit:
     return FragmentExtractionAudit(attack, model(1), [model(2)], tokenizer, n_splits=2)
 
 
+EXEMPT = {
+    "DocstringSFTDataModule": "the FisherSFT recipe's data module: it trains a BPE tokenizer and "
+    "pretrains a base model on the standard library's docstrings (minutes), so "
+    "tests/methods/fisher_sft/test_study.py runs it end to end once; its FisherSubsetDataModule "
+    "base has a row",
+    "_TextChunks": "private pretraining data of DocstringSFTDataModule",
+}
+"""Lightning classes of the package without a row, and why (checked by discovery)."""
+
 PLUGINS = [
     PluginCase(
         id="FisherConstraint",
@@ -207,6 +217,11 @@ PLUGINS = [
         ],
         callback_yaml="posthoc_scoring.yaml",
         expected_callback=PosthocScoring,
+    ),
+    PluginCase(
+        id="MLPClassifier-DigitsDataModule",
+        make_model=lambda: MLPClassifier(64, 3, hidden=[8]),
+        make_data=tiny_digits,
     ),
     PluginCase(
         id="AsymmetricActorCritic-CartPole", make_model=tiny_deep_actor_critic, make_data=None

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import pkgutil
 
 import pytest
 import torch
 import yaml
-from lightning.pytorch import Callback, Trainer, seed_everything
+from lightning.pytorch import (
+    Callback,
+    LightningDataModule,
+    LightningModule,
+    Trainer,
+    seed_everything,
+)
 from lightning.pytorch.cli import LightningCLI
 
 import lightning_info
 from lightning_info.configs import callback_config
-from tests.plugin_table import PLUGINS, PluginCase
+from tests.plugin_table import EXEMPT, PLUGINS, PluginCase
 from tests.tiny import QUIET, ReleaseProcessGroup, TinyClassifier, TinyDataModule
 
 CASES = [pytest.param(case, id=case.id) for case in PLUGINS]
@@ -146,3 +154,29 @@ def test_every_exported_callback_has_a_table_row():
     }
     in_table = {case.expected_callback for case in PLUGINS}
     assert exported <= in_table, f"callbacks without a row: {exported - in_table}"
+
+
+def test_every_lightning_class_of_the_package_has_a_row_or_an_exemption():
+    lightning_types = (Callback, LightningModule, LightningDataModule)
+    defined = set()
+    for info in pkgutil.walk_packages(lightning_info.__path__, "lightning_info."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        defined |= {
+            obj
+            for obj in vars(module).values()
+            if inspect.isclass(obj)
+            and obj.__module__ == module.__name__
+            and issubclass(obj, lightning_types)
+        }
+    covered = set()
+    for case in PLUGINS:
+        built = [case.make_model(), *case.make_callbacks()]
+        if case.make_data is not None:
+            built.append(case.make_data(8))
+        covered |= {cls for obj in built for cls in type(obj).__mro__}
+    missing = {cls.__qualname__ for cls in defined - covered} - set(EXEMPT)
+    assert not missing, f"add a plugin-table row or an EXEMPT entry for {sorted(missing)}"
+    stale = set(EXEMPT) - {cls.__qualname__ for cls in defined - covered}
+    assert not stale, f"EXEMPT lists classes that have a row or no longer exist: {sorted(stale)}"
