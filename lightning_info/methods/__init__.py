@@ -1,1 +1,2 @@
-"""One package per paper; each holds its functional core, Lightning shell, study and card."""
+"""One package per paper: its functional core, Lightning shell, card (README.md) and, where the
+recipe needs more than fit and test, its study."""

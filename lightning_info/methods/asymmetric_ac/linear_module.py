@@ -1,5 +1,6 @@
 """The linear (tabular) natural actor-critic of Lambrechts, Ernst & Mahajan (ICML 2025) as a
-LightningModule: one training step is one actor-critic round of :mod:`linear_ac`.
+LightningModule: one training step is one actor-critic round of
+:mod:`~lightning_info.methods.asymmetric_ac.functional`.
 """
 
 from __future__ import annotations

@@ -9,10 +9,11 @@ The constraint ``tr F_hat <= eps`` is enforced after backward by rescaling the g
 
     g <- g * min(1, sqrt(eps) / (||g||_2 + 1e-6)),                               (FIC rescale)
 
-which is the paper's ``g * sqrt(min(1, eps / (tr F_hat + 1e-6)))`` with the stabiliser moved under
-the square root, i.e. exactly global gradient-norm clipping at ``sqrt(eps)``. The alternative of the
-paper adds the Fisher term to the objective instead, ``L + lambda * max(0, tr F_hat - eps)``, whose
-gradient needs a double backward (``g + 2 lambda H g`` when the hinge is active).
+which is the paper's ``g * sqrt(min(1, eps / (tr F_hat + 1e-6)))`` with the stabiliser moved out
+from under the square root (onto ``||g||``), i.e. exactly global gradient-norm clipping at
+``sqrt(eps)``. The alternative of the paper adds the Fisher term to the objective instead,
+``L + lambda * max(0, tr F_hat - eps)``, whose gradient needs a double backward
+(``g + 2 lambda H g`` when the hinge is active).
 """
 
 from __future__ import annotations
