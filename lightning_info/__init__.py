@@ -85,16 +85,19 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "compute_overlap",
     ),
     "lightning_info.nn": ("MLPClassifier",),
-    "lightning_info.scoring": (
+    "lightning_info.methods.ood_shaping": (
         "FeatureShapingScorer",
-        "MSPScorer",
-        "PMIScorer",
-        "PosthocScorer",
-        "PosthocScoring",
-        "PSIScorer",
-        "PVIScorer",
+        "OODShapingReport",
         "tune",
     ),
+    "lightning_info.methods.pointwise_confidence": (
+        "MSPScorer",
+        "PMIScorer",
+        "PSIScorer",
+        "PVIScorer",
+        "PosthocScoring",
+    ),
+    "lightning_info.scoring": ("PosthocScorer",),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 

@@ -1,8 +1,9 @@
 """Post-hoc scoring recipe: confidence (MSP, temperature, PMI, PVI, PSI) and OOD shaping.
 
 Trains an MLP on sklearn's bundled digits 0-4, then the ``PosthocScoring`` callback fits every
-scorer on the validation split and reports, on the test split, the failure-prediction table and
-the OOD table (energy, ReAct, VRA, PLF; OOD = digits 5-9, noise, pixel-shuffled digits). Any
+confidence scorer on the validation split and reports the failure-prediction table on the test
+split, and ``OODShapingReport`` the OOD table (energy, ReAct, VRA, PLF; OOD = digits 5-9, noise,
+pixel-shuffled digits). Any
 LightningCLI flag overrides ``recipes/posthoc_scoring.yaml``, e.g.::
 
     python recipes/posthoc_scoring.py --trainer.max_epochs=10 --trainer.logger=CSVLogger
@@ -13,6 +14,7 @@ from lightning.pytorch.cli import LightningCLI
 
 from lightning_info import DigitsDataModule, MLPClassifier
 from lightning_info.core.logging import finish_wandb_runs
+from lightning_info.scoring import PosthocReport
 from lightning_info.recipes.cli import recipe_cli
 
 
@@ -29,8 +31,8 @@ def main(args=None):
         cli.trainer.test(cli.model, datamodule=cli.datamodule)
     finally:
         finish_wandb_runs(cli.trainer.loggers)
-    (scoring,) = [cb for cb in cli.trainer.callbacks if type(cb).__name__ == "PosthocScoring"]
-    return scoring.tables
+    reports = [cb for cb in cli.trainer.callbacks if isinstance(cb, PosthocReport)]
+    return {name: table for report in reports for name, table in report.tables.items()}
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from lightning_info import (
     LinearSchedule,
     MLPClassifier,
     MSPScorer,
+    OODShapingReport,
     PosthocScoring,
     PSIScorer,
     ROMEDistillation,
@@ -212,11 +213,16 @@ PLUGINS = [
     ),
     PluginCase(
         id="PosthocScoring",
-        make_callbacks=lambda: [
-            PosthocScoring(scorers=[MSPScorer(), PSIScorer(num_directions=4)], shapers=[])
-        ],
+        make_callbacks=lambda: [PosthocScoring(scorers=[MSPScorer(), PSIScorer(num_directions=4)])],
         callback_yaml="posthoc_scoring.yaml",
         expected_callback=PosthocScoring,
+    ),
+    PluginCase(
+        id="OODShapingReport-DigitsDataModule",
+        make_model=lambda: MLPClassifier(64, 3, hidden=[8]),
+        make_callbacks=lambda: [OODShapingReport(shapers=["identity", "react"], tune_trials=2)],
+        make_data=tiny_digits,
+        expected_callback=OODShapingReport,
     ),
     PluginCase(
         id="MLPClassifier-DigitsDataModule",

@@ -23,13 +23,13 @@ from lightning_info.methods.fisher_sft.functional import (
     prepare_blocks,
 )
 from lightning_info.methods.fisher_sft.sampler import select_subset
+from lightning_info.methods.pointwise_confidence.scorers import PSIScorer
 from lightning_info.methods.rome.attacks import fgsm, pgd
 from lightning_info.methods.train_test_overlap.functional import (
     TestInstance,
     compute_overlap,
     substring_overlap,
 )
-from lightning_info.scoring.pointwise import PSIScorer
 
 META = "meta device .*materialise it"
 

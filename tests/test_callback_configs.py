@@ -23,6 +23,7 @@ from lightning.pytorch.demos.boring_classes import BoringDataModule, BoringModel
 from transformers import AutoModelForCausalLM
 
 import lightning_info
+from lightning_info import DigitsDataModule, MLPClassifier
 from lightning_info.configs import callback_config, callback_configs
 from lightning_info.lm.tiny_lm import tiny_causal_lm
 from lightning_info.methods.prism.fragments import build_attack_set, synthetic_records
@@ -93,7 +94,6 @@ def test_posthoc_scoring_refuses_unlabelled_batches_then_scores_a_classifier():
     run = cli(
         "posthoc_scoring",
         "--trainer.max_epochs=1",
-        "--trainer.callbacks.shapers=[]",
         model=TinyClassifier,
         data=TinyDataModule,
     )
@@ -101,6 +101,26 @@ def test_posthoc_scoring_refuses_unlabelled_batches_then_scores_a_classifier():
     assert fit(run).state.finished
     scorers = [row[0] for row in callback.tables["failure"][1]]
     assert scorers == ["MSP", "MSP (temperature)", "PMI", "PVI", "PSI"]
+
+
+def test_ood_shaping_needs_ood_sets_then_reports_on_digits():
+    run = cli("ood_shaping", "--trainer.fast_dev_run=true")
+    with pytest.raises(ValueError, match="needs `ood_dataloaders"):
+        fit(run)
+    assert run.trainer.global_step == 0
+    run = cli(
+        "ood_shaping",
+        "--trainer.max_epochs=1",
+        "--trainer.callbacks.tune_trials=2",
+        "--model.input_dim=64",
+        "--model.num_classes=3",
+        "--data.classes=3",
+        model=MLPClassifier,
+        data=DigitsDataModule,
+    )
+    callback = attached(run, lightning_info.OODShapingReport)
+    assert fit(run).state.finished
+    assert [row[0] for row in callback.tables["ood"][1]] == ["energy", "react", "vra", "plf"]
 
 
 def test_train_test_overlap_reads_files_named_in_the_config(tmp_path):
@@ -177,6 +197,7 @@ YAML_TESTS = {
     "fisher_constraint": test_fisher_constraint,
     "smoothed_information": test_smoothed_information_reads_the_last_linear_input_by_default,
     "posthoc_scoring": test_posthoc_scoring_refuses_unlabelled_batches_then_scores_a_classifier,
+    "ood_shaping": test_ood_shaping_needs_ood_sets_then_reports_on_digits,
     "train_test_overlap": test_train_test_overlap_reads_files_named_in_the_config,
     "fragment_extraction_audit": test_fragment_extraction_audit_names_everything_on_disk,
 }

@@ -294,15 +294,16 @@ def test_asymmetric_ac_logs_the_tabular_plots_to_wandb(tmp_path, monkeypatch):
     assert sorted(n.split("_")[0] for n in images) == ["actor", "critic"]
 
 
-def test_posthoc_scoring_recipe_prints_both_tables(tmp_path, capsys):
+def test_posthoc_scoring_recipe_prints_both_tables(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the confidence report writes to its configured results/
     tables = _recipe("posthoc_scoring").main(
         [
             "--trainer.max_epochs=2",
             "--trainer.enable_progress_bar=false",
             "--trainer.logger=false",
             f"--trainer.default_root_dir={tmp_path}",
-            f"--trainer.callbacks.init_args.output_dir={tmp_path}",
-            "--trainer.callbacks.init_args.tune_trials=3",
+            f"--trainer.callbacks.output_dir={tmp_path}",
+            "--trainer.callbacks.tune_trials=3",
         ]
     )
     failure_columns, failure = tables["failure"]
@@ -312,7 +313,7 @@ def test_posthoc_scoring_recipe_prints_both_tables(tmp_path, capsys):
     for row in failure:
         assert 0.0 <= float(row[failure_columns.index("AUROC")]) <= 1.0
     printed = capsys.readouterr().out
-    assert (tmp_path / "posthoc_scoring.md").read_text().strip() in printed
+    assert (tmp_path / "ood_shaping.md").read_text().strip() in printed
 
 
 def test_diffusion_fisher_recipe_prints_the_three_tables(tmp_path, capsys):

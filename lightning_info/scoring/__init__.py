@@ -1,63 +1,9 @@
-"""Post-hoc scoring of a trained classifier from its penultimate features and logits.
+"""The post-hoc scoring API shared by the confidence and OOD-shaping methods: a scorer fitted on a
+trained classifier's penultimate features and logits (:class:`PosthocScorer`), the hook that
+collects them (:func:`collect_outputs`) and the end-of-fit report Callback base
+(:class:`PosthocReport`)."""
 
-One scorer API (:class:`PosthocScorer`: fit on in-distribution outputs, score new ones,
-save/load) for pointwise-information confidence (PMI, PVI, PSI; Wongso, Ghosh & Motani, ICML
-2025) and OOD feature shaping (ReAct, VRA and the piecewise-linear shaper of Mondal, Jiang &
-Sundaramoorthi, ICML 2025), failure-prediction and OOD metrics, and the :class:`PosthocScoring`
-callback that reports both after training.
-"""
+from lightning_info.scoring.base import PosthocScorer, check_outputs
+from lightning_info.scoring.report import PosthocReport, collect_outputs
 
-from lightning_info.scoring.base import PosthocScorer
-from lightning_info.scoring.callback import PosthocScoring, collect_outputs, default_scorers
-from lightning_info.scoring.metrics import (
-    AURC,
-    EAURC,
-    OODAUROC,
-    AdaptiveCalibrationError,
-    AUPRError,
-    AUPRSuccess,
-    BrierScore,
-    ExpectedCalibrationError,
-    FailureAUROC,
-    FailureFPRAt95TPR,
-    NegativeLogLikelihood,
-    OODFPRAt95TPR,
-)
-from lightning_info.scoring.pointwise import (
-    MSPScorer,
-    PMIScorer,
-    PSIScorer,
-    PVIScorer,
-    fit_temperature,
-)
-from lightning_info.scoring.shaping import PLF, VRA, FeatureShapingScorer, Identity, ReAct, tune
-
-__all__ = [
-    "AURC",
-    "AUPRError",
-    "AUPRSuccess",
-    "AdaptiveCalibrationError",
-    "BrierScore",
-    "EAURC",
-    "ExpectedCalibrationError",
-    "FailureAUROC",
-    "FailureFPRAt95TPR",
-    "FeatureShapingScorer",
-    "Identity",
-    "MSPScorer",
-    "NegativeLogLikelihood",
-    "OODAUROC",
-    "OODFPRAt95TPR",
-    "PLF",
-    "PMIScorer",
-    "PSIScorer",
-    "PVIScorer",
-    "PosthocScorer",
-    "PosthocScoring",
-    "ReAct",
-    "VRA",
-    "collect_outputs",
-    "default_scorers",
-    "fit_temperature",
-    "tune",
-]
+__all__ = ["PosthocReport", "PosthocScorer", "check_outputs", "collect_outputs"]

@@ -11,10 +11,30 @@ import torch
 from sklearn.metrics import average_precision_score, log_loss, roc_auc_score, roc_curve
 from torchmetrics.classification import MulticlassCalibrationError
 
-from lightning_info.scoring.metrics import (
+from lightning_info.measures.ranking import average_precision, binary_auroc, fpr_at_tpr
+from lightning_info.methods.ood_shaping.metrics import (
+    OODAUROC,
+    OODFPRAt95TPR,
+    fpr_at_95_tpr,
+    ood_auroc,
+)
+from lightning_info.methods.pointwise_confidence.functional import (
+    adaptive_calibration_error,
+    aupr_error,
+    aupr_success,
+    aurc,
+    brier_score,
+    e_aurc,
+    expected_calibration_error,
+    failure_auroc,
+    failure_fpr_at_95_tpr,
+    negative_log_likelihood,
+    optimal_aurc,
+    top_label_confidence,
+)
+from lightning_info.methods.pointwise_confidence.metrics import (
     AURC,
     EAURC,
-    OODAUROC,
     AdaptiveCalibrationError,
     AUPRError,
     AUPRSuccess,
@@ -23,24 +43,6 @@ from lightning_info.scoring.metrics import (
     FailureAUROC,
     FailureFPRAt95TPR,
     NegativeLogLikelihood,
-    OODFPRAt95TPR,
-    adaptive_calibration_error,
-    aupr_error,
-    aupr_success,
-    aurc,
-    average_precision,
-    binary_auroc,
-    brier_score,
-    e_aurc,
-    expected_calibration_error,
-    failure_auroc,
-    failure_fpr_at_95_tpr,
-    fpr_at_95_tpr,
-    fpr_at_tpr,
-    negative_log_likelihood,
-    ood_auroc,
-    optimal_aurc,
-    top_label_confidence,
 )
 
 EXACT = {"rtol": 0.0, "atol": 1e-12}

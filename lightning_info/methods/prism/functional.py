@@ -29,7 +29,7 @@ from torch import Tensor
 
 from lightning_info.core.validation import require_int, require_non_negative
 from lightning_info.lm.features import check_causal_lm, padded_batches
-from lightning_info.scoring.metrics import binary_auroc
+from lightning_info.measures.ranking import binary_auroc
 
 __all__ = [
     "DEFAULT_FPR_LEVELS",

@@ -9,18 +9,17 @@ import pytest
 import torch
 from torch import nn
 
-from lightning_info.scoring.metrics import ood_auroc
-from lightning_info.scoring.shaping import (
+from lightning_info.methods.ood_shaping.functional import (
     PLF,
     SHAPERS,
     VRA,
     FeatureQuantiles,
-    FeatureShapingScorer,
     ReAct,
     energy_score,
     piecewise_linear,
-    tune,
 )
+from lightning_info.methods.ood_shaping.metrics import ood_auroc
+from lightning_info.methods.ood_shaping.scorer import FeatureShapingScorer, tune
 
 
 def _layer(d=8, k=5, seed=0):

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from lightning_info.scoring.pointwise import (
+from lightning_info.methods.pointwise_confidence.scorers import (
     MSPScorer,
     PMIScorer,
     PSIScorer,

@@ -1,4 +1,5 @@
-"""PosthocScoring end to end on digits 0-4: its tables against metrics recomputed independently."""
+"""PosthocScoring and OODShapingReport end to end on digits 0-4: their tables against metrics
+recomputed independently."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from sklearn.metrics import roc_auc_score
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_info import DigitsDataModule, MLPClassifier
-from lightning_info.scoring import MSPScorer, PosthocScoring, PSIScorer, collect_outputs
-from lightning_info.scoring.shaping import FeatureShapingScorer
-from tests.tiny import QUIET
+from lightning_info.methods.ood_shaping import FeatureShapingScorer, OODShapingReport
+from lightning_info.methods.pointwise_confidence.callback import PosthocScoring
+from lightning_info.methods.pointwise_confidence.scorers import MSPScorer, PSIScorer
+from lightning_info.scoring.report import collect_outputs
+from tests.tiny import QUIET, TinyDataModule
 
 
 @pytest.fixture(scope="module")
@@ -23,28 +26,25 @@ def trained(tmp_path_factory):
     seed_everything(0)
     data = DigitsDataModule(classes=5, test_fraction=0.5, val_fraction=0.3, batch_size=64)
     model = MLPClassifier(64, 5, hidden=[32])
-    scoring = PosthocScoring(
-        scorers=[MSPScorer(), PSIScorer(num_directions=20)],
-        shapers=["identity", "react"],
-        tune_trials=5,
-        output_dir=str(tmp_path_factory.mktemp("scoring")),
-    )
+    out = str(tmp_path_factory.mktemp("scoring"))
+    scoring = PosthocScoring(scorers=[MSPScorer(), PSIScorer(num_directions=20)], output_dir=out)
+    shaping = OODShapingReport(shapers=["identity", "react"], tune_trials=5, output_dir=out)
     trainer = Trainer(
         max_epochs=4,
         logger=False,
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
-        callbacks=[scoring],
+        callbacks=[scoring, shaping],
         default_root_dir=tmp_path_factory.mktemp("runs"),
     )
     trainer.fit(model, datamodule=data)
-    return data, model, scoring
+    return data, model, {**scoring.tables, **shaping.tables}, out
 
 
 def test_failure_table_matches_sklearn(trained):
-    data, model, scoring = trained
-    columns, rows = scoring.tables["failure"]
+    data, model, tables, _ = trained
+    columns, rows = tables["failure"]
     assert [r[0] for r in rows] == ["MSP", "PSI"]
     features, logits, labels = collect_outputs(model, model.head, data.test_dataloader())
     msp = logits.softmax(1).amax(1)
@@ -55,8 +55,8 @@ def test_failure_table_matches_sklearn(trained):
 
 
 def test_ood_table_energy_row_matches_a_direct_computation(trained):
-    data, model, scoring = trained
-    columns, rows = scoring.tables["ood"]
+    data, model, tables, _ = trained
+    columns, rows = tables["ood"]
     assert [r[0] for r in rows] == ["energy", "react"]
     sets, kinds = ("digits", "noise", "shuffled"), ("AUROC", "FPR@95")
     assert columns[1:] == [f"{name} {metric}" for name in sets for metric in kinds]
@@ -72,10 +72,21 @@ def test_ood_table_energy_row_matches_a_direct_computation(trained):
 
 
 def test_outputs_are_written(trained):
-    _, _, scoring = trained
-    text = (Path(scoring.output_dir) / "posthoc_scoring.md").read_text()
-    assert "failure prediction" in text and "OOD detection" in text
-    assert (Path(scoring.output_dir) / "posthoc_reliability.png").exists()
+    *_, out = trained
+    assert "failure prediction" in (Path(out) / "posthoc_scoring.md").read_text()
+    assert "OOD detection" in (Path(out) / "ood_shaping.md").read_text()
+    assert (Path(out) / "posthoc_reliability.png").exists()
+
+
+def test_ood_report_needs_ood_sets_before_training(tmp_path):
+    trainer = Trainer(
+        max_epochs=1, callbacks=[OODShapingReport()], default_root_dir=tmp_path, **QUIET
+    )
+    with pytest.raises(ValueError, match="needs `ood_dataloaders"):
+        trainer.fit(MLPClassifier(6, 3), datamodule=TinyDataModule())
+    assert trainer.global_step == 0
+    with pytest.raises(ValueError, match="shapers"):
+        OODShapingReport(shapers=["no_such_shaper"])
 
 
 def test_bad_configuration_fails_before_training(tmp_path):
@@ -120,7 +131,7 @@ class _StagedBlobs(LightningDataModule):
 
 def _fit_scoring(tmp_path, data, epochs=3):
     seed_everything(0)
-    scoring = PosthocScoring(scorers=[MSPScorer()], shapers=[])
+    scoring = PosthocScoring(scorers=[MSPScorer()])
     trainer = Trainer(max_epochs=epochs, callbacks=[scoring], default_root_dir=tmp_path, **QUIET)
     trainer.fit(MLPClassifier(6, 2), datamodule=data)
     return trainer, scoring
