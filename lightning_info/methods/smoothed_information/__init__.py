@@ -4,10 +4,7 @@ See README.md in this folder."""
 
 from lightning_info.methods.smoothed_information.callback import SmoothedInformationMonitor
 from lightning_info.methods.smoothed_information.functional import (
-    SmoothedEntropy,
-    SmoothedFisherInformation,
     SmoothedInformation,
-    SmoothedMutualInformation,
     fisher_from_mmse,
     mmse_from_fisher,
     smoothed_entropy,
@@ -15,6 +12,11 @@ from lightning_info.methods.smoothed_information.functional import (
     smoothed_information,
     smoothed_mmse,
     smoothed_mutual_information,
+)
+from lightning_info.methods.smoothed_information.metrics import (
+    SmoothedEntropy,
+    SmoothedFisherInformation,
+    SmoothedMutualInformation,
 )
 
 __all__ = [

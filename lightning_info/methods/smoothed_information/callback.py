@@ -33,10 +33,8 @@ from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
 from lightning_info.core.validation import require_int, require_positive
-from lightning_info.methods.smoothed_information.functional import (
-    SampleReservoir,
-    smoothed_information,
-)
+from lightning_info.methods.smoothed_information.functional import smoothed_information
+from lightning_info.methods.smoothed_information.metrics import SampleReservoir
 
 
 class SmoothedInformationMonitor(Callback):
@@ -52,7 +50,7 @@ class SmoothedInformationMonitor(Callback):
         max_dim: project outputs wider than this onto a fixed random orthonormal basis of
             ``max_dim`` directions (seeded); ``None`` keeps every coordinate.
         max_samples: rows kept per layer (a seeded uniform subset of all validation samples,
-            see :class:`~lightning_info.methods.smoothed_information.functional.SampleReservoir`);
+            see :class:`~lightning_info.methods.smoothed_information.metrics.SampleReservoir`);
             ``None`` keeps all.
         probe: a fixed input batch; when given, the layers are read on it at the end of each due
             validation epoch instead of on the validation batches.

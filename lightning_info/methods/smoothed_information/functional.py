@@ -52,12 +52,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch import Tensor
-from torchmetrics import Metric
-from torchmetrics.utilities.data import dim_zero_cat
 
 from lightning_info.core.validation import (
     require_finite_tensor,
@@ -68,9 +65,9 @@ from lightning_info.measures.kernel_moments import kernel_moments
 
 Times = float | Sequence[float] | Tensor
 
-_METHODS = ("auto", "quadrature", "monte_carlo")
-_MC_ESTIMATORS = ("posterior", "score")
-_ENTROPY_ESTIMATORS = ("de_bruijn", "plug_in")
+METHODS = ("auto", "quadrature", "monte_carlo")
+MC_ESTIMATORS = ("posterior", "score")
+ENTROPY_ESTIMATORS = ("de_bruijn", "plug_in")
 _QUERY_CHUNK = 1024  # query points per kernel_moments call
 _DATA_CHUNK = 2048  # data points per kernel_moments chunk: 1024 x 2048 float64 = 16 MiB
 _TAIL_SDS = 8.0  # the 1-D grid covers every sample +- 8 sqrt(t)
@@ -112,7 +109,7 @@ def _samples(samples: Tensor) -> Tensor:
     return samples - samples.mean(0)
 
 
-def _times(t: Times) -> tuple[list[float], bool]:
+def check_times(t: Times) -> tuple[list[float], bool]:
     """Noise levels as a list of floats > 0, and whether a single number was given."""
     if isinstance(t, Tensor):
         if t.dim() > 1:
@@ -129,8 +126,8 @@ def _times(t: Times) -> tuple[list[float], bool]:
 
 
 def _method(method: str, dim: int) -> str:
-    if method not in _METHODS:
-        raise ValueError(f"`method` must be one of {_METHODS}, got {method!r}.")
+    if method not in METHODS:
+        raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
     if method == "auto":
         return "quadrature" if dim == 1 else "monte_carlo"
     if method == "quadrature" and dim != 1:
@@ -141,7 +138,7 @@ def _method(method: str, dim: int) -> str:
     return method
 
 
-def _choice(value: str, name: str, allowed: tuple[str, ...]) -> str:
+def check_choice(value: str, name: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise ValueError(f"`{name}` must be one of {allowed}, got {value!r}.")
     return value
@@ -293,9 +290,9 @@ def smoothed_fisher_information(
         float64 tensor, 0-dim for one ``t``, ``(K,)`` for ``K``.
     """
     data = _samples(samples)
-    times, scalar = _times(t)
+    times, scalar = check_times(t)
     method = _method(method, data.shape[1])
-    _choice(mc_estimator, "mc_estimator", _MC_ESTIMATORS)
+    check_choice(mc_estimator, "mc_estimator", MC_ESTIMATORS)
     _check_common(num_mc, grid)
     dim = data.shape[1]
     draws = _draws(data, num_mc, generator) if method == "monte_carlo" else None
@@ -336,7 +333,7 @@ def smoothed_information(
             (its relative error is ``O(tail_factor^-2)``).
     """
     data = _samples(samples)
-    times, scalar = _times(t)
+    times, scalar = check_times(t)
     method = _method(method, data.shape[1])
     _check_common(num_mc, grid)
     log_step = require_positive(log_step, "log_step")
@@ -406,7 +403,7 @@ def smoothed_entropy(
             Monte Carlo.
         Others: as in :func:`smoothed_information`.
     """
-    _choice(estimator, "estimator", _ENTROPY_ESTIMATORS)
+    check_choice(estimator, "estimator", ENTROPY_ESTIMATORS)
     if estimator == "de_bruijn":
         return smoothed_information(
             samples,
@@ -419,7 +416,7 @@ def smoothed_entropy(
             generator=generator,
         ).entropy
     data = _samples(samples)
-    times, scalar = _times(t)
+    times, scalar = check_times(t)
     method = _method(method, data.shape[1])
     _check_common(num_mc, grid)
     draws = _draws(data, num_mc, generator) if method == "monte_carlo" else None
@@ -447,7 +444,7 @@ def smoothed_mutual_information(
     Same arguments as :func:`smoothed_entropy`. The de Bruijn estimator is ``>= 0`` by
     construction; the plug-in one can dip below 0 by Monte Carlo error when the MI is tiny.
     """
-    _choice(estimator, "estimator", _ENTROPY_ESTIMATORS)
+    check_choice(estimator, "estimator", ENTROPY_ESTIMATORS)
     options = {"method": method, "num_mc": num_mc, "grid": grid, "generator": generator}
     if estimator == "de_bruijn":
         return smoothed_information(
@@ -455,7 +452,7 @@ def smoothed_mutual_information(
         ).mutual_information
     data = _samples(samples)
     entropy = smoothed_entropy(data, t, estimator="plug_in", **options)
-    times, _ = _times(t)
+    times, _ = check_times(t)
     gaussian = torch.tensor([_gaussian_entropy(s, data.shape[1]) for s in times])
     return entropy - gaussian.to(entropy.device).reshape(entropy.shape)
 
@@ -475,7 +472,7 @@ def smoothed_mmse(
     ``mmse_from_fisher(J(f_t), t, d)``.
     """
     data = _samples(samples)
-    times, scalar = _times(t)
+    times, scalar = check_times(t)
     require_int(num_mc, "num_mc", 1)
     draws = _draws(data, num_mc, generator)
     values = []
@@ -521,205 +518,3 @@ def _simpson(values: Tensor, step: float) -> Tensor:
 # --------------------------------------------------------------------------------------------
 # Metrics
 # --------------------------------------------------------------------------------------------
-
-
-def _world_rank() -> int:
-    distributed = torch.distributed
-    if distributed.is_available() and distributed.is_initialized():
-        return distributed.get_rank()
-    return 0
-
-
-class SampleReservoir(Metric):
-    """Samples ``(B, d)`` concatenated over batches and processes; ``compute()`` returns them.
-
-    With ``max_samples`` each row gets a random key (seeded per process) and only the rows with
-    the ``max_samples`` smallest keys are kept, on each process and once more after the gather,
-    so the result is a uniform random subset of all rows seen, without replacement, and memory
-    stays ``O(max_samples)`` per process. :meth:`restart_keys` makes the next keys start from the
-    seed again.
-
-    States are float64 (``set_dtype`` changes that); a process that saw no rows takes part in the
-    gather with an empty state.
-
-    Args:
-        max_samples: cap on the rows kept, ``None`` keeps all.
-        seed: seed of the keys (process ``r`` uses ``seed + r``).
-        **kwargs: passed to :class:`torchmetrics.Metric`.
-    """
-
-    is_differentiable = False
-    full_state_update = False
-
-    rows: list[Tensor] | Tensor
-    keys: list[Tensor] | Tensor
-    dim: Tensor
-
-    def __init__(self, max_samples: int | None = None, seed: int = 0, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.max_samples = (
-            None if max_samples is None else require_int(max_samples, "max_samples", 1)
-        )
-        self.seed = require_int(seed, "seed", 0)
-        # rows are stored flattened, so an empty process sends a 1-D empty tensor like the others
-        self.add_state("rows", default=[], dist_reduce_fx="cat")
-        self.add_state("keys", default=[], dist_reduce_fx="cat")
-        self.add_state("dim", default=torch.tensor(0), dist_reduce_fx="max")
-        self.set_dtype(torch.float64)
-        self._generator: torch.Generator | None = None
-
-    def restart_keys(self) -> None:
-        """Draw the next keys from the seed again (e.g. at the start of every epoch), so that the
-        same rows in the same order give the same subset."""
-        self._generator = None
-
-    def update(self, samples: Tensor) -> None:
-        """Add a batch of samples, ``(B,)`` (``d = 1``) or ``(B, d)``."""
-        if samples.dim() == 1:
-            samples = samples[:, None]
-        if samples.dim() != 2:
-            raise ValueError(
-                f"`samples` must have shape (B,) or (B, d), got {tuple(samples.shape)}; flatten "
-                "each sample first."
-            )
-        require_finite_tensor(samples, "samples")
-        dim = samples.shape[1]
-        if int(self.dim) not in (0, dim):
-            raise ValueError(f"`samples` must keep d={int(self.dim)} across updates, got d={dim}.")
-        self.dim = torch.full_like(self.dim, dim)  # keeps the dtype every process gathers
-        self.rows.append(samples.detach().to(self.dtype).reshape(-1))
-        if self.max_samples is None:
-            return
-        if self._generator is None:
-            self._generator = torch.Generator().manual_seed(self.seed + _world_rank())
-        keys = torch.rand(samples.shape[0], generator=self._generator, dtype=torch.float64)
-        self.keys.append(keys.to(device=samples.device, dtype=self.dtype))
-        if sum(k.numel() for k in self.keys) > 2 * self.max_samples:  # prune when twice over
-            rows, keys = self._smallest_keys(dim_zero_cat(self.rows), dim_zero_cat(self.keys))
-            self.rows, self.keys = [rows], [keys]
-
-    def _smallest_keys(self, rows: Tensor, keys: Tensor) -> tuple[Tensor, Tensor]:
-        if keys.numel() <= self.max_samples:
-            return rows, keys
-        kept = keys.topk(self.max_samples, largest=False).indices.sort().values
-        return rows.reshape(-1, int(self.dim))[kept].reshape(-1), keys[kept]
-
-    def samples(self) -> Tensor:
-        """All rows (or the ``max_samples`` subset), ``(n, d)``, as held now (no sync)."""
-        if isinstance(self.rows, list) and not self.rows:
-            raise ValueError(
-                f"{type(self).__name__} has no samples: call `update(samples)` before `compute()`."
-            )
-        rows = dim_zero_cat(self.rows)
-        if self.max_samples is not None:
-            rows, _ = self._smallest_keys(rows, dim_zero_cat(self.keys))
-        dim = int(self.dim)
-        if dim == 0 or rows.numel() == 0:
-            raise ValueError(f"{type(self).__name__} has no samples on any process.")
-        return rows.reshape(-1, dim)
-
-    def compute(self) -> Tensor:
-        return self.samples()
-
-
-class _SmoothedMetric(SampleReservoir):
-    """A functional of ``f_t`` on the accumulated samples; ``compute()`` runs it with a generator
-    seeded by ``seed``, so that every process gets the same value from the same gathered rows."""
-
-    def __init__(
-        self,
-        t: float | Sequence[float],
-        *,
-        method: str = "auto",
-        num_mc: int = 4096,
-        grid: int = 8,
-        max_samples: int | None = None,
-        seed: int = 0,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(max_samples=max_samples, seed=seed, **kwargs)
-        _times(t)
-        self.t = t
-        self.method = _choice(method, "method", _METHODS)
-        self.num_mc = require_int(num_mc, "num_mc", 1)
-        self.grid = require_int(grid, "grid", 2)
-
-    def _options(self) -> dict[str, Any]:
-        return {
-            "method": self.method,
-            "num_mc": self.num_mc,
-            "grid": self.grid,
-            "generator": torch.Generator().manual_seed(self.seed),
-        }
-
-
-class SmoothedFisherInformation(_SmoothedMetric):
-    """:func:`smoothed_fisher_information` of all samples seen (see :class:`SampleReservoir`).
-
-    Args:
-        t: noise variance(s); ``compute()`` returns a 0-dim tensor, or ``(K,)`` for ``K`` of them.
-        method, num_mc, grid, mc_estimator: as in :func:`smoothed_fisher_information`.
-        max_samples, seed, **kwargs: as in :class:`SampleReservoir`.
-    """
-
-    higher_is_better = None
-
-    def __init__(
-        self, t: float | Sequence[float], *, mc_estimator: str = "posterior", **kwargs: Any
-    ) -> None:
-        super().__init__(t, **kwargs)
-        self.mc_estimator = _choice(mc_estimator, "mc_estimator", _MC_ESTIMATORS)
-
-    def compute(self) -> Tensor:
-        return smoothed_fisher_information(
-            self.samples(), self.t, mc_estimator=self.mc_estimator, **self._options()
-        )
-
-
-class _EntropyMetric(_SmoothedMetric):
-    def __init__(
-        self,
-        t: float | Sequence[float],
-        *,
-        estimator: str = "de_bruijn",
-        log_step: float = 0.5,
-        tail_factor: float = 100.0,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(t, **kwargs)
-        self.estimator = _choice(estimator, "estimator", _ENTROPY_ESTIMATORS)
-        self.log_step = require_positive(log_step, "log_step")
-        self.tail_factor = require_positive(tail_factor, "tail_factor")
-
-    def _options(self) -> dict[str, Any]:
-        return {
-            **super()._options(),
-            "estimator": self.estimator,
-            "log_step": self.log_step,
-            "tail_factor": self.tail_factor,
-        }
-
-
-class SmoothedEntropy(_EntropyMetric):
-    """:func:`smoothed_entropy` of all samples seen (see :class:`SampleReservoir`).
-
-    Args:
-        t: noise variance(s); ``compute()`` returns a 0-dim tensor, or ``(K,)`` for ``K`` of them.
-        estimator, method, num_mc, grid, log_step, tail_factor: as in :func:`smoothed_entropy`.
-        max_samples, seed, **kwargs: as in :class:`SampleReservoir`.
-    """
-
-    higher_is_better = None
-
-    def compute(self) -> Tensor:
-        return smoothed_entropy(self.samples(), self.t, **self._options())
-
-
-class SmoothedMutualInformation(_EntropyMetric):
-    """:func:`smoothed_mutual_information` ``I(X; X + sqrt(t) Z)`` of all samples seen; arguments
-    as in :class:`SmoothedEntropy`."""
-
-    higher_is_better = None
-
-    def compute(self) -> Tensor:
-        return smoothed_mutual_information(self.samples(), self.t, **self._options())

@@ -13,10 +13,6 @@ from torch import nn
 
 from lightning_info.methods.smoothed_information.callback import SmoothedInformationMonitor
 from lightning_info.methods.smoothed_information.functional import (
-    SampleReservoir,
-    SmoothedEntropy,
-    SmoothedFisherInformation,
-    SmoothedMutualInformation,
     fisher_from_mmse,
     mmse_from_fisher,
     smoothed_entropy,
@@ -24,6 +20,12 @@ from lightning_info.methods.smoothed_information.functional import (
     smoothed_information,
     smoothed_mmse,
     smoothed_mutual_information,
+)
+from lightning_info.methods.smoothed_information.metrics import (
+    SampleReservoir,
+    SmoothedEntropy,
+    SmoothedFisherInformation,
+    SmoothedMutualInformation,
 )
 from tests.tiny import QUIET, TinyClassifier, TinyDataModule
 
