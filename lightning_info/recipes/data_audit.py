@@ -24,14 +24,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader
 
 from lightning_info.core.logging import log_wandb_tables, markdown_table
 from lightning_info.lm.corpus import split_corpus, stdlib_docstrings
-from lightning_info.lm.fine_tuner import CausalLMFineTuner
 from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
+from lightning_info.lm.training import fit_causal_lm
 from lightning_info.methods.prism.audit import FragmentAuditor
 from lightning_info.methods.prism.fragments import (
     UNSEEN_FRAGMENTS,
@@ -139,19 +138,8 @@ def train_tiny_lm(records, tokenizer, epochs: int, study: PrismStudy, seed: int,
     model = tiny_causal_lm(
         tokenizer, n_layer=study.layers, n_embd=study.width, n_head=4, n_positions=128, seed=seed
     )
-    module = CausalLMFineTuner(model, lr=study.lr)
-    pl.seed_everything(seed, verbose=False)
-    trainer = pl.Trainer(
-        max_epochs=epochs,
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        default_root_dir=root,
-    )
-    trainer.fit(module, train_dataloaders=_loader(texts, tokenizer, study.batch_size, seed))
-    return module.model.eval()
+    loader = _loader(texts, tokenizer, study.batch_size, seed)
+    return fit_causal_lm(model, loader, epochs=epochs, lr=study.lr, seed=seed, root=root)
 
 
 def prism_study(study: PrismStudy, root: str) -> tuple[list[str], list[list]]:

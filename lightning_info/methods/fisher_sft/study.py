@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from lightning.pytorch import LightningDataModule, Trainer, seed_everything
+from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader
 
 from lightning_info.core.validation import require_int
 from lightning_info.lm.corpus import instruction_dataset, split_corpus, stdlib_docstrings
-from lightning_info.lm.fine_tuner import CausalLMFineTuner
 from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
+from lightning_info.lm.training import fit_causal_lm
 from lightning_info.methods.fisher_sft.datamodule import FisherSubsetDataModule
 
 SPLIT_FRACTIONS = (0.5, 0.4, 0.1)
@@ -92,19 +92,8 @@ def pretrain_docstring_lm(
         n_positions=max(256, max_length),
         seed=seed,
     )
-    seed_everything(seed)
-    trainer = Trainer(
-        max_epochs=max_epochs,
-        accelerator="auto",
-        devices=1,
-        logger=False,
-        enable_checkpointing=False,
-        enable_model_summary=False,
-    )
-    trainer.fit(
-        CausalLMFineTuner(model, lr=lr),
-        datamodule=_TextChunks(texts, tokenizer, max_length, batch_size),
-    )
+    data = _TextChunks(texts, tokenizer, max_length, batch_size)
+    fit_causal_lm(model, data, epochs=max_epochs, lr=lr, seed=seed, progress_bar=True)
     out_dir = Path(out_dir)
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
