@@ -14,8 +14,8 @@ from lightning.pytorch.cli import LightningCLI
 
 from lightning_info import DigitsDataModule, MLPClassifier
 from lightning_info.core.logging import finish_wandb_runs
-from lightning_info.scoring import PosthocReport
 from lightning_info.recipes.cli import recipe_cli
+from lightning_info.scoring import PosthocReport
 
 
 class ScoringCLI(LightningCLI):

@@ -1,7 +1,8 @@
 """A multilayer-perceptron image/vector classifier whose last layer is the linear ``head``.
 
 Post-hoc scorers read the classifier through the head: its input is the penultimate feature
-vector and its output the logits (see :class:`~lightning_info.scoring.PosthocScoring`).
+vector and its output the logits (see
+:class:`~lightning_info.methods.pointwise_confidence.PosthocScoring`).
 """
 
 from __future__ import annotations

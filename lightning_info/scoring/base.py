@@ -21,7 +21,8 @@ from lightning_info.core.validation import require_real_tensor
 
 
 class PosthocScorer(ABC):
-    """Base class of the scorers in :mod:`lightning_info.scoring`."""
+    """Base class of the scorers of :mod:`lightning_info.methods.pointwise_confidence` and
+    :mod:`lightning_info.methods.ood_shaping`."""
 
     name: str = "scorer"
     fitted_widths: tuple[int, int] | None = None
