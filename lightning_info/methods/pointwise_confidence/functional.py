@@ -76,7 +76,7 @@ from lightning_info.measures.ranking import (
 
 Optimal = Literal["discrete", "continuous"]
 
-_FAILURE = ("correct", "wrong")
+FAILURE_CLASSES = ("correct", "wrong")
 
 
 def failure_auroc(scores: ArrayLike, correct: ArrayLike) -> Tensor:
@@ -89,7 +89,7 @@ def failure_auroc(scores: ArrayLike, correct: ArrayLike) -> Tensor:
     Raises ``ValueError`` if all predictions are correct or all wrong (AUROC is undefined).
     """
     scores, correct = scores_and_labels(scores, correct, "scores", "correct")
-    return ranked_auroc(scores, correct, "correct", _FAILURE, "failure-prediction AUROC")
+    return ranked_auroc(scores, correct, "correct", FAILURE_CLASSES, "failure-prediction AUROC")
 
 
 def aupr_success(scores: ArrayLike, correct: ArrayLike) -> Tensor:
@@ -111,7 +111,7 @@ def failure_fpr_at_95_tpr(
     that still accepts ``tpr_level`` of the correct predictions (see :func:`fpr_at_tpr`)."""
     level = check_tpr_level(tpr_level)
     scores, correct = scores_and_labels(scores, correct, "scores", "correct")
-    return ranked_fpr_at_tpr(scores, correct, level, "correct", _FAILURE)
+    return ranked_fpr_at_tpr(scores, correct, level, "correct", FAILURE_CLASSES)
 
 
 def aurc(scores: ArrayLike, correct: ArrayLike) -> Tensor:

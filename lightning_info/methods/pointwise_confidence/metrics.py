@@ -20,6 +20,7 @@ from lightning_info.measures.ranking import (
     require_nonempty,
 )
 from lightning_info.methods.pointwise_confidence.functional import (
+    FAILURE_CLASSES,
     Optimal,
     _aurc,
     _brier_terms,
@@ -34,8 +35,6 @@ from lightning_info.methods.pointwise_confidence.functional import (
     _probs_and_labels,
     adaptive_calibration_error,
 )
-
-_FAILURE = ("correct", "wrong")
 
 
 class _FailureMetric(PooledScores):
@@ -53,7 +52,7 @@ class FailureAUROC(_FailureMetric):
 
     def compute(self) -> Tensor:
         scores, correct = self._pooled()
-        return ranked_auroc(scores, correct, "correct", _FAILURE, "failure-prediction AUROC")
+        return ranked_auroc(scores, correct, "correct", FAILURE_CLASSES, "failure-prediction AUROC")
 
 
 class AUPRSuccess(_FailureMetric):
@@ -92,7 +91,7 @@ class FailureFPRAt95TPR(_FailureMetric):
 
     def compute(self) -> Tensor:
         scores, correct = self._pooled()
-        return ranked_fpr_at_tpr(scores, correct, self.tpr_level, "correct", _FAILURE)
+        return ranked_fpr_at_tpr(scores, correct, self.tpr_level, "correct", FAILURE_CLASSES)
 
 
 class AURC(_FailureMetric):
