@@ -1,4 +1,5 @@
-"""Shared diffusion engine: noise schedules (VP, sub-VP, VE, EDM, DDIM scaled-linear)."""
+"""Shared diffusion engine: noise schedules (VP, sub-VP, VE, EDM, DDIM scaled-linear) and
+fixed-step ODE integration."""
 
 from lightning_info.diffusion.noise_schedules import (
     DDIMScaledLinearSchedule,
@@ -9,8 +10,11 @@ from lightning_info.diffusion.noise_schedules import (
     VPSchedule,
     noise_schedule,
 )
+from lightning_info.diffusion.ode import ODESolution, odeint_fixed
 
 __all__ = [
+    "ODESolution",
+    "odeint_fixed",
     "DDIMScaledLinearSchedule",
     "EDMSchedule",
     "NoiseSchedule",

@@ -27,10 +27,10 @@ from torch import Tensor
 from lightning_info.core.logging import log_wandb_tables, markdown_table
 from lightning_info.core.plotting import pyplot
 from lightning_info.diffusion.noise_schedules import noise_schedule
+from lightning_info.diffusion.ode import odeint_fixed
 from lightning_info.methods.diffusion_fisher.flow import (
     DataSetDiffusion,
     ScoreNetworkDiffusion,
-    odeint_fixed,
     pf_ode_flow_jacobian,
     pf_ode_log_likelihood,
 )

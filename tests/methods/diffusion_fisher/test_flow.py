@@ -14,11 +14,11 @@ from lightning_info.diffusion.noise_schedules import (
     VESchedule,
     VPSchedule,
 )
+from lightning_info.diffusion.ode import odeint_fixed
 from lightning_info.methods.diffusion_fisher.flow import (
     DataSetDiffusion,
     ScoreNetworkDiffusion,
     asymmetry_index,
-    odeint_fixed,
     pf_ode_adjoint,
     pf_ode_flow_jacobian,
     pf_ode_log_likelihood,
