@@ -2,6 +2,7 @@
 temporary folder; a fixture that runs a module on one torch thread; a BPE tokenizer and a
 two-layer GPT-2 built from standard-library docstrings, for the language-model tests."""
 
+import logging
 import os
 import tempfile
 
@@ -54,3 +55,26 @@ def dataset(pairs):
     """Eleven rows of varied length, short enough to fit ``max_length=256`` untruncated."""
     short = [pair for pair in pairs if len(pair[1]) < 300]
     return instruction_dataset(short[:: len(short) // 11][:11], seed=0)
+
+
+class _Messages(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@pytest.fixture
+def lightning_messages():
+    """What ``rank_zero_info`` / ``rank_zero_warn`` reported during the test, as one string."""
+    logger = logging.getLogger("lightning.pytorch")
+    handler, level = _Messages(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield handler.messages
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)

@@ -16,6 +16,7 @@ from typing import Any
 
 import lightning.pytorch as pl
 import torch
+from lightning.pytorch.utilities import rank_zero_info
 from lightning.pytorch.utilities.exceptions import MisconfigurationException
 from torch import Tensor, nn
 from torch.utils.data import DataLoader
@@ -206,7 +207,7 @@ class PosthocReport(pl.Callback):
         text = "\n\n".join(
             f"{title}\n\n{markdown_table(*table)}" for title, table in titled.values()
         )
-        print(f"\n{text}\n", flush=True)
+        rank_zero_info(f"\n{text}\n")
         scalars = {}
         for name, (columns, rows) in self.tables.items():
             for row in rows:

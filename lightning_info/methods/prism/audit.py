@@ -19,6 +19,7 @@ import lightning.pytorch as pl
 import numpy as np
 import torch
 from lightning.pytorch.loggers import WandbLogger
+from lightning.pytorch.utilities import rank_zero_info
 from torch import Tensor
 
 from lightning_info.core.logging import markdown_table
@@ -247,7 +248,7 @@ class FragmentExtractionAudit(pl.Callback):
             self.seed,
         )
         self.report = auditor.run(self.attack_set)
-        print(f"\nfragment extraction audit (PRISM)\n\n{self.report}\n", flush=True)
+        rank_zero_info(f"\nfragment extraction audit (PRISM)\n\n{self.report}\n")
         scalars = self.report.scalars(self.prefix)
         for logger in trainer.loggers:
             logger.log_metrics(scalars, step=trainer.global_step)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
+from lightning.pytorch.utilities import rank_zero_info
 
 from lightning_info.core.logging import log_wandb_tables
 from lightning_info.core.validation import require_int
@@ -214,7 +215,7 @@ class TrainTestOverlap(pl.Callback):
 
     def _log(self, trainer: pl.Trainer) -> None:
         report = self.report
-        print(f"\n{report.to_markdown()}", flush=True)
+        rank_zero_info(f"\n{report.to_markdown()}")
         scalars = {
             f"overlap/{benchmark}/{key}": float(value)
             for benchmark, stats in report.summary.items()
