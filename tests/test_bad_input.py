@@ -25,11 +25,8 @@ from lightning_info.methods.fisher_sft.functional import (
 from lightning_info.methods.fisher_sft.sampler import select_subset
 from lightning_info.methods.pointwise_confidence.scorers import PSIScorer
 from lightning_info.methods.rome.attacks import fgsm, pgd
-from lightning_info.methods.train_test_overlap.functional import (
-    TestInstance,
-    compute_overlap,
-    substring_overlap,
-)
+from lightning_info.methods.train_test_overlap.functional import TestInstance, compute_overlap
+from lightning_info.methods.train_test_overlap.methodologies import substring_overlap
 
 META = "meta device .*materialise it"
 

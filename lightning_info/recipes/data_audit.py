@@ -38,12 +38,8 @@ from lightning_info.methods.prism.fragments import (
     record_texts,
     synthetic_records,
 )
-from lightning_info.methods.train_test_overlap.functional import (
-    OverlapReport,
-    TestInstance,
-    compute_overlap,
-    write_report,
-)
+from lightning_info.methods.train_test_overlap.functional import TestInstance, compute_overlap
+from lightning_info.methods.train_test_overlap.report import OverlapReport, write_report
 
 
 @dataclass

@@ -3,15 +3,13 @@
 See README.md in this folder."""
 
 from lightning_info.methods.train_test_overlap.callback import TrainTestOverlap
-from lightning_info.methods.train_test_overlap.functional import (
-    OverlapReport,
-    TestInstance,
-    compute_overlap,
+from lightning_info.methods.train_test_overlap.files import read_test_instances
+from lightning_info.methods.train_test_overlap.functional import TestInstance, compute_overlap
+from lightning_info.methods.train_test_overlap.methodologies import (
     llama2_contamination,
-    read_test_instances,
     substring_overlap,
-    write_report,
 )
+from lightning_info.methods.train_test_overlap.report import OverlapReport, write_report
 
 __all__ = [
     "OverlapReport",

@@ -25,15 +25,13 @@ from lightning.pytorch.utilities import rank_zero_info
 
 from lightning_info.core.logging import log_wandb_tables
 from lightning_info.core.validation import require_int
-from lightning_info.methods.train_test_overlap.files import iter_training_texts
+from lightning_info.methods.train_test_overlap.files import iter_training_texts, read_test_instances
 from lightning_info.methods.train_test_overlap.functional import (
     TOKENIZERS,
-    OverlapReport,
     TestInstance,
     compute_overlap,
-    read_test_instances,
-    write_report,
 )
+from lightning_info.methods.train_test_overlap.report import OverlapReport, write_report
 
 Extractor = str | Callable[[Any], str]
 

@@ -19,13 +19,9 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from lightning_info.methods.train_test_overlap.files import iter_training_texts
-from lightning_info.methods.train_test_overlap.functional import (
-    TOKENIZERS,
-    compute_overlap,
-    read_test_instances,
-    write_report,
-)
+from lightning_info.methods.train_test_overlap.files import iter_training_texts, read_test_instances
+from lightning_info.methods.train_test_overlap.functional import TOKENIZERS, compute_overlap
+from lightning_info.methods.train_test_overlap.report import write_report
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -47,42 +47,20 @@ matched n-grams of length >= 10; clean below 20%, dirty above 80%).
 
 from __future__ import annotations
 
-import json
 import math
-import random
 import re
 import string
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from itertools import repeat
 from multiprocessing import get_context
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from lightning_info.core.logging import markdown_table
-from lightning_info.core.validation import require_fraction, require_int
-
-__all__ = [
-    "METRICS",
-    "NgramIndex",
-    "OverlapReport",
-    "TOKENIZERS",
-    "TestInstance",
-    "compute_overlap",
-    "default_tokenize",
-    "janitor_tokenize",
-    "light_tokenize",
-    "llama2_contamination",
-    "ngram_metrics",
-    "read_test_instances",
-    "substring_overlap",
-    "summarize",
-    "token_overlap",
-    "write_report",
-]
+from lightning_info.core.validation import require_int
+from lightning_info.methods.train_test_overlap.report import OverlapReport
 
 _DEFAULT_SPLIT = re.compile(rf"[\s{re.escape(string.punctuation)}]+")
 _PUNCT_TABLE = str.maketrans("", "", string.punctuation)
@@ -157,7 +135,7 @@ class TestInstance:
         object.__setattr__(self, "references", refs)
 
 
-def _tokenizer(name: str | Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+def resolve_tokenizer(name: str | Callable[[str], list[str]]) -> Callable[[str], list[str]]:
     if callable(name):
         return name
     if name not in TOKENIZERS:
@@ -299,86 +277,7 @@ class _Vocabulary:
         return np.array(flat, dtype=np.uint64)
 
 
-@dataclass
-class OverlapReport:
-    """Per-instance metrics (``rows``) and per-benchmark means (``summary``) of one overlap run."""
-
-    n: int
-    n_values: tuple[int, ...]
-    tokenizer: str
-    max_frequency: int
-    num_documents: int
-    num_tokens: int
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    summary: dict[str, dict[str, float]] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "n_values": list(self.n_values),
-            "tokenizer": self.tokenizer,
-            "max_frequency": self.max_frequency,
-            "num_documents": self.num_documents,
-            "num_tokens": self.num_tokens,
-            "summary": self.summary,
-            "instances": self.rows,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> OverlapReport:
-        return cls(
-            n=data["n"],
-            n_values=tuple(data["n_values"]),
-            tokenizer=data["tokenizer"],
-            max_frequency=data["max_frequency"],
-            num_documents=data["num_documents"],
-            num_tokens=data["num_tokens"],
-            rows=data["instances"],
-            summary=data["summary"],
-        )
-
-    def summary_table(self) -> tuple[list[str], list[list[Any]]]:
-        """``(columns, rows)``: one row per benchmark with its headline means."""
-        keys = ["num_instances", "any_overlap", "input_binary", "references_binary"]
-        keys += [f"input_overlap@{m}" for m in self.n_values]
-        keys += ["input_jaccard", "input_token", "input_token_filtered", "references_token"]
-        rows = []
-        for benchmark, stats in self.summary.items():
-            row: list[Any] = [benchmark]
-            for key in keys:
-                value = stats[key]
-                row.append(value if key == "num_instances" else f"{value:.4f}")
-            rows.append(row)
-        return ["benchmark", *keys], rows
-
-    def to_markdown(self) -> str:
-        header = (
-            f"Train-test overlap: N = {self.n}, tokenizer {self.tokenizer!r}, frequency filter "
-            f"<= {self.max_frequency}, {self.num_documents} training documents, "
-            f"{self.num_tokens} tokens."
-        )
-        return f"{header}\n\n{markdown_table(*self.summary_table())}\n"
-
-
-def write_report(report: OverlapReport, path: str | Path) -> tuple[Path, Path]:
-    """Write ``report`` as ``<path>.json`` (everything) and ``<path>.md`` (the summary table).
-
-    ``path`` is a file stem (a suffix ``.json``/``.md`` is dropped) or an existing folder, in
-    which case the files are ``overlap.json`` and ``overlap.md`` inside it.
-    """
-    path = Path(path)
-    if path.is_dir():
-        path = path / "overlap"
-    if path.suffix in (".json", ".md"):
-        path = path.with_suffix("")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = path.with_suffix(".json"), path.with_suffix(".md")
-    json_path.write_text(json.dumps(report.to_dict(), indent=1) + "\n")
-    md_path.write_text(report.to_markdown())
-    return json_path, md_path
-
-
-def _reject_bare_text(value: Any, name: str) -> None:
+def reject_bare_text(value: Any, name: str) -> None:
     if isinstance(value, (str, bytes, bytearray)):
         raise TypeError(
             f"`{name}` must be an iterable of strings, got a single {type(value).__name__} "
@@ -438,13 +337,13 @@ def compute_overlap(
     max_frequency = require_int(max_frequency, "max_frequency", 0)
     chunk_size = require_int(chunk_size, "chunk_size", 1)
     processes = require_int(processes, "processes", 1)
-    tokenize = _tokenizer(tokenizer)
+    tokenize = resolve_tokenizer(tokenizer)
     instances = list(instances)
     if not instances:
         raise ValueError("no test instances: pass at least one TestInstance.")
     if not all(isinstance(i, TestInstance) for i in instances):
         raise TypeError("`instances` must be TestInstance objects (see `read_test_instances`).")
-    _reject_bare_text(documents, "documents")
+    reject_bare_text(documents, "documents")
     keys = [(i.benchmark, i.id) for i in instances]
     if len(set(keys)) != len(keys):
         raise ValueError("test instance ids must be unique within a benchmark.")
@@ -556,120 +455,3 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
                 stats[key] = math.fsum(r[key] for r in members) / len(members)
         summary[benchmark] = stats
     return summary
-
-
-def read_test_instances(
-    path: str | Path,
-    input_field: str = "input",
-    references_field: str = "references",
-    id_field: str = "id",
-    benchmark: str | None = None,
-) -> list[TestInstance]:
-    """Test instances from a JSON-lines file with ``input`` and ``references`` fields.
-
-    A missing id is the line number; the benchmark is the ``benchmark`` field, else
-    ``benchmark``, else the file's stem.
-    """
-    path = Path(path)
-    instances = []
-    with path.open() as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            record = json.loads(line)
-            for required in (input_field, references_field):
-                if required not in record:
-                    raise ValueError(
-                        f"{path}:{number}: missing field {required!r}; each line needs "
-                        f"{input_field!r} and {references_field!r}."
-                    )
-            instances.append(
-                TestInstance(
-                    id=str(record.get(id_field, number)),
-                    input=record[input_field],
-                    references=record[references_field],
-                    benchmark=str(record.get("benchmark", benchmark or path.stem)),
-                )
-            )
-    if not instances:
-        raise ValueError(f"{path} holds no test instances.")
-    return instances
-
-
-def substring_overlap(
-    texts: Sequence[str],
-    documents: Iterable[str],
-    length: int = 50,
-    samples: int = 3,
-    seed: int = 0,
-) -> list[bool]:
-    """GPT-4's check: is any of ``samples`` random ``length``-character substrings in training?
-
-    Texts and documents are first reduced to their alphanumeric characters (spaces and symbols
-    removed, as in the GPT-4 report); a text shorter than ``length`` is used whole. Substrings
-    are drawn with ``random.Random(seed)``. Matching is exact substring search over each document.
-    """
-    length = require_int(length, "length", 1)
-    samples = require_int(samples, "samples", 1)
-    _reject_bare_text(texts, "texts")
-    _reject_bare_text(documents, "documents")
-    rng = random.Random(seed)
-
-    def clean(text: str) -> str:
-        return "".join(ch for ch in text if ch.isalnum())
-
-    probes = []
-    for text in texts:
-        text = clean(text)
-        if len(text) <= length:
-            probes.append([text] if text else [])
-        else:
-            starts = [rng.randrange(len(text) - length + 1) for _ in range(samples)]
-            probes.append([text[s : s + length] for s in starts])
-    found = [False] * len(probes)
-    seen = 0
-    for document in documents:
-        seen += 1
-        document = clean(document)
-        for k, subs in enumerate(probes):
-            if not found[k] and any(s in document for s in subs):
-                found[k] = True
-    if seen == 0:
-        raise ValueError("the training corpus is empty: pass at least one document.")
-    return found
-
-
-def llama2_contamination(
-    texts: Sequence[str],
-    documents: Iterable[str],
-    min_length: int = 10,
-    clean_below: float = 0.2,
-    dirty_above: float = 0.8,
-    tokenizer: str | Callable[[str], list[str]] = "default",
-    chunk_size: int = 1000,
-) -> list[dict[str, Any]]:
-    """Llama 2's token contamination: share of tokens inside matched spans of >= ``min_length``.
-
-    A token is contaminated when it lies in a ``min_length``-gram that occurs in training (any
-    matched span of length >= ``min_length`` is a union of such n-grams). Each text is
-    ``"clean"`` below ``clean_below``, ``"dirty"`` above ``dirty_above``, else ``"neither"``.
-    """
-    require_fraction(clean_below, "clean_below")
-    require_fraction(dirty_above, "dirty_above")
-    _reject_bare_text(texts, "texts")
-    instances = [TestInstance(id=str(k), input=t) for k, t in enumerate(texts)]
-    report = compute_overlap(
-        instances,
-        documents,
-        n=min_length,
-        n_values=(),
-        tokenizer=tokenizer,
-        max_frequency=0,
-        chunk_size=chunk_size,
-    )
-    results = []
-    for row in report.rows:
-        share = row["input_token"]
-        label = "clean" if share < clean_below else "dirty" if share > dirty_above else "neither"
-        results.append({"contamination": share, "label": label})
-    return results

@@ -16,6 +16,7 @@ from torch.utils.data import DataLoader
 from lightning_info.lm.corpus import stdlib_docstrings
 from lightning_info.methods.train_test_overlap.callback import TrainTestOverlap
 from lightning_info.methods.train_test_overlap.cli import main as cli_main
+from lightning_info.methods.train_test_overlap.files import read_test_instances
 from lightning_info.methods.train_test_overlap.functional import (
     METRICS,
     TestInstance,
@@ -23,13 +24,14 @@ from lightning_info.methods.train_test_overlap.functional import (
     default_tokenize,
     janitor_tokenize,
     light_tokenize,
-    llama2_contamination,
     ngram_metrics,
-    read_test_instances,
-    substring_overlap,
     token_overlap,
-    write_report,
 )
+from lightning_info.methods.train_test_overlap.methodologies import (
+    llama2_contamination,
+    substring_overlap,
+)
+from lightning_info.methods.train_test_overlap.report import write_report
 
 # --- HELM's fixtures (scripts/data_overlap/test/test_compute_data_overlap_metrics.py) -----------
 
