@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from lightning_info import AsymmetricActorCritic
-from lightning_info.recipes.asymmetric_ac import AsymmetricACCLI
+from lightning_info.methods.asymmetric_ac.study import AsymmetricACCLI
 
 
 def main(args=None):

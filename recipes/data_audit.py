@@ -8,13 +8,52 @@ Every field of ``recipes/data_audit.yaml`` can be overridden, e.g.::
     python recipes/data_audit.py --prism.enabled=false --logger=false
 """
 
+import json
 from pathlib import Path
 
 import torch
 from jsonargparse import ArgumentParser
 
-from lightning_info.core.logging import default_wandb_logger_config, finish_wandb_runs
-from lightning_info.recipes.data_audit import OverlapStudy, PrismStudy, run_data_audit
+from lightning_info.core.logging import (
+    default_wandb_logger_config,
+    finish_wandb_runs,
+    log_wandb_tables,
+    markdown_table,
+)
+from lightning_info.methods.prism.study import PrismStudy, prism_study
+from lightning_info.methods.train_test_overlap.report import write_report
+from lightning_info.methods.train_test_overlap.study import OverlapStudy, overlap_study
+
+
+def run_data_audit(overlap: OverlapStudy, prism: PrismStudy, output_dir: str, logger=None):
+    """Both studies; prints the tables, writes ``output_dir/data_audit.{md,json}`` and the
+    overlap report, and logs the tables to ``logger`` (a ``WandbLogger``) when given."""
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tables: dict[str, tuple[list[str], list[list]]] = {}
+    if overlap.enabled:
+        print("data audit: train-test overlap ...", flush=True)
+        report, planted = overlap_study(overlap)
+        write_report(report, out / "overlap_report")
+        tables[f"train-test overlap (N = {overlap.n}, HELM metrics, means)"] = (
+            report.summary_table()
+        )
+        tables[f"planted contamination ({overlap.planted_fraction:.0%} of stdlib-A)"] = planted
+    if prism.enabled:
+        print("data audit: fragment extraction (PRISM) ...", flush=True)
+        tables["fragment extraction: attacks on targets fine-tuned for several epochs"] = (
+            prism_study(prism, str(out / "prism_models"))
+        )
+    text = "\n\n".join(f"{title}\n\n{markdown_table(*t)}" for title, t in tables.items())
+    print(f"\n{text}\n", flush=True)
+    (out / "data_audit.md").write_text(text + "\n")
+    (out / "data_audit.json").write_text(
+        json.dumps({title: {"columns": c, "rows": r} for title, (c, r) in tables.items()}) + "\n"
+    )
+    if logger is not None:
+        keyed = {f"data_audit/table_{i}": table for i, table in enumerate(tables.values())}
+        log_wandb_tables([logger], keyed)
+    return tables
 
 
 def main(args=None):

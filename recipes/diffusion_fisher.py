@@ -11,8 +11,8 @@ import torch
 from lightning_info.core.logging import finish_wandb_runs
 from lightning_info.data.synthetic import GaussianMixtureDataModule
 from lightning_info.methods.diffusion_fisher.module import DiffusionModel
+from lightning_info.methods.diffusion_fisher.study import DiffusionFisherCLI
 from lightning_info.recipes.cli import recipe_cli
-from lightning_info.recipes.diffusion_fisher import DiffusionFisherCLI
 
 
 def main(args=None):
