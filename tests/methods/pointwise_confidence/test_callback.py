@@ -1,5 +1,4 @@
-"""PosthocScoring and OODShapingReport end to end on digits 0-4: their tables against metrics
-recomputed independently."""
+"""PosthocScoring end to end on digits 0-4: its table against metrics recomputed independently."""
 
 from __future__ import annotations
 
@@ -14,11 +13,10 @@ from sklearn.metrics import roc_auc_score
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_info import DigitsDataModule, MLPClassifier
-from lightning_info.methods.ood_shaping import FeatureShapingScorer, OODShapingReport
 from lightning_info.methods.pointwise_confidence.callback import PosthocScoring
 from lightning_info.methods.pointwise_confidence.scorers import MSPScorer, PSIScorer
 from lightning_info.scoring.report import collect_outputs
-from tests.tiny import QUIET, TinyDataModule
+from tests.tiny import QUIET
 
 
 @pytest.fixture(scope="module")
@@ -28,18 +26,17 @@ def trained(tmp_path_factory):
     model = MLPClassifier(64, 5, hidden=[32])
     out = str(tmp_path_factory.mktemp("scoring"))
     scoring = PosthocScoring(scorers=[MSPScorer(), PSIScorer(num_directions=20)], output_dir=out)
-    shaping = OODShapingReport(shapers=["identity", "react"], tune_trials=5, output_dir=out)
     trainer = Trainer(
         max_epochs=4,
         logger=False,
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
-        callbacks=[scoring, shaping],
+        callbacks=[scoring],
         default_root_dir=tmp_path_factory.mktemp("runs"),
     )
     trainer.fit(model, datamodule=data)
-    return data, model, {**scoring.tables, **shaping.tables}, out
+    return data, model, scoring.tables, out
 
 
 def test_failure_table_matches_sklearn(trained):
@@ -54,39 +51,10 @@ def test_failure_table_matches_sklearn(trained):
     assert float(rows[0][columns.index("AUROC")]) == pytest.approx(expected, abs=1e-4)
 
 
-def test_ood_table_energy_row_matches_a_direct_computation(trained):
-    data, model, tables, _ = trained
-    columns, rows = tables["ood"]
-    assert [r[0] for r in rows] == ["energy", "react"]
-    sets, kinds = ("digits", "noise", "shuffled"), ("AUROC", "FPR@95")
-    assert columns[1:] == [f"{name} {metric}" for name in sets for metric in kinds]
-    id_features = collect_outputs(model, model.head, data.test_dataloader())[0]
-    ood = collect_outputs(model, model.head, data.ood_dataloaders("test")["digits"])[0]
-    energy_in = torch.logsumexp(model.head(id_features), 1).detach()
-    energy_out = torch.logsumexp(model.head(ood), 1).detach()
-    labels = [1] * len(energy_in) + [0] * len(energy_out)
-    expected = roc_auc_score(labels, torch.cat([energy_in, energy_out]).numpy())
-    assert float(rows[0][1]) == pytest.approx(expected, abs=1e-4)
-    shaped = FeatureShapingScorer(model.head, "identity").fit_features(id_features)
-    torch.testing.assert_close(shaped.score_features(id_features), energy_in)
-
-
 def test_outputs_are_written(trained):
     *_, out = trained
     assert "failure prediction" in (Path(out) / "posthoc_scoring.md").read_text()
-    assert "OOD detection" in (Path(out) / "ood_shaping.md").read_text()
     assert (Path(out) / "posthoc_reliability.png").exists()
-
-
-def test_ood_report_needs_ood_sets_before_training(tmp_path):
-    trainer = Trainer(
-        max_epochs=1, callbacks=[OODShapingReport()], default_root_dir=tmp_path, **QUIET
-    )
-    with pytest.raises(ValueError, match="needs `ood_dataloaders"):
-        trainer.fit(MLPClassifier(6, 3), datamodule=TinyDataModule())
-    assert trainer.global_step == 0
-    with pytest.raises(ValueError, match="shapers"):
-        OODShapingReport(shapers=["no_such_shaper"])
 
 
 def test_bad_configuration_fails_before_training(tmp_path):
