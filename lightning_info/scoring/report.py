@@ -16,6 +16,7 @@ from typing import Any
 
 import lightning.pytorch as pl
 import torch
+from lightning.pytorch.loggers import WandbLogger
 from lightning.pytorch.utilities import rank_zero_info
 from lightning.pytorch.utilities.exceptions import MisconfigurationException
 from torch import Tensor, nn
@@ -58,10 +59,12 @@ def collect_outputs(model: nn.Module, head: nn.Module, loader: DataLoader) -> Ou
     return features, logits, torch.cat(labels).cpu() if labels else None
 
 
-def split_loader(data: pl.LightningDataModule, split: str, reader: str) -> DataLoader:
-    """The data module's loader of ``split``; the test split is set up first, as ``trainer.test``
-    would (``fit`` sets up only the train and validation splits)."""
-    if split == "test":
+def split_loader(
+    data: pl.LightningDataModule, split: str, reader: str, *, set_up_test: bool = True
+) -> DataLoader:
+    """The data module's loader of ``split``; unless ``set_up_test=False`` (already done), the test
+    split is set up first, as ``trainer.test`` would (``fit`` sets up only train and val)."""
+    if split == "test" and set_up_test:
         data.setup("test")
     try:
         return getattr(data, f"{split}_dataloader")()
@@ -124,6 +127,7 @@ class PosthocReport(pl.Callback):
         self.fit_on, self.evaluate_on = fit_on, evaluate_on
         self.output_dir = output_dir
         self.tables: dict[str, Table] = {}
+        self._test_set_up_for: pl.LightningDataModule | None = None
 
     # -- to implement -----------------------------------------------------------------------
 
@@ -182,7 +186,14 @@ class PosthocReport(pl.Callback):
     # -- helpers ----------------------------------------------------------------------------
 
     def _loader(self, data: pl.LightningDataModule, split: str) -> DataLoader:
-        return split_loader(data, split, type(self).__name__)
+        """``split_loader``, setting the test split up once per data module (``setup`` checks the
+        labels and ``run`` reads the batches: one ``setup("test")`` serves both)."""
+        loader = split_loader(
+            data, split, type(self).__name__, set_up_test=self._test_set_up_for is not data
+        )
+        if split == "test":
+            self._test_set_up_for = data
+        return loader
 
     def _head(self, pl_module: pl.LightningModule) -> nn.Linear:
         if self.head is None:
@@ -219,8 +230,6 @@ class PosthocReport(pl.Callback):
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
             (out / f"{self.kind}.md").write_text(text + "\n")
-        from lightning.pytorch.loggers import WandbLogger
-
         wandb_loggers = [lg for lg in trainer.loggers if isinstance(lg, WandbLogger)]
         if out is not None or wandb_loggers:
             for name, figure in self.figures(test).items():

@@ -157,7 +157,7 @@ class SmoothedInformationMonitor(Callback):
             metric.restart_keys()  # the same subset of the same validation rows every epoch
             metric.to(pl_module.device)
         if self._due(trainer) and self.probe is None:
-            self._attach(pl_module)
+            self._attach()
 
     def on_validation_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._detach()
@@ -234,7 +234,7 @@ class SmoothedInformationMonitor(Callback):
             return module.register_forward_pre_hook(lambda m, args: consume(args[0]))
         return module.register_forward_hook(lambda m, args, output: consume(output))
 
-    def _attach(self, pl_module: LightningModule) -> None:
+    def _attach(self) -> None:
         self._detach()
         for name in self._targets:
             self._handles.append(self._register(name, self._collector(name)))
@@ -275,7 +275,7 @@ class SmoothedInformationMonitor(Callback):
         shard = self.probe[trainer.global_rank :: trainer.world_size]
         if shard.shape[0] == 0:
             return  # this process contributes nothing; the gather still runs in compute()
-        self._attach(pl_module)
+        self._attach()
         was_training = pl_module.training
         pl_module.eval()
         try:
