@@ -30,7 +30,8 @@ def main(args=None):
     if base == DEFAULT_BASE_MODEL and not Path(base, "config.json").exists():
         print(f"Pretraining the base model on docstrings into {base} ...", flush=True)
         pretrain_docstring_lm(base, split_seed=cli.config.data.split_seed)
-    return cli.run()
+    cli.run()
+    return cli
 
 
 if __name__ == "__main__":

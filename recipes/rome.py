@@ -36,7 +36,8 @@ def main(args=None):
         default_config=Path(__file__).with_suffix(".yaml"),
         args=args,
     )
-    return cli.run()
+    cli.run()
+    return cli
 
 
 if __name__ == "__main__":

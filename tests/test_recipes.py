@@ -1,4 +1,4 @@
-"""The FIC-TSC recipe end to end on a bundled data set, with a small model and few epochs."""
+"""Every recipe end to end at a toy config: its grid, its studies, its files and W&B runs."""
 
 from __future__ import annotations
 
@@ -44,14 +44,18 @@ def _metric_columns(version_dir: Path) -> set[str]:
 
 def test_fic_tsc_recipe_runs_both_arms_and_writes_the_table(tmp_path, capsys):
     out = tmp_path / "results"
-    results = _recipe("fic_tsc").main(
-        SMALL
-        + [
-            f"--compare.output_dir={out}",
-            "--trainer.logger=CSVLogger",
-            f"--trainer.logger.save_dir={tmp_path}",
-            "--trainer.logger.name=csv",
-        ]
+    results = (
+        _recipe("fic_tsc")
+        .main(
+            SMALL
+            + [
+                f"--compare.output_dir={out}",
+                "--trainer.logger=CSVLogger",
+                f"--trainer.logger.save_dir={tmp_path}",
+                "--trainer.logger.name=csv",
+            ]
+        )
+        .results
     )
     assert [(r.seed, r.arm) for r in results] == [
         (0, "baseline"),
@@ -83,7 +87,7 @@ def test_default_logger_is_offline_wandb_with_one_run_per_cell(tmp_path, monkeyp
             f"--compare.output_dir={tmp_path}",
             f"--trainer.logger.init_args.save_dir={tmp_path}",
         ]
-    )
+    ).results
     assert len(results) == 2
     runs = sorted((tmp_path / "wandb").glob("offline-run-*"))
     assert len(runs) == 3, runs  # baseline, method, summary table
@@ -154,14 +158,18 @@ ROME_SMALL = [
 
 def test_rome_recipe_compares_three_arms_on_five_metrics(tmp_path, capsys):
     out = tmp_path / "results"
-    results = _recipe("rome").main(
-        ROME_SMALL
-        + [
-            f"--compare.output_dir={out}",
-            "--trainer.logger=CSVLogger",
-            f"--trainer.logger.save_dir={tmp_path}",
-            "--trainer.logger.name=csv",
-        ]
+    results = (
+        _recipe("rome")
+        .main(
+            ROME_SMALL
+            + [
+                f"--compare.output_dir={out}",
+                "--trainer.logger=CSVLogger",
+                f"--trainer.logger.save_dir={tmp_path}",
+                "--trainer.logger.name=csv",
+            ]
+        )
+        .results
     )
     arms = ["random real", "DM", "ROME"]
     metrics = ["test/clean", "test/fgsm", "test/pgd", "test/pgd_l2", "test/i_rr"]
@@ -203,7 +211,6 @@ def test_rome_logs_the_distilled_grid_to_wandb(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "arms, match",
     [
-        ("{only: {}}", "at least two arms"),
         ("{a: {model: {lr: 0.1}}, b: {optimizer: {}}}", "unknown sections"),
         ("{a: {model: {lr: 0.1}}, b: {model: {lr: 0.1}}}", "same overrides"),
     ],
@@ -235,14 +242,14 @@ def test_seed_field_reaches_the_model(tmp_path):
 
 
 AC_SMALL = [
-    "--tabular.seeds=[0]",
-    "--tabular.critic_windows=[1]",
-    "--tabular.td_steps=[1]",
-    "--tabular.updates=[50, 800]",
-    "--tabular.actor_critic_windows=[1]",
-    "--tabular.iterations=2",
-    "--tabular.critic_updates=100",
-    "--tabular.actor_updates=50",
+    "--studies.tabular.seeds=[0]",
+    "--studies.tabular.critic_windows=[1]",
+    "--studies.tabular.td_steps=[1]",
+    "--studies.tabular.updates=[50, 800]",
+    "--studies.tabular.actor_critic_windows=[1]",
+    "--studies.tabular.iterations=2",
+    "--studies.tabular.critic_updates=100",
+    "--studies.tabular.actor_updates=50",
     "--compare.seeds=[0]",
     "--compare.grid=[1]",
     "--trainer.max_steps=3",
@@ -256,24 +263,28 @@ AC_SMALL = [
 
 def test_asymmetric_ac_recipe_runs_the_tabular_study_and_both_critics(tmp_path, capsys):
     out = tmp_path / "results"
-    results = _recipe("asymmetric_ac").main(
-        AC_SMALL
-        + [
-            f"--compare.output_dir={out}",
-            "--trainer.logger=CSVLogger",
-            f"--trainer.logger.save_dir={tmp_path}",
-        ]
+    results = (
+        _recipe("asymmetric_ac")
+        .main(
+            AC_SMALL
+            + [
+                f"--compare.output_dir={out}",
+                "--trainer.logger=CSVLogger",
+                f"--trainer.logger.save_dir={tmp_path}",
+            ]
+        )
+        .results
     )
     assert [r.arm for r in results] == ["symmetric critic", "asymmetric critic"]
     assert all(1.0 <= r.value <= 20.0 for r in results)  # CartPole: 1 point per step, 20 max
-    tabular = json.loads((out / "asymmetric_ac_tabular.json").read_text())
+    tabular = json.loads((out / "asymmetric_ac_tabular.json").read_text())["records"]
     final = {r["kind"]: r for r in tabular["critic"] if r["updates"] == 800}
     # k = 1 aliases the junction: only the asymmetric critic gets below the floor
     assert final["asymmetric"]["error"] < 0.2 * final["asymmetric"]["floor"]
     assert final["symmetric"]["error"] >= 0.95 * final["symmetric"]["floor"]
     assert {len(r["values"]) for r in tabular["actor_critic"]} == {3}
     for plot in ("critic_error", "actor_critic"):
-        assert (out / f"asymmetric_ac_{plot}.png").stat().st_size > 0
+        assert (out / f"asymmetric_ac_tabular_{plot}.png").stat().st_size > 0
     printed = capsys.readouterr().out
     assert (out / "asymmetric_ac_tabular.md").read_text().strip() in printed
     assert (out / "asymmetric_ac.md").read_text().strip() in printed
@@ -296,7 +307,7 @@ def test_asymmetric_ac_logs_the_tabular_plots_to_wandb(tmp_path, monkeypatch):
 
 def test_posthoc_scoring_recipe_prints_both_tables(tmp_path, lightning_messages, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the confidence report writes to its configured results/
-    tables = _recipe("posthoc_scoring").main(
+    cli = _recipe("posthoc_scoring").main(
         [
             "--trainer.max_epochs=2",
             "--trainer.enable_progress_bar=false",
@@ -304,8 +315,14 @@ def test_posthoc_scoring_recipe_prints_both_tables(tmp_path, lightning_messages,
             f"--trainer.default_root_dir={tmp_path}",
             f"--trainer.callbacks.output_dir={tmp_path}",
             "--trainer.callbacks.tune_trials=3",
+            f"--compare.output_dir={tmp_path}",
         ]
     )
+    (result,) = cli.results  # one trained classifier, tested
+    assert result.metric == "test/acc" and 0.0 <= result.value <= 1.0
+    tables = {
+        name: t for cb in cli.trainer.callbacks for name, t in getattr(cb, "tables", {}).items()
+    }
     failure_columns, failure = tables["failure"]
     assert [r[0] for r in failure] == ["MSP", "MSP (temperature)", "PMI", "PVI", "PSI"]
     _, ood = tables["ood"]
@@ -317,7 +334,7 @@ def test_posthoc_scoring_recipe_prints_both_tables(tmp_path, lightning_messages,
 
 
 def test_diffusion_fisher_recipe_prints_the_three_tables(tmp_path, capsys):
-    tables = _recipe("diffusion_fisher").main(
+    cli = _recipe("diffusion_fisher").main(
         [
             "--trainer.max_steps=20",
             "--trainer.enable_progress_bar=false",
@@ -326,42 +343,46 @@ def test_diffusion_fisher_recipe_prints_the_three_tables(tmp_path, capsys):
             f"--trainer.default_root_dir={tmp_path}",
             "--model.hidden=16",
             "--data.num_samples=400",
-            "--evaluation.test_points=16",
-            "--evaluation.steps=8",
-            "--evaluation.probes=2",
-            "--evaluation.reference_probes=4",
-            "--evaluation.ot_schedules=[vp, edm]",
-            "--evaluation.ot_points=2",
-            "--evaluation.ot_data_points=50",
-            "--evaluation.samples=50",
-            f"--evaluation.output_dir={tmp_path}",
+            "--studies.likelihoods.test_points=16",
+            "--studies.likelihoods.steps=8",
+            "--studies.likelihoods.probes=2",
+            "--studies.likelihoods.reference_probes=4",
+            "--studies.likelihoods.ot_schedules=[vp, edm]",
+            "--studies.likelihoods.ot_points=2",
+            "--studies.likelihoods.ot_data_points=50",
+            "--studies.likelihoods.samples=50",
+            f"--compare.output_dir={tmp_path}",
         ]
     )
-    exact, network, ot = tables.values()
+    assert [r.metric for r in cli.results] == ["test/denoising", "test/trace_matching"]
+    exact, network, ot = cli.study_results["likelihoods"].tables.values()
     assert [r[0] for r in exact[1]] == ["DF trace", "Hutchinson 1", "Hutchinson 2"]
     # the DF-trace PF-ODE of the exact data model is far closer to the closed form
     assert float(exact[1][0][1]) < float(exact[1][1][1])
     assert [r[0] for r in network[1]] == ["DF-TM trace", "Hutchinson 1", "Hutchinson 2"]
     assert [r[0] for r in ot[1]] == ["vp", "edm"]
-    assert (tmp_path / "diffusion_fisher.png").stat().st_size > 0
-    assert (tmp_path / "diffusion_fisher.md").read_text().strip() in capsys.readouterr().out
+    assert (tmp_path / "diffusion_fisher_likelihoods_plots.png").stat().st_size > 0
+    printed = capsys.readouterr().out
+    assert (tmp_path / "diffusion_fisher_likelihoods.md").read_text().strip() in printed
 
 
 def test_data_audit_recipe_flags_planted_text_and_scores_attacks(tmp_path, capsys):
-    tables = _recipe("data_audit").main(
+    cli = _recipe("data_audit").main(
         [
-            f"--output_dir={tmp_path}",
-            "--logger=false",
-            "--prism.records=60",
-            "--prism.members=10",
-            "--prism.non_members=10",
-            "--prism.shadow_records=10",
-            "--prism.target_epochs=[1]",
-            "--prism.reference_epochs=1",
-            "--prism.width=32",
+            f"--compare.output_dir={tmp_path}",
+            "--trainer.logger=false",
+            "--studies.prism.records=60",
+            "--studies.prism.members=10",
+            "--studies.prism.non_members=10",
+            "--studies.prism.shadow_records=10",
+            "--studies.prism.target_epochs=[1]",
+            "--studies.prism.reference_epochs=1",
+            "--studies.prism.width=32",
         ]
     )
-    summary, planted, attacks = tables.values()
+    assert cli.results == []  # no grid: the recipe is its two studies
+    summary, planted = cli.study_results["overlap"].tables.values()
+    (attacks,) = cli.study_results["prism"].tables.values()
     assert [r[0] for r in summary[1]] == ["stdlib-A", "stdlib-B"]
     row = planted[1][0]
     assert row[2] == 14 and float(row[3]) > 0.8  # planted instances are found
@@ -369,4 +390,31 @@ def test_data_audit_recipe_flags_planted_text_and_scores_attacks(tmp_path, capsy
     assert {r[1] for r in attacks[1]} == {"target", "lr", "prism", "data_aware"}
     assert all(0.0 <= float(r[2]) <= 1.0 for r in attacks[1])
     assert (tmp_path / "overlap_report.json").exists()
-    assert (tmp_path / "data_audit.md").read_text().strip() in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    for study in ("overlap", "prism"):
+        assert (tmp_path / f"data_audit_{study}.md").read_text().strip() in printed
+
+
+RECIPE_NAMES = sorted(p.stem for p in RECIPES.glob("*.py"))
+
+
+@pytest.mark.parametrize("name", RECIPE_NAMES)
+def test_every_recipe_is_a_comparison_cli_whose_config_resolves(name, monkeypatch):
+    from lightning_info.recipes import ComparisonCLI, Study
+
+    studies = {}
+
+    def resolve_only(cli):
+        studies.update(cli._studies())
+        return []
+
+    monkeypatch.setattr(ComparisonCLI, "run", resolve_only)
+    args = ["--trainer.logger=false"]
+    if name == "fisher_sft":  # skip the base model's pretraining: nothing is instantiated here
+        args.append("--model.model=a-local-model")
+    cli = _recipe(name).main(args)
+    assert type(cli) is ComparisonCLI
+    assert all(isinstance(study, Study) for study in studies.values())
+    assert cli.has_grid or studies  # a recipe without a grid is its studies
+    if cli.has_grid:
+        assert cli._arms and cli.config.compare.seeds

@@ -1,5 +1,6 @@
-"""Shared LightningCLI entry points for the recipes in ``recipes/``."""
+"""The recipes' one entry point, ``ComparisonCLI``, and its hook for a method's extra study."""
 
-from lightning_info.recipes.cli import ComparisonCLI, RunResult, recipe_cli, summarize
+from lightning_info.recipes.cli import ComparisonCLI, RunResult, summarize
+from lightning_info.recipes.study import Study, StudyResult
 
-__all__ = ["ComparisonCLI", "RunResult", "recipe_cli", "summarize"]
+__all__ = ["ComparisonCLI", "RunResult", "Study", "StudyResult", "summarize"]

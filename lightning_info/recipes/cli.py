@@ -19,7 +19,15 @@ Everything a LightningCLI accepts works (``--config``, ``--trainer.*``, ``--mode
 - ``compare.metric`` (or several, ``compare.metrics``): the test metrics in the results table.
 
 ``compare.grid_field`` names a data-module argument (``name``) or, with a prefix, a model one
-(``model.images_per_class``).
+(``model.images_per_class``). A single arm is allowed when the comparison lives in callbacks
+(e.g. a report over several scorers) or in a study.
+
+What a method measures beyond fit/test (extra tables, plots) is a
+:class:`~lightning_info.recipes.study.Study` named under ``studies`` in the YAML; the studies run
+after the grid and their tables and figures are printed, written and logged the same way for every
+recipe (see :mod:`lightning_info.recipes.study`). A recipe that trains nothing through the grid
+passes no model class (``ComparisonCLI(None, None, ...)``): then the config has no ``model`` or
+``data`` section and only the studies run.
 
 Classes are instantiated afresh for every grid cell (not once up front), so a recipe may prepare
 what the config points at (e.g. pretrain a base model) between parsing and :meth:`run`.
@@ -50,6 +58,7 @@ from lightning_info.core.logging import (
     markdown_table,
     mean_std,
 )
+from lightning_info.recipes.study import Study, StudyResult
 
 BASELINE, METHOD = "baseline", "method"
 _ARM_SECTIONS = ("model", "data", "trainer")
@@ -112,7 +121,8 @@ def summarize(
 
 
 class ComparisonCLI(LightningCLI):
-    """LightningCLI that fits and tests a baseline and a method arm over data sets and seeds."""
+    """LightningCLI that fits and tests a baseline and a method arm over data sets and seeds,
+    then runs the recipe's studies."""
 
     def __init__(
         self,
@@ -126,6 +136,9 @@ class ComparisonCLI(LightningCLI):
     ) -> None:
         self._links = dict(links or {})
         self._instantiate_now = False
+        self.has_grid = model_class is not None
+        if not self.has_grid and datamodule_class is not None:
+            raise ValueError("A recipe without a model class has no grid: pass no data module.")
         parser_kwargs = dict(kwargs.pop("parser_kwargs", {}))
         if default_config is not None:
             parser_kwargs.setdefault("default_config_files", [str(default_config)])
@@ -145,6 +158,17 @@ class ComparisonCLI(LightningCLI):
             **kwargs,
         )
         self.results: list[RunResult] = []
+        self.study_results: dict[str, StudyResult] = {}
+
+    def add_core_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        """The trainer, model and data sections; only the trainer's (its logger) without a grid."""
+        if self.has_grid:
+            super().add_core_arguments_to_parser(parser)
+            return
+        parser.add_lightning_class_args(self.trainer_class, "trainer")
+        parser.set_defaults(
+            {"trainer." + k: v for k, v in self.trainer_defaults.items() if k != "callbacks"}
+        )
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         for source, target in self._links.items():
@@ -211,9 +235,19 @@ class ComparisonCLI(LightningCLI):
         add("--compare.baseline_name", type=str, default="baseline")
         add("--compare.method_name", type=str, default="method")
         add("--compare.output_dir", type=str, default="results")
+        parser.add_argument(
+            "--studies",
+            type=dict[str, Study | None],
+            default={},
+            help="Name -> a Study (class_path, init_args) run after the grid; null skips one.",
+        )
 
     def before_instantiate_classes(self) -> None:
         compare = self.config.compare
+        if not self.has_grid:
+            if not any(self.config.studies.values()):
+                raise ValueError("A recipe without a model class needs at least one study.")
+            return
         if not compare.seeds:
             raise ValueError("`compare.seeds` is empty: give at least one seed, e.g. [0].")
         if compare.arms:
@@ -222,8 +256,6 @@ class ComparisonCLI(LightningCLI):
                     "Give either `compare.arms` or the baseline/method fields "
                     "(`method_callbacks`, `baseline_data`, `method_data`), not both."
                 )
-            if len(compare.arms) < 2:
-                raise ValueError("`compare.arms` needs at least two arms to compare.")
             for name, overrides in compare.arms.items():
                 unknown = set(overrides) - set(_ARM_SECTIONS)
                 if unknown:
@@ -245,8 +277,24 @@ class ComparisonCLI(LightningCLI):
         if self._instantiate_now:
             super().instantiate_classes()
 
+    @property
+    def output_dir(self) -> Path:
+        """``compare.output_dir``, created: where tables, figures and studies' files go."""
+        out = Path(self.config.compare.output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        return out
+
     def run(self) -> list[RunResult]:
-        """Run every grid cell, then print and save the results table."""
+        """Run every grid cell, print and save the results table, then run the studies."""
+        if self.has_grid:
+            self._run_grid()
+        for name, study in self._studies().items():
+            print(f"{self.config.compare.name}: study {name!r} ...", flush=True)
+            self.study_results[name] = result = study.run(self)
+            self._report_study(name, result)
+        return self.results
+
+    def _run_grid(self) -> None:
         base = self.config
         compare = base.compare
         grid = list(compare.grid) or [self._grid_default(base)]
@@ -268,7 +316,18 @@ class ComparisonCLI(LightningCLI):
             )
         self.config = base
         self._report()
-        return self.results
+
+    def _studies(self) -> dict[str, Study]:
+        """The configured studies, instantiated (their arguments are plain values)."""
+        studies = {}
+        for name, spec in self.config.studies.items():
+            if spec is None:
+                continue
+            module, _, class_name = spec.class_path.rpartition(".")
+            study_class = getattr(importlib.import_module(module), class_name)
+            init_args = spec.get("init_args")
+            studies[name] = study_class(**(init_args.as_dict() if init_args else {}))
+        return studies
 
     @property
     def _arms(self) -> list[Arm]:
@@ -313,7 +372,13 @@ class ComparisonCLI(LightningCLI):
 
     def _grid_default(self, config: Namespace) -> Any:
         section, name = self._grid_target(config)
-        return self._init_args(config[section])[name]
+        arguments = self._init_args(config[section])
+        if name not in arguments:
+            raise ValueError(
+                f"`compare.grid_field` is {config.compare.grid_field!r}, which is not an argument "
+                f"of the {section} section; name one of {sorted(vars(arguments))}."
+            )
+        return arguments[name]
 
     def _cell_data_args(self, config: Namespace, grid_value: Any, seed: int, arm: Arm) -> dict:
         args = {**vars(self._data_args(config)), **arm.overrides.get("data", {})}
@@ -400,8 +465,7 @@ class ComparisonCLI(LightningCLI):
         compare = self.config.compare
         columns, rows = summarize(self.results, self._arm_names, compare.grid_field)
         table = markdown_table(columns, rows)
-        out = Path(compare.output_dir)
-        out.mkdir(parents=True, exist_ok=True)
+        out = self.output_dir
         (out / f"{compare.name}.md").write_text(table + "\n")
         (out / f"{compare.name}.json").write_text(
             json.dumps([asdict(r) for r in self.results], indent=2) + "\n"
@@ -417,6 +481,31 @@ class ComparisonCLI(LightningCLI):
             log_wandb_tables([summary], {"results": (columns, rows)})
             finish_wandb_runs([summary])
 
+    def _report_study(self, name: str, result: StudyResult) -> None:
+        """Write, log, then print a study's tables (and save and log its figures)."""
+        stem = f"{self.config.compare.name}_{name}"
+        out = self.output_dir
+        text = "\n\n".join(
+            f"{title}\n\n{markdown_table(*table)}" for title, table in result.tables.items()
+        )
+        (out / f"{stem}.md").write_text(text + "\n")
+        tables = {title: {"columns": c, "rows": r} for title, (c, r) in result.tables.items()}
+        (out / f"{stem}.json").write_text(
+            json.dumps({"tables": tables, "records": result.records}, indent=1) + "\n"
+        )
+        paths = {}
+        for key, figure in result.figures.items():
+            paths[key] = out / f"{stem}_{key}.png"
+            figure.savefig(paths[key], dpi=120)
+        run = self.wandb_run(name)
+        if run is not None:
+            for key, path in paths.items():
+                run.log_image(key=f"{name}/{key}", images=[str(path)])
+            keyed = {f"{name}/table_{i}": table for i, table in enumerate(result.tables.values())}
+            log_wandb_tables([run], keyed)
+            finish_wandb_runs([run])
+        print(f"\n{self.config.compare.name}: {name}\n\n{text}\n", flush=True)
+
     def wandb_run(self, suffix: str):
         """A ``WandbLogger`` run ``<compare.name>-<suffix>`` in the recipe's group, configured as
         the trainer's logger, or ``None`` when the logger is not W&B. The caller finishes it."""
@@ -431,25 +520,3 @@ class ComparisonCLI(LightningCLI):
             "group": self.config.compare.name,
         }
         return WandbLogger(**{k: v for k, v in init_args.items() if v is not None})
-
-
-def recipe_cli(
-    cli_class: type[LightningCLI],
-    model_class: Any,
-    datamodule_class: Any,
-    recipe_file: str | Path,
-    args: Any = None,
-) -> LightningCLI:
-    """A LightningCLI (``run=False``) reading ``<recipe_file>.yaml`` as its default config, with
-    the recipes' defaults: W&B offline unless configured, seed 0, the config saved over any
-    previous one. The caller fits (and evaluates) ``cli.model`` on ``cli.datamodule``."""
-    return cli_class(
-        model_class,
-        datamodule_class,
-        run=False,
-        args=args,
-        parser_kwargs={"default_config_files": [str(Path(recipe_file).with_suffix(".yaml"))]},
-        trainer_defaults={"logger": default_wandb_logger_config()},
-        seed_everything_default=0,
-        save_config_kwargs={"overwrite": True},
-    )

@@ -7,32 +7,21 @@ of any ``(z, a)`` critic). :func:`actor_critic_study` runs natural actor-critic 
 and records the exact value ``J(pi_t)`` of every iterate (Lambrechts, Ernst & Mahajan, ICML 2025:
 the symmetric bound carries an aliasing term that the asymmetric one does not).
 
-``AsymmetricACCLI``: the asymmetric actor-critic recipe, tabular study then deep comparison.
-
-Before the usual :class:`ComparisonCLI` grid (the neural :class:`AsymmetricActorCritic` on a
-masked gymnasium task, asymmetric vs symmetric critic), it runs the linear study of the paper on
-a T-maze (``tabular`` section of the config): critic error vs TD updates with the aliasing floor,
-and natural actor-critic with each critic. Tables are printed and written to
-``<output_dir>/<name>_tabular.{md,json}``, plots to ``<name>_critic_error.png`` and
-``<name>_actor_critic.png``, and both go to a W&B run ``<name>-tabular`` when the logger is W&B.
+:class:`TabularStudy` is the recipe's study (``studies.tabular`` in ``recipes/asymmetric_ac.yaml``):
+after the grid of the neural :class:`AsymmetricActorCritic` on a masked gymnasium task
+(asymmetric vs symmetric critic), the linear study of the paper on a T-maze: critic error vs TD
+updates with the aliasing floor, and natural actor-critic with each critic, as two tables and two
+plots (``critic_error``, ``actor_critic``) that ``ComparisonCLI`` prints, writes and logs.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import numpy as np
-from lightning.pytorch.cli import LightningArgumentParser
 
-from lightning_info.core.logging import (
-    finish_wandb_runs,
-    log_wandb_tables,
-    markdown_table,
-    mean_std,
-)
+from lightning_info.core.logging import mean_std
 from lightning_info.core.plotting import pyplot
 from lightning_info.core.validation import require_int
 from lightning_info.methods.asymmetric_ac.exact import (
@@ -47,7 +36,7 @@ from lightning_info.methods.asymmetric_ac.functional import (
     softmax_policy,
 )
 from lightning_info.methods.asymmetric_ac.tabular_pomdp import TabularPOMDP, t_maze
-from lightning_info.recipes.cli import ComparisonCLI, RunResult
+from lightning_info.recipes.study import Study, StudyResult
 
 KINDS = ("asymmetric", "symmetric")
 
@@ -196,9 +185,9 @@ def actor_critic_table(rows: list[dict]) -> tuple[list[str], list[list]]:
     return columns, table
 
 
-def plot_critic_errors(rows: list[dict], path: str):
-    """Critic error vs TD updates (log-log), one panel per ``m``; floors dashed. Saved to
-    ``path`` and returned (a matplotlib figure)."""
+def plot_critic_errors(rows: list[dict]):
+    """Critic error vs TD updates (log-log), one panel per ``m``; floors dashed (a matplotlib
+    figure)."""
     plt = pyplot()
     td_steps = sorted({r["td_steps"] for r in rows})
     windows = sorted({r["window"] for r in rows})
@@ -226,12 +215,11 @@ def plot_critic_errors(rows: list[dict], path: str):
         )
     axes[0][-1].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
     return fig
 
 
-def plot_actor_critic(rows: list[dict], path: str):
-    """``J(pi_t)`` vs iteration, mean over seeds, one panel per window; saved and returned."""
+def plot_actor_critic(rows: list[dict]):
+    """``J(pi_t)`` vs iteration, mean over seeds, one panel per window (a matplotlib figure)."""
     plt = pyplot()
     windows = sorted({r["window"] for r in rows})
     td_steps = sorted({r["td_steps"] for r in rows})
@@ -248,15 +236,13 @@ def plot_actor_critic(rows: list[dict], path: str):
         ax.set(xlabel="iteration", ylabel="J(pi_t)", title=f"natural actor-critic, k = {k}")
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
     return fig
 
 
 @dataclass
-class TabularStudy:
-    """The T-maze study (``enabled: false`` skips it)."""
+class TabularStudy(Study):
+    """The T-maze study: critic error vs TD updates, then natural actor-critic with each critic."""
 
-    enabled: bool = True
     corridor_length: int = 1
     sign_accuracy: float = 1.0
     penalty: float = -0.5
@@ -273,67 +259,42 @@ class TabularStudy:
     critic_updates: int = 1000
     actor_updates: int = 200
 
-
-class AsymmetricACCLI(ComparisonCLI):
-    """:class:`ComparisonCLI` with the tabular study of the asymmetric actor-critic paper first."""
-
-    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
-        super().add_arguments_to_parser(parser)
-        parser.add_class_arguments(TabularStudy, "tabular")
-
-    def run(self) -> list[RunResult]:
-        study = TabularStudy(**vars(self.config.tabular))
-        if study.enabled:
-            self.tabular = self.run_tabular(study)
-        return super().run()
-
-    def run_tabular(self, study: TabularStudy) -> dict:
-        name, out = self.config.compare.name, Path(self.config.compare.output_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        maze = t_maze(study.corridor_length, study.sign_accuracy, penalty=study.penalty)
-        print(f"{name}: critic error vs TD updates on the T-maze ...", flush=True)
+    def run(self, cli=None) -> StudyResult:
+        maze = t_maze(self.corridor_length, self.sign_accuracy, penalty=self.penalty)
         critic_rows = critic_error_study(
             maze,
-            study.critic_windows,
-            study.td_steps,
-            study.updates,
-            study.gamma,
-            study.seeds,
-            study.batch_size,
-            study.step_size,
+            self.critic_windows,
+            self.td_steps,
+            self.updates,
+            self.gamma,
+            self.seeds,
+            self.batch_size,
+            self.step_size,
         )
-        print(f"{name}: natural actor-critic with each critic ...", flush=True)
         actor_rows = actor_critic_study(
             maze,
-            study.actor_critic_windows,
-            study.td_steps,
-            study.gamma,
-            study.seeds,
-            study.iterations,
-            study.actor_step_size,
-            SGDSettings(study.critic_updates, study.batch_size, study.step_size),
-            SGDSettings(study.actor_updates, study.batch_size, study.step_size),
+            self.actor_critic_windows,
+            self.td_steps,
+            self.gamma,
+            self.seeds,
+            self.iterations,
+            self.actor_step_size,
+            SGDSettings(self.critic_updates, self.batch_size, self.step_size),
+            SGDSettings(self.actor_updates, self.batch_size, self.step_size),
         )
-        critic_title = f"critic error after {max(study.updates)} TD updates (mean ± std)"
-        actor_title = f"J after {study.iterations} natural actor-critic iterations"
-        tables = {
-            critic_title: critic_error_table(critic_rows),
-            actor_title: actor_critic_table(actor_rows),
-        }
-        text = "\n\n".join(f"{title}\n\n{markdown_table(*t)}" for title, t in tables.items())
-        print(f"\n{name} (T-maze, gamma {study.gamma})\n\n{text}\n", flush=True)
-        (out / f"{name}_tabular.md").write_text(text + "\n")
-        results = {"config": asdict(study), "critic": critic_rows, "actor_critic": actor_rows}
-        (out / f"{name}_tabular.json").write_text(json.dumps(results, indent=1) + "\n")
-        plots = {
-            "critic_error": plot_critic_errors(critic_rows, str(out / f"{name}_critic_error.png")),
-            "actor_critic": plot_actor_critic(actor_rows, str(out / f"{name}_actor_critic.png")),
-        }
-        run = self.wandb_run("tabular")
-        if run is not None:
-            for key in plots:
-                run.log_image(key=f"tabular/{key}", images=[str(out / f"{name}_{key}.png")])
-            keyed = {f"tabular/table_{i}": table for i, table in enumerate(tables.values())}
-            log_wandb_tables([run], keyed)
-            finish_wandb_runs([run])
-        return results
+        critic_title = (
+            f"T-maze (gamma {self.gamma}): critic error after {max(self.updates)} TD updates "
+            "(mean ± std)"
+        )
+        actor_title = f"T-maze: J after {self.iterations} natural actor-critic iterations"
+        return StudyResult(
+            tables={
+                critic_title: critic_error_table(critic_rows),
+                actor_title: actor_critic_table(actor_rows),
+            },
+            figures={
+                "critic_error": plot_critic_errors(critic_rows),
+                "actor_critic": plot_actor_critic(actor_rows),
+            },
+            records={"config": asdict(self), "critic": critic_rows, "actor_critic": actor_rows},
+        )

@@ -180,5 +180,10 @@ class DiffusionModel(pl.LightningModule):
         for name, value in losses.items():
             self.log(f"val/{name}", value)
 
+    def test_step(self, batch: Any, batch_idx: int) -> None:
+        losses = self.losses(batch[0], self._generator(2, batch_idx))
+        for name, value in losses.items():
+            self.log(f"test/{name}", value)
+
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.lr)

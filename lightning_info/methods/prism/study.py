@@ -4,7 +4,9 @@ records and the world model's records; a BPE tokenizer and tiny GPT-2s are train
 (:func:`~lightning_info.lm.training.fit_causal_lm`): world and shadow once, the target at every
 epoch count of the study. Each target is then attacked with
 :class:`~lightning_info.methods.prism.audit.FragmentAuditor`: raw target probability, likelihood
-ratio, PRISM and the data-aware classifier, with AUC and TPR at 2% / 5% FPR."""
+ratio, PRISM and the data-aware classifier, with AUC and TPR at 2% / 5% FPR. The study is the
+``prism`` entry of ``recipes/data_audit.yaml``; the tiny models go to
+``<output_dir>/prism_models``."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
+from lightning.pytorch.utilities import rank_zero_info
 from torch.utils.data import DataLoader
 
 from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
@@ -23,13 +26,13 @@ from lightning_info.methods.prism.fragments import (
     record_texts,
     synthetic_records,
 )
+from lightning_info.recipes.study import Study, StudyResult
 
 
 @dataclass
-class PrismStudy:
-    """Sizes of the synthetic records and of the tiny models (``enabled: false`` skips it)."""
+class PrismStudy(Study):
+    """Sizes of the synthetic records and of the tiny models."""
 
-    enabled: bool = True
     records: int = 200
     members: int = 40
     non_members: int = 40
@@ -42,6 +45,11 @@ class PrismStudy:
     lr: float = 3e-3
     batch_size: int = 32
     seed: int = 0
+
+    def run(self, cli) -> StudyResult:
+        table = prism_study(self, str(cli.output_dir / "prism_models"))
+        title = "fragment extraction: attacks on targets fine-tuned for several epochs"
+        return StudyResult({title: table})
 
 
 def _loader(texts: Sequence[str], tokenizer, batch_size: int, seed: int) -> DataLoader:
@@ -95,5 +103,5 @@ def prism_study(study: PrismStudy, root: str) -> tuple[list[str], list[list]]:
                     f"{metrics['tpr@5%fpr']:.4f}",
                 ]
             )
-        print(f"PRISM study: target trained {epochs} epochs audited", flush=True)
+        rank_zero_info(f"PRISM study: target trained {epochs} epochs audited")
     return columns, rows

@@ -3,7 +3,8 @@ split by module into a training corpus and two held-out "benchmarks" (instances:
 first line as input, the rest as reference); a seeded fraction of one benchmark's instances is
 planted verbatim into the training corpus. The HELM-style report
 (:func:`~lightning_info.methods.train_test_overlap.functional.compute_overlap`) should flag every
-planted instance and few others."""
+planted instance and few others. The study is the ``overlap`` entry of
+``recipes/data_audit.yaml``; the full report goes to ``<output_dir>/overlap_report.{md,json}``."""
 
 from __future__ import annotations
 
@@ -13,18 +14,28 @@ import torch
 
 from lightning_info.lm.corpus import split_corpus, stdlib_docstrings
 from lightning_info.methods.train_test_overlap.functional import TestInstance, compute_overlap
-from lightning_info.methods.train_test_overlap.report import OverlapReport
+from lightning_info.methods.train_test_overlap.report import OverlapReport, write_report
+from lightning_info.recipes.study import Study, StudyResult
 
 
 @dataclass
-class OverlapStudy:
-    """The overlap report (``enabled: false`` skips it)."""
+class OverlapStudy(Study):
+    """N-gram overlap between held-out docstring benchmarks and a corpus with planted copies."""
 
-    enabled: bool = True
     n: int = 13
     planted_fraction: float = 0.1
     tokenizer: str = "default"
     seed: int = 0
+
+    def run(self, cli) -> StudyResult:
+        report, planted = overlap_study(self)
+        write_report(report, cli.output_dir / "overlap_report")
+        return StudyResult(
+            {
+                f"train-test overlap (N = {self.n}, HELM metrics, means)": report.summary_table(),
+                f"planted contamination ({self.planted_fraction:.0%} of stdlib-A)": planted,
+            }
+        )
 
 
 def _instances(pairs, benchmark: str) -> list[TestInstance]:

@@ -87,7 +87,7 @@ def test_recipe_compares_fisher_and_random_subsets(base_model, tmp_path, monkeyp
             f"--trainer.default_root_dir={tmp_path}",
             "--model.lora={r: 2, lora_alpha: 4, target_modules: [c_attn]}",
         ]
-    )
+    ).results
     assert [(r.grid_value, r.arm) for r in results] == [(6, "baseline"), (6, "method")]
     assert all(torch.isfinite(torch.tensor(r.value)) and r.value > 0 for r in results)
     assert "FisherSFT subset" in (tmp_path / "fisher_sft.md").read_text()

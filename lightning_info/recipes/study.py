@@ -1,0 +1,55 @@
+"""``Study``: the one hook through which a recipe runs what a method measures beyond fit/test.
+
+A study is a class with plain-valued constructor arguments and a :meth:`Study.run` method. A
+recipe's YAML names its studies under ``studies``, keyed by name, as any LightningCLI class::
+
+    studies:
+      tabular:
+        class_path: lightning_info.methods.asymmetric_ac.study.TabularStudy
+        init_args: {gamma: 0.8, seeds: [0, 1, 2]}
+
+Every argument can be overridden from the command line (``--studies.tabular.gamma=0.9``) and a
+study switched off (``--studies.tabular=null``). :class:`~lightning_info.recipes.cli.ComparisonCLI`
+runs the studies in order after the grid and does the reporting, the same for every method: each
+table is printed, all of a study's tables are written to ``<output_dir>/<compare.name>_<study>.md``
+and ``.json`` (with the study's records), each figure to ``<compare.name>_<study>_<key>.png``, and
+tables and figures go to a W&B run ``<compare.name>-<study>`` in the recipe's group when the
+trainer's logger is W&B.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Table = tuple[list[str], list[list]]
+
+
+@dataclass
+class StudyResult:
+    """What a study hands back: titled tables ``title -> (columns, rows)``, matplotlib figures
+    by key, and any JSON-serialisable records worth keeping next to the tables."""
+
+    tables: dict[str, Table]
+    figures: dict[str, Any] = field(default_factory=dict)
+    records: Any = None
+
+
+class Study:
+    """Base class of a method's extra study (tables, plots) run by ``ComparisonCLI``.
+
+    Subclasses take their settings as constructor arguments (a dataclass is simplest) and
+    implement :meth:`run`.
+    """
+
+    def run(self, cli) -> StudyResult:
+        """Measure and return the study's tables and figures.
+
+        Args:
+            cli: the recipe's ``ComparisonCLI`` after its grid: ``cli.model``,
+                ``cli.datamodule`` and ``cli.trainer`` are the last grid cell's (fitted and
+                tested), ``cli.results`` the grid's results, ``cli.output_dir`` the folder for any
+                extra files. In a recipe without a grid (no model class) only ``cli.output_dir``
+                and ``cli.config`` apply.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement `run(cli)`.")
