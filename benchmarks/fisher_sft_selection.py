@@ -1,57 +1,78 @@
 """Cost and quality of FisherSFT greedy subset selection on synthetic pools, on a CPU.
 
-1. Selection time against pool size ``N``, ``--budget`` examples selected with ``lam = --lam``:
+1. Selection time against pool size ``N`` at ``d = --dim``, ``--budget`` examples selected with
+   ``lam = --lam``:
 
-   - ``naive``: :func:`~lightning_info.methods.fisher_sft.functional.fisher_greedy_select` with
-     ``method="naive"``, the determinant-lemma gain (FSFT-2) of every candidate every round;
-   - ``lazy``: the same with ``method="lazy"``, stale gains in a max-heap;
+   - ``lazy``: :func:`~lightning_info.methods.fisher_sft.functional.fisher_greedy_select`
+     (``method="lazy"``): stale gains in a max-heap, refreshed on the Woodbury representation
+     (FSFT-3) of ``A^{-1}``;
+   - ``vectorised``: :func:`vectorised_greedy`, the obvious fast exact greedy: every candidate's
+     gain (FSFT-2) in one batched ``slogdet`` per pick, ``A^{-1}`` kept by a Woodbury update, no
+     lazy evaluation;
+   - ``naive``: ``fisher_greedy_select(method="naive")``, every candidate's gain every round
+     through the Cholesky factor of ``A`` (the reference implementation);
    - ``textbook``: :func:`slogdet_greedy`, ``slogdet(lam I + sum_{S + i} X^T X)`` recomputed for
      every candidate in every round, one candidate at a time. It runs only while one run stays
      under ``--textbook-limit`` seconds; beyond that it is reported as skipped, not estimated.
 
-   All three break ties by the lowest index, so they should return the same selection; the table
-   says whether they did, and how many single-candidate gains each evaluated.
-2. The same greedy with ``pooling="mean"`` (one row per example) against submodlib's
+   All break ties by the lowest index, so they should return the same selection; the table says
+   whether they did, and how many single-candidate gains each evaluated.
+2. The width axis: ``--widths`` at ``N = --width-pool-size``, ``--width-tokens`` tokens,
+   ``--width-budget`` picks, on both pools: lazy against vectorised, each in a fresh process that
+   reports its peak memory beyond the pool (``VmHWM`` after resetting it, Linux).
+3. LLM scale: ``--large-pool-sizes`` candidates at ``d = --large-dim``, ``--large-budget`` picks,
+   realistic pool: lazy (time, peak memory beyond the pool, the pool's own size), and the
+   vectorised baseline for at most ``--baseline-limit`` seconds: how many picks it made by then.
+4. The same greedy with ``pooling="mean"`` (one row per example) against submodlib's
    ``LogDeterminantFunction`` (dense kernel ``X X^T``, ``LazyGreedy``), when ``submodlib`` is
-   importable. By Sylvester's identity ``log det(lam I_k + X_S X_S^T) = log det(lam I_d +
+   importable and its ``N x N`` float64 kernel fits in ``--kernel-limit-gb``; the table says
+   where it stops. By Sylvester's identity ``log det(lam I_k + X_S X_S^T) = log det(lam I_d +
    X_S^T X_S) + (k - d) log lam``, so both maximise the same function and should pick the same
    examples; the kernel's construction is timed apart from the maximisation.
-3. ``F(S) - F(empty)`` of (FSFT-1) reached at the budget on the largest realistic pool by the
-   greedy selection, by uniform random subsets and by k-center on the mean-pooled features
-   (mean and standard deviation over ``--baseline-seeds`` seeds), also as a fraction of greedy.
+5. ``F(S) - F(empty)`` of (FSFT-1) reached at the budget on the largest realistic pool of table 1
+   by the greedy selection, by uniform random subsets and by k-center on the mean-pooled
+   features (mean and standard deviation over ``--baseline-seeds`` seeds), also as a fraction of
+   greedy.
 
 The realistic pool (:func:`realistic_pool`) gives example ``i`` the token rows
 
-    x_{i,t} = s_i Q diag(sqrt(rho^j)) (c_i + tau e_{i,t}),   t = 1 .. m,
+    x_{i,t} = s_i diag(sqrt(rho^j)) (c_i + tau e_{i,t}),   t = 1 .. m,
 
 with ``c_i, e_{i,t} ~ N(0, I_d)`` (a centre shared by the tokens of one example, plus per-token
-noise, ``tau = 0.5``), ``Q`` a random orthogonal basis, ``rho`` such that the spectrum decays
-geometrically from 1 to ``1e-3`` across the ``d`` directions, and per-example scales
-``s_i = exp(0.5 u_i)``, ``u_i ~ N(0, 1)`` (log-normal), so that gains differ widely between
-examples. The isotropic pool (:func:`isotropic_pool`, i.i.d. ``N(0, 1)`` entries) makes all gains
-nearly equal, the worst case for lazy greedy; it is timed at the largest ``N`` only.
+noise, ``tau = 0.5``), ``rho`` such that the spectrum decays geometrically from 1 to ``1e-3``
+across the ``d`` coordinates, and per-example scales ``s_i = exp(0.5 u_i)``, ``u_i ~ N(0, 1)``
+(log-normal), so that gains differ widely between examples. (FSFT-1) is invariant under a
+rotation of ``R^d``, so the pool is generated in its eigenbasis: a rotation would change neither
+the selections nor the times. The isotropic pool (:func:`isotropic_pool`, i.i.d. ``N(0, 1)``
+entries) makes all gains nearly equal, the worst case for lazy greedy.
 
-Every time is the median over ``--repeats`` runs of ``time.perf_counter``, the methods
-interleaved (naive, lazy, textbook, naive, ...); building the pool is not timed. torch runs with
-``--threads`` threads, one by default: on a machine whose cores other processes also use,
+Every time in table 1 is the median over ``--repeats`` runs of ``time.perf_counter``, the methods
+interleaved; tables 2 and 3 time one run per process. Building the pool is never timed. torch runs
+with ``--threads`` threads, one by default: on a machine whose cores other processes also use,
 multi-threaded OpenMP kernels wait for descheduled threads and their times stop measuring the
 method.
 
 Usage::
 
     python benchmarks/fisher_sft_selection.py [--pool-sizes 500 1000 2000] [--tokens 16]
-        [--dim 64] [--budget 100] [--repeats 3] [--seed 0] [--lam 1.0]
-        [--baseline-seeds 5] [--threads 1] [--textbook-limit 60]
+        [--dim 64] [--budget 100] [--widths 64 256 1024 4096] [--width-pool-size 400]
+        [--width-tokens 8] [--width-budget 30] [--large-pool-sizes 20000] [--large-dim 4096]
+        [--large-budget 500] [--baseline-limit 120] [--repeats 3] [--seed 0] [--lam 1.0]
+        [--baseline-seeds 5] [--threads 1] [--textbook-limit 60] [--kernel-limit-gb 4]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -65,34 +86,109 @@ from lightning_info.core.timing import format_ratio, timed
 from lightning_info.methods.fisher_sft.functional import Selection, fisher_greedy_select
 from lightning_info.methods.fisher_sft.sampler import select_subset
 
-METHODS = ("naive", "lazy", "textbook")
+METHODS = ("lazy", "vectorised", "naive", "textbook")
+CHUNK_EXAMPLES = 256
 SPECTRUM_RANGE = 1e-3
 SCALE_SIGMA = 0.5
 TOKEN_NOISE = 0.5
 
 
+def _chunk_generator(seed: int, start: int) -> torch.Generator:
+    entropy = np.random.SeedSequence([seed, start]).generate_state(1)[0]
+    return torch.Generator().manual_seed(int(entropy))
+
+
+def _equal_blocks(values: Tensor, tokens: int) -> TokenBlocks:
+    offsets = torch.arange(0, values.shape[0] + 1, tokens, dtype=torch.long)
+    return TokenBlocks(values, offsets)
+
+
 def realistic_pool(pool_size: int, tokens: int, dim: int, seed: int = 0) -> TokenBlocks:
-    """``pool_size`` blocks of ``tokens`` rows in ``R^dim`` from the realistic generator above."""
-    generator = torch.Generator().manual_seed(seed)
-
-    def normal(*shape: int) -> Tensor:
-        return torch.randn(*shape, generator=generator, dtype=torch.float64)
-
-    q, r = torch.linalg.qr(normal(dim, dim))
-    basis = q * torch.sign(torch.diagonal(r))
+    """``pool_size`` blocks of ``tokens`` rows in ``R^dim`` from the realistic generator above,
+    written in place ``CHUNK_EXAMPLES`` examples at a time (each chunk seeded from ``seed`` and its
+    first index), so a pool of several GB needs little more memory than itself."""
     decay = SPECTRUM_RANGE ** (1 / max(dim - 1, 1))
     root_spectrum = (decay ** torch.arange(dim, dtype=torch.float64)).sqrt()
-    scales = torch.exp(SCALE_SIGMA * normal(pool_size, 1, 1))
-    latent = normal(pool_size, 1, dim) + TOKEN_NOISE * normal(pool_size, tokens, dim)
-    rows = scales * (latent * root_spectrum) @ basis.T
-    return TokenBlocks.from_list(list(rows))
+    values = torch.empty(pool_size * tokens, dim, dtype=torch.float64)
+    for start in range(0, pool_size, CHUNK_EXAMPLES):
+        count = min(CHUNK_EXAMPLES, pool_size - start)
+        generator = _chunk_generator(seed, start)
+
+        def normal(*shape: int, generator=generator) -> Tensor:
+            return torch.randn(*shape, generator=generator, dtype=torch.float64)
+
+        # A whole chunk is always drawn, so a larger pool extends a smaller one.
+        scales = torch.exp(SCALE_SIGMA * normal(CHUNK_EXAMPLES, 1, 1))
+        latent = normal(CHUNK_EXAMPLES, 1, dim) + TOKEN_NOISE * normal(CHUNK_EXAMPLES, tokens, dim)
+        rows = (scales * latent * root_spectrum)[:count]
+        values[start * tokens : (start + count) * tokens] = rows.reshape(count * tokens, dim)
+    return _equal_blocks(values, tokens)
 
 
 def isotropic_pool(pool_size: int, tokens: int, dim: int, seed: int = 0) -> TokenBlocks:
     """``pool_size`` blocks of ``tokens`` rows with i.i.d. standard normal entries."""
-    generator = torch.Generator().manual_seed(seed)
-    rows = torch.randn(pool_size, tokens, dim, generator=generator, dtype=torch.float64)
-    return TokenBlocks.from_list(list(rows))
+    values = torch.empty(pool_size * tokens, dim, dtype=torch.float64)
+    for start in range(0, pool_size, CHUNK_EXAMPLES):
+        count = min(CHUNK_EXAMPLES, pool_size - start)
+        rows = torch.randn(
+            CHUNK_EXAMPLES * tokens,
+            dim,
+            generator=_chunk_generator(seed, start),
+            dtype=torch.float64,
+        )
+        values[start * tokens : (start + count) * tokens] = rows[: count * tokens]
+    return _equal_blocks(values, tokens)
+
+
+POOLS = {"realistic": realistic_pool, "isotropic": isotropic_pool}
+
+
+def vectorised_greedy(
+    blocks: TokenBlocks,
+    budget: int,
+    lam: float = 1.0,
+    chunk_size: int = 256,
+    time_limit: float | None = None,
+) -> Selection:
+    """Exact greedy (FSFT-1), all gains in one batched ``slogdet`` per pick, ``A^{-1}`` by Woodbury.
+
+    The obvious fast implementation: per pick every remaining candidate's
+    ``log det(I + X_i A^{-1} X_i^T)`` (``N m d^2`` flops), then ``A^{-1} -= W (I + X_j W)^{-1}
+    W^T`` with ``W = A^{-1} X_j^T``. Blocks must have equal lengths. Ties go to the lowest index
+    (``torch.argmax`` returns the first maximum). With ``time_limit``, stops after the pick that
+    passes it: the selection then holds fewer than ``budget`` picks.
+    """
+    lengths = blocks.lengths
+    if not bool((lengths == lengths[0]).all()):
+        raise ValueError("vectorised_greedy needs blocks of equal length.")
+    tokens, dim = int(lengths[0]), blocks.dim
+    x = blocks.values.to(torch.float64).reshape(len(lengths), tokens, dim)
+    start = time.perf_counter()
+    a_inv = torch.eye(dim, dtype=torch.float64) / lam
+    eye = torch.eye(tokens, dtype=torch.float64)
+    taken = torch.zeros(len(x), dtype=torch.bool)
+    selected: list[int] = []
+    gains: list[float] = []
+    evaluations = 0
+    for _ in range(budget):
+        values = torch.cat(
+            [
+                torch.linalg.slogdet(eye + (chunk @ a_inv) @ chunk.transpose(1, 2)).logabsdet
+                for chunk in torch.split(x, chunk_size)
+            ]
+        )
+        evaluations += len(x) - len(selected)
+        values[taken] = -math.inf
+        index = int(torch.argmax(values))
+        selected.append(index)
+        gains.append(float(values[index]))
+        taken[index] = True
+        w = a_inv @ x[index].T
+        a_inv = a_inv - w @ torch.linalg.solve(eye + x[index] @ w, w.T)
+        if time_limit is not None and time.perf_counter() - start > time_limit:
+            break
+    objective = dim * math.log(lam) + math.fsum(gains)
+    return Selection(selected, gains, objective, lam, len(x), evaluations)
 
 
 def slogdet_greedy(
@@ -174,14 +270,15 @@ def time_selection(
     repeats: int,
     textbook_limit: float | None,
 ) -> dict[str, Any]:
-    """Median seconds, gain evaluations and selections of the three greedy methods on ``pool``.
+    """Median seconds, gain evaluations and selections of the four greedy methods on ``pool``.
 
     ``textbook_limit=None`` skips the textbook method; otherwise it is dropped for good as soon as
     one of its runs passes the limit.
     """
     runs: dict[str, Callable[[], Selection | None]] = {
-        "naive": lambda: fisher_greedy_select(pool, budget, lam=lam, method="naive"),
         "lazy": lambda: fisher_greedy_select(pool, budget, lam=lam, method="lazy"),
+        "vectorised": lambda: vectorised_greedy(pool, budget, lam),
+        "naive": lambda: fisher_greedy_select(pool, budget, lam=lam, method="naive"),
         "textbook": lambda: slogdet_greedy(pool, budget, lam, time_limit=textbook_limit),
     }
     active = [m for m in METHODS if m != "textbook" or textbook_limit is not None]
@@ -253,12 +350,84 @@ def compare_objectives(
     return out
 
 
+def _vm_kib(field: str) -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _reset_peak_memory() -> bool:
+    """Reset this process's peak resident set (``VmHWM``); ``False`` where Linux does not allow."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def measure(spec: dict[str, Any]) -> dict[str, Any]:
+    """Build ``spec``'s pool, then run one method on it: seconds, selection, peak memory.
+
+    ``peak_extra_bytes`` is the peak resident memory during the selection beyond what the process
+    held after building the pool (``None`` without Linux's ``/proc``); ``pool_bytes`` the pool's
+    values. Meant to run in a fresh process (:func:`measure_in_fresh_process`).
+    """
+    torch.set_num_threads(spec["threads"])
+    pool = POOLS[spec["pool"]](spec["pool_size"], spec["tokens"], spec["dim"], spec["seed"])
+    reset = _reset_peak_memory()
+    before = _vm_kib("VmRSS")
+    budget, lam, limit = spec["budget"], spec["lam"], spec.get("time_limit")
+    if spec["method"] == "lazy":
+        seconds, selection = timed(lambda: fisher_greedy_select(pool, budget, lam=lam))
+    else:
+        seconds, selection = timed(lambda: vectorised_greedy(pool, budget, lam, time_limit=limit))
+    peak = _vm_kib("VmHWM") if reset else None
+    return {
+        **spec,
+        "seconds": seconds,
+        "picks": len(selection.indices),
+        "indices": selection.indices,
+        "evaluations": selection.evaluations,
+        "objective": selection.objective,
+        "pool_bytes": pool.values.numel() * pool.values.element_size(),
+        "peak_extra_bytes": None if peak is None or before is None else 1024 * (peak - before),
+    }
+
+
+def measure_in_fresh_process(spec: dict[str, Any]) -> dict[str, Any]:
+    """:func:`measure` in a new interpreter, so that its peak memory is its own."""
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--measure", json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"measurement {spec} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pool-sizes", type=int, nargs="+", default=[500, 1000, 2000])
     parser.add_argument("--tokens", type=int, default=16, help="token rows per example")
     parser.add_argument("--dim", type=int, default=64, help="feature dimension d")
     parser.add_argument("--budget", type=int, default=100, help="examples to select")
+    parser.add_argument("--widths", type=int, nargs="*", default=[64, 256, 1024, 4096])
+    parser.add_argument("--width-pool-size", type=int, default=400)
+    parser.add_argument("--width-tokens", type=int, default=8)
+    parser.add_argument("--width-budget", type=int, default=30)
+    parser.add_argument("--large-pool-sizes", type=int, nargs="*", default=[20000])
+    parser.add_argument("--large-dim", type=int, default=4096)
+    parser.add_argument("--large-tokens", type=int, default=8)
+    parser.add_argument("--large-budget", type=int, default=500)
+    parser.add_argument(
+        "--baseline-limit", type=float, default=120.0, help="seconds for the vectorised baseline"
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--lam", type=float, default=1.0, help="ridge lambda of F(S)")
@@ -269,22 +438,45 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--textbook-limit", type=float, default=60.0, help="seconds after which textbook is skipped"
     )
+    parser.add_argument(
+        "--kernel-limit-gb", type=float, default=4.0, help="largest submodlib kernel to build"
+    )
     args = parser.parse_args(argv)
-    for name in ("tokens", "dim", "budget", "repeats", "baseline_seeds"):
+    for name in (
+        "tokens",
+        "dim",
+        "budget",
+        "repeats",
+        "baseline_seeds",
+        "width_pool_size",
+        "width_tokens",
+        "width_budget",
+        "large_dim",
+        "large_tokens",
+        "large_budget",
+    ):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
     if min(args.pool_sizes) < args.budget:
         parser.error("every --pool-sizes entry must be >= --budget")
+    if args.width_pool_size < args.width_budget:
+        parser.error("--width-pool-size must be >= --width-budget")
+    if args.large_pool_sizes and min(args.large_pool_sizes) < args.large_budget:
+        parser.error("every --large-pool-sizes entry must be >= --large-budget")
     if args.threads < 0:
         parser.error("--threads must be >= 0")
-    if args.lam <= 0 or args.textbook_limit <= 0:
-        parser.error("--lam and --textbook-limit must be > 0")
+    if min(args.lam, args.textbook_limit, args.baseline_limit, args.kernel_limit_gb) <= 0:
+        parser.error("--lam, --textbook-limit, --baseline-limit and --kernel-limit-gb must be > 0")
     args.pool_sizes = sorted(set(args.pool_sizes))
     return args
 
 
 def _seconds(value: float | None) -> str:
     return "skipped (too slow)" if value is None else f"{value:.3f}"
+
+
+def _gb(value: int | None) -> str:
+    return "n/a" if value is None else f"{value / 1e9:.2f}"
 
 
 def _timing_row(pool_name: str, row: dict[str, Any]) -> list[str]:
@@ -294,8 +486,8 @@ def _timing_row(pool_name: str, row: dict[str, Any]) -> list[str]:
         pool_name,
         str(row["pool_size"]),
         *(_seconds(s[m]) for m in METHODS),
+        format_ratio(s["vectorised"], s["lazy"]),
         format_ratio(s["naive"], s["lazy"]),
-        format_ratio(s["textbook"], s["naive"]),
         format_ratio(s["textbook"], s["lazy"]),
         evaluations,
         ("yes" if row["identical"] else "NO") + f" ({', '.join(row['compared'])})",
@@ -303,32 +495,21 @@ def _timing_row(pool_name: str, row: dict[str, Any]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """Run the three measurements, print their tables, return them as plain dicts.
+    """Run the five measurements, print their tables, return them as plain dicts.
 
     torch runs with ``--threads`` threads (``0``: torch's default) and gets its former thread
     count back on return.
     """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--measure"]:
+        print(json.dumps(measure(json.loads(argv[1]))))
+        return {}
     args = parse_args(argv)
     with torch_threads(args.threads):
         return _run(args)
 
 
-def _run(args: argparse.Namespace) -> dict[str, Any]:
-    load = f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "n/a"
-    header = {
-        "torch": torch.__version__,
-        "threads": torch.get_num_threads(),
-        "load_average": load,
-        **vars(args),
-    }
-    print(
-        f"torch {torch.__version__} | threads {torch.get_num_threads()} | load average {load} | "
-        f"pools of {args.pool_sizes} examples x {args.tokens} tokens x d={args.dim} | "
-        f"budget {args.budget} | lam {args.lam:g} | float64 | {args.repeats} repeats (median) | "
-        f"seed {args.seed}"
-    )
-    print()
-
+def _table_by_pool_size(args: argparse.Namespace) -> list[dict[str, Any]]:
     limit: float | None = args.textbook_limit
     timing = []
     for size in args.pool_sizes:
@@ -343,73 +524,214 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     row = time_selection(iso, args.budget, args.lam, args.repeats, limit)
     row["pool"] = "isotropic"
     timing.append(row)
-
-    print("Selection time (seconds, median):")
+    print(f"1. Selection time at d = {args.dim} (seconds, median of {args.repeats}):")
     print()
     columns = [
         "pool",
         "N",
-        "naive s",
-        "lazy s",
-        "textbook s",
+        *(f"{m} s" for m in METHODS),
+        "vectorised/lazy",
         "naive/lazy",
-        "textbook/naive",
         "textbook/lazy",
-        "gain evaluations naive / lazy / textbook",
+        "gain evaluations " + " / ".join(METHODS),
         "identical selection",
     ]
     print(markdown_table(columns, [_timing_row(r["pool"], r) for r in timing]))
     print()
+    return timing
 
-    submodlib_rows: list[dict[str, Any]] | None
+
+def _spec(args: argparse.Namespace, **fields: Any) -> dict[str, Any]:
+    threads = args.threads or torch.get_num_threads()
+    return {"lam": args.lam, "seed": args.seed, "threads": threads, **fields}
+
+
+def _table_by_width(args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows = []
+    for pool in POOLS:
+        for dim in args.widths:
+            spec = _spec(
+                args,
+                pool=pool,
+                pool_size=args.width_pool_size,
+                tokens=args.width_tokens,
+                dim=dim,
+                budget=args.width_budget,
+            )
+            lazy = measure_in_fresh_process({**spec, "method": "lazy"})
+            vectorised = measure_in_fresh_process({**spec, "method": "vectorised"})
+            rows.append({"pool": pool, "dim": dim, "lazy": lazy, "vectorised": vectorised})
+    print(
+        f"2. Width axis: N = {args.width_pool_size}, {args.width_tokens} tokens, budget "
+        f"{args.width_budget}, one run per fresh process (seconds; GB of peak memory beyond the "
+        "pool):"
+    )
+    print()
+    table = [
+        [
+            r["pool"],
+            r["dim"],
+            f"{r['lazy']['seconds']:.3f}",
+            f"{r['vectorised']['seconds']:.3f}",
+            format_ratio(r["vectorised"]["seconds"], r["lazy"]["seconds"]),
+            _gb(r["lazy"]["peak_extra_bytes"]),
+            _gb(r["vectorised"]["peak_extra_bytes"]),
+            _gb(r["lazy"]["pool_bytes"]),
+            f"{r['lazy']['evaluations']} / {r['vectorised']['evaluations']}",
+            "yes" if r["lazy"]["indices"] == r["vectorised"]["indices"] else "NO",
+        ]
+        for r in rows
+    ]
+    columns = [
+        "pool",
+        "d",
+        "lazy s",
+        "vectorised s",
+        "vectorised/lazy",
+        "lazy peak GB",
+        "vectorised peak GB",
+        "pool GB",
+        "gain evaluations lazy / vectorised",
+        "identical selection",
+    ]
+    print(markdown_table(columns, table))
+    print()
+    return rows
+
+
+def _table_at_llm_scale(args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows = []
+    for size in args.large_pool_sizes:
+        spec = _spec(
+            args,
+            pool="realistic",
+            pool_size=size,
+            tokens=args.large_tokens,
+            dim=args.large_dim,
+            budget=args.large_budget,
+        )
+        lazy = measure_in_fresh_process({**spec, "method": "lazy"})
+        vectorised = measure_in_fresh_process(
+            {**spec, "method": "vectorised", "time_limit": args.baseline_limit}
+        )
+        rows.append({"pool_size": size, "lazy": lazy, "vectorised": vectorised})
+    if not rows:
+        return rows
+    print(
+        f"3. LLM scale: realistic pool, d = {args.large_dim}, {args.large_tokens} tokens, budget "
+        f"{args.large_budget}; the vectorised baseline stops after {args.baseline_limit:g} s:"
+    )
+    print()
+    table = []
+    for r in rows:
+        lazy, vectorised = r["lazy"], r["vectorised"]
+        agree = lazy["indices"][: vectorised["picks"]] == vectorised["indices"]
+        table.append(
+            [
+                r["pool_size"],
+                f"{lazy['seconds']:.1f}",
+                _gb(lazy["peak_extra_bytes"]),
+                _gb(lazy["pool_bytes"]),
+                lazy["evaluations"],
+                f"{vectorised['picks']} of {args.large_budget} in {vectorised['seconds']:.0f} s",
+                f"{vectorised['seconds'] / vectorised['picks']:.1f}",
+                f"{lazy['seconds'] / lazy['picks']:.3f}",
+                "yes" if agree else "NO",
+            ]
+        )
+    columns = [
+        "N",
+        "lazy s",
+        "lazy peak GB beyond the pool",
+        "pool GB",
+        "lazy gain evaluations",
+        "vectorised",
+        "vectorised s / pick",
+        "lazy s / pick",
+        "same first picks",
+    ]
+    print(markdown_table(columns, table))
+    print()
+    return rows
+
+
+def _table_against_submodlib(args: argparse.Namespace) -> list[dict[str, Any]] | None:
     try:
         import submodlib  # noqa: F401
     except ImportError:
-        submodlib_rows = None
         print("submodlib is not importable (pip install submodlib-py); peer comparison skipped.")
-    else:
-        submodlib_rows = []
-        for size in args.pool_sizes:
-            pool = realistic_pool(size, args.tokens, args.dim, args.seed)
-            submodlib_rows.append(compare_submodlib(pool, args.budget, args.lam, args.repeats))
-        print(
-            'pooling="mean" (one row per example) against submodlib LogDeterminantFunction '
-            "(dense, LazyGreedy), milliseconds (median):"
-        )
         print()
-        rows = [
-            [
-                "realistic",
-                str(r["pool_size"]),
-                f"{1e3 * r['ours_seconds']:.1f}",
-                f"{1e3 * r['kernel_seconds']:.1f}",
-                f"{1e3 * r['maximize_seconds']:.1f}",
-                format_ratio(r["kernel_seconds"] + r["maximize_seconds"], r["ours_seconds"]),
-                format_ratio(r["maximize_seconds"], r["ours_seconds"]),
-                "yes" if r["agree"] else "NO",
-                f"{r['max_gain_difference']:.1e}",
-            ]
-            for r in submodlib_rows
-        ]
-        columns = [
-            "pool",
-            "N",
-            "ours lazy ms",
-            "submodlib kernel ms",
-            "submodlib maximize ms",
-            "submodlib total/ours",
-            "submodlib maximize/ours",
-            "same selection",
-            "max gain difference",
-        ]
-        print(markdown_table(columns, rows))
+        return None
+    rows: list[dict[str, Any]] = []
+    sizes = [*args.pool_sizes, *args.large_pool_sizes]
+    fits = [n for n in sizes if 8 * n * n <= args.kernel_limit_gb * 1e9]
+    for size in fits:
+        pool = realistic_pool(size, args.tokens, args.dim, args.seed)
+        rows.append(compare_submodlib(pool, args.budget, args.lam, args.repeats))
+    print(
+        '4. pooling="mean" (one row per example) against submodlib LogDeterminantFunction '
+        "(dense, LazyGreedy), milliseconds (median):"
+    )
     print()
+    table = [
+        [
+            "realistic",
+            str(r["pool_size"]),
+            f"{1e3 * r['ours_seconds']:.1f}",
+            f"{1e3 * r['kernel_seconds']:.1f}",
+            f"{1e3 * r['maximize_seconds']:.1f}",
+            format_ratio(r["kernel_seconds"] + r["maximize_seconds"], r["ours_seconds"]),
+            format_ratio(r["maximize_seconds"], r["ours_seconds"]),
+            "yes" if r["agree"] else "NO",
+            f"{r['max_gain_difference']:.1e}",
+        ]
+        for r in rows
+    ]
+    columns = [
+        "pool",
+        "N",
+        "ours lazy ms",
+        "submodlib kernel ms",
+        "submodlib maximize ms",
+        "submodlib total/ours",
+        "submodlib maximize/ours",
+        "same selection",
+        "max gain difference",
+    ]
+    print(markdown_table(columns, table))
+    for size in sorted(set(sizes) - set(fits)):
+        print(
+            f"submodlib stops before N = {size}: its dense N x N kernel would take "
+            f"{8 * size * size / 1e9:.1f} GB (--kernel-limit-gb {args.kernel_limit_gb:g})."
+        )
+    print()
+    return rows
 
+
+def _run(args: argparse.Namespace) -> dict[str, Any]:
+    load = f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "n/a"
+    header = {
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "load_average": load,
+        **vars(args),
+    }
+    print(
+        f"torch {torch.__version__} | threads {torch.get_num_threads()} | load average {load} | "
+        f"lam {args.lam:g} | float64 | seed {args.seed}"
+    )
+    print()
+    timing = _table_by_pool_size(args)
+    widths = _table_by_width(args)
+    large = _table_at_llm_scale(args)
+    submodlib_rows = _table_against_submodlib(args)
+
+    largest = args.pool_sizes[-1]
     pool = realistic_pool(largest, args.tokens, args.dim, args.seed)
     seeds = [args.seed + k for k in range(args.baseline_seeds)]
     objectives = compare_objectives(pool, args.budget, args.lam, seeds)
     print(
-        f"F(S) - F(empty) at budget {args.budget} on the realistic pool of {largest} examples "
+        f"5. F(S) - F(empty) at budget {args.budget} on the realistic pool of {largest} examples "
         f"(random and k-center: mean ± std over {len(seeds)} seeds; k-center on mean-pooled "
         "features):"
     )
@@ -422,6 +744,8 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "header": header,
         "timing": timing,
+        "widths": widths,
+        "large": large,
         "submodlib": submodlib_rows,
         "objective": objectives,
     }

@@ -20,6 +20,9 @@ _spec.loader.exec_module(bench)
 
 TINY = ["--pool-sizes", "30", "50", "--tokens", "3", "--dim", "6", "--budget", "8"]
 TINY += ["--repeats", "1", "--baseline-seeds", "3"]
+TINY += ["--widths", "8", "12", "--width-pool-size", "40", "--width-tokens", "3"]
+TINY += ["--width-budget", "6", "--large-pool-sizes", "300", "--large-dim", "16"]
+TINY += ["--large-tokens", "3", "--large-budget", "20"]
 
 
 def _has_submodlib() -> bool:
@@ -40,6 +43,28 @@ def test_textbook_slogdet_greedy_matches_naive_greedy(make_pool):
     assert textbook.evaluations == naive.evaluations == sum(40 - k for k in range(12))
     torch.testing.assert_close(torch.tensor(textbook.gains), torch.tensor(naive.gains))
     assert textbook.objective == pytest.approx(log_det_objective(pool, naive.indices, 0.5))
+
+
+@pytest.mark.parametrize("make_pool", [bench.realistic_pool, bench.isotropic_pool])
+def test_vectorised_woodbury_greedy_matches_naive_greedy(make_pool):
+    pool = make_pool(60, 4, 9, seed=2)
+    vectorised = bench.vectorised_greedy(pool, 15, lam=0.5, chunk_size=7)
+    naive = fisher_greedy_select(pool, 15, lam=0.5, method="naive")
+    assert vectorised.indices == naive.indices
+    assert vectorised.evaluations == naive.evaluations
+    torch.testing.assert_close(torch.tensor(vectorised.gains), torch.tensor(naive.gains))
+    assert vectorised.objective == pytest.approx(log_det_objective(pool, naive.indices, 0.5))
+
+
+def test_vectorised_greedy_stops_at_its_time_limit():
+    pool = bench.realistic_pool(30, 3, 5)
+    assert len(bench.vectorised_greedy(pool, 5, time_limit=0.0).indices) == 1
+
+
+def test_a_larger_pool_extends_a_smaller_one():
+    # chunks are seeded by their first index: the pool is the same whatever its size
+    small, large = bench.realistic_pool(300, 2, 4, seed=7), bench.realistic_pool(700, 2, 4, seed=7)
+    torch.testing.assert_close(large.values[: small.values.shape[0]], small.values)
 
 
 def test_textbook_gives_up_past_its_time_limit():
@@ -69,10 +94,33 @@ def test_main_reports_every_method_with_positive_times(results):
         assert all(row["seconds"][m] > 0 for m in bench.METHODS)
         assert row["compared"] == list(bench.METHODS)
         assert row["identical"]
-        assert row["indices"]["lazy"] == row["indices"]["naive"] == row["indices"]["textbook"]
-        assert row["evaluations"]["naive"] == row["evaluations"]["textbook"]
+        assert len({tuple(row["indices"][m]) for m in bench.METHODS}) == 1
+        exhaustive = {row["evaluations"][m] for m in ("vectorised", "naive", "textbook")}
+        assert len(exhaustive) == 1
         assert 0 < row["evaluations"]["lazy"] <= row["evaluations"]["naive"]
     assert results["header"]["threads"] == 1
+
+
+def test_width_and_llm_scale_rows_run_in_fresh_processes_and_agree(results):
+    assert [(r["pool"], r["dim"]) for r in results["widths"]] == [
+        ("realistic", 8),
+        ("realistic", 12),
+        ("isotropic", 8),
+        ("isotropic", 12),
+    ]
+    for row in results["widths"]:
+        lazy, vectorised = row["lazy"], row["vectorised"]
+        assert lazy["indices"] == vectorised["indices"] and len(lazy["indices"]) == 6
+        assert lazy["pool_bytes"] == 40 * 3 * row["dim"] * 8
+        for run in (lazy, vectorised):
+            assert run["seconds"] > 0
+            if sys.platform == "linux":
+                assert isinstance(run["peak_extra_bytes"], int) and run["peak_extra_bytes"] >= 0
+    (large,) = results["large"]
+    assert large["pool_size"] == 300 and large["lazy"]["picks"] == 20
+    vectorised = large["vectorised"]
+    assert 1 <= vectorised["picks"] <= 20
+    assert large["lazy"]["indices"][: vectorised["picks"]] == vectorised["indices"]
 
 
 def test_main_objectives_rank_greedy_first(results):

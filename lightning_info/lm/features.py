@@ -70,7 +70,8 @@ def response_features(
     progress: bool = True,
     device: torch.device | str | None = None,
     separator: str = "\n",
-) -> TokenBlocks:
+    curvature_weights: bool = False,
+) -> TokenBlocks | tuple[TokenBlocks, Tensor]:
     """Last-layer hidden states of ``model`` at the response tokens of every row of ``dataset``.
 
     Block ``i`` of the result is ``X_i = H_i[R_i]``, the rows of the final hidden states
@@ -86,7 +87,12 @@ def response_features(
     possibly wrapped by ``peft``; it runs in eval mode under :func:`torch.no_grad` on ``device``
     (default: the device of its input embedding) and its train/eval mode is restored afterwards.
     Rows are batched longest first to reduce padding; position ids are computed from the
-    attention mask, so left and right padding give the same features. Raises ``ValueError``
+    attention mask, so left and right padding give the same features.
+
+    With ``curvature_weights=True`` it also returns one float32 weight per token row, the softmax
+    curvature ``p (1 - p)`` of the token the model predicts there (``p`` the largest next-token
+    probability of ``lm_head(h_t)``), the scalar by which the linearised SFT Hessian weighs
+    ``h_t h_t^T`` (pass them as ``token_weights`` to the selection). Raises ``ValueError``
     for a model that is not a causal LM, a tokenizer with more tokens than the model's
     embedding has rows, missing columns, an empty data set or an empty response.
     """
@@ -101,7 +107,9 @@ def response_features(
     # inside it. Reading it directly also avoids `output_hidden_states`, which is recorded by
     # hooks that do not survive pickling the model into ddp_spawn workers.
     backbone = base.base_model
+    head = base.get_output_embeddings() if curvature_weights else None
     blocks: list[Tensor | None] = [None] * len(rows)
+    weights: list[Tensor | None] = [None] * len(rows)
     was_training = model.training
     model.eval()
     bar = tqdm(total=len(rows), desc="response features", unit="example", disable=not progress)
@@ -117,14 +125,30 @@ def response_features(
                     return_dict=True,
                 ).last_hidden_state
                 response = batch["response_mask"].bool()
-                selected = hidden[response.to(device)].float().cpu()
-                for i, block in zip(chunk, selected.split(response.sum(1).tolist())):
+                at_response = hidden[response.to(device)]
+                sizes = response.sum(1).tolist()
+                for i, block in zip(chunk, at_response.float().cpu().split(sizes)):
                     blocks[i] = block
+                if head is not None:
+                    curvature = _predicted_token_curvature(head, at_response)
+                    for i, weight in zip(chunk, curvature.split(sizes)):
+                        weights[i] = weight
                 bar.update(len(chunk))
     finally:
         bar.close()
         model.train(was_training)
-    return TokenBlocks.from_list(blocks)
+    features = TokenBlocks.from_list(blocks)
+    return (features, torch.cat(weights)) if curvature_weights else features
+
+
+def _predicted_token_curvature(head: torch.nn.Module, hidden: Tensor, rows: int = 512) -> Tensor:
+    """``p (1 - p)`` of the most probable next token at each row of ``hidden``, on the CPU; the
+    vocabulary-sized logits exist for ``rows`` rows at a time."""
+    parts = []
+    for part in hidden.split(rows):
+        top = torch.softmax(head(part).float(), dim=-1).amax(-1)
+        parts.append((top * (1 - top)).cpu())
+    return torch.cat(parts) if parts else hidden.new_zeros(0, dtype=torch.float32).cpu()
 
 
 def _unwrap(model: Any) -> Any:

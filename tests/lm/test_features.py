@@ -212,3 +212,22 @@ def test_data_errors(model, tokenizer, dataset):
         _features(model, tokenizer, rows)
     with pytest.raises(ValueError, match="batch_size"):
         _features(model, tokenizer, dataset, batch_size=0)
+
+
+def test_curvature_weights_are_p_one_minus_p_of_the_full_models_prediction(
+    model, tokenizer, dataset
+):
+    features, weights = _features(model, tokenizer, dataset, curvature_weights=True)
+    assert weights.shape == (features.values.shape[0],) and weights.dtype == torch.float32
+    # oracle: the full causal LM's logits (through lm_head), one unpadded row at a time
+    expected = []
+    for prompt, response in zip(dataset["prompt"], dataset["response"]):
+        enc = tokenize_prompt_response(tokenizer, [prompt], [response])
+        with torch.no_grad():
+            logits = model(input_ids=enc["input_ids"]).logits[0]
+        top = torch.softmax(logits[enc["response_mask"][0].bool()], -1).amax(-1)
+        expected.append(top * (1 - top))
+    torch.testing.assert_close(weights, torch.cat(expected), rtol=0, atol=ATOL)
+    assert ((weights >= 0) & (weights <= 0.25)).all()
+    # the features themselves are those returned without weights
+    torch.testing.assert_close(features.values, _features(model, tokenizer, dataset).values)

@@ -7,8 +7,10 @@ from typing import Any
 
 import torch
 from lightning.pytorch import LightningDataModule
+from torch import Tensor
 from torch.utils.data import DataLoader
 
+from lightning_info.core.blocks import TokenBlocks
 from lightning_info.core.distributed import gather_strided_blocks, strided_shard
 from lightning_info.core.validation import require_int
 from lightning_info.methods.fisher_sft.functional import Selection
@@ -19,6 +21,8 @@ from lightning_info.methods.fisher_sft.sampler import (
     save_selection,
     select_subset,
 )
+
+TOKEN_WEIGHTINGS = ("none", "p(1-p)")
 
 
 class FisherSubsetDataModule(LightningDataModule):
@@ -43,6 +47,10 @@ class FisherSubsetDataModule(LightningDataModule):
         feature_model: the frozen model to embed the pool with; ``None`` takes the attached
             LightningModule's ``model`` attribute (the LM being fine-tuned, as in the paper).
         eval_dataset: optional held-out pairs for ``val_dataloader`` / ``test_dataloader``.
+        token_weighting: ``"none"`` (every response token counts once) or ``"p(1-p)"``: each
+            token's curvature weight from the feature model's own next-token prediction
+            (:func:`~lightning_info.lm.features.response_features` with
+            ``curvature_weights=True``), used in the objective of every strategy.
     """
 
     def __init__(
@@ -62,6 +70,7 @@ class FisherSubsetDataModule(LightningDataModule):
         embed_batch_size: int = 16,
         lam: float = 1.0,
         pooling: str = "none",
+        token_weighting: str = "none",
         seed: int = 0,
         selection_path: str | None = None,
         progress: bool = True,
@@ -77,6 +86,10 @@ class FisherSubsetDataModule(LightningDataModule):
                 raise ValueError(
                     f"`{name}` lacks column(s) {sorted(missing)}; it has {dataset.column_names}."
                 )
+        if token_weighting not in TOKEN_WEIGHTINGS:
+            raise ValueError(
+                f"`token_weighting` must be one of {TOKEN_WEIGHTINGS}, got {token_weighting!r}."
+            )
         if len(pool) == 0:
             raise ValueError("`pool` is empty: give at least `budget` candidate examples.")
         require_int(budget, "budget", 1)
@@ -100,6 +113,7 @@ class FisherSubsetDataModule(LightningDataModule):
         self.embed_batch_size = require_int(embed_batch_size, "embed_batch_size", 1)
         self.lam = lam
         self.pooling = pooling
+        self.token_weighting = token_weighting
         self.seed = require_int(seed, "seed", 0)
         self.selection_path = Path(selection_path) if selection_path else None
         self.progress = progress
@@ -110,9 +124,16 @@ class FisherSubsetDataModule(LightningDataModule):
     # -- selection -----------------------------------------------------------------------------
 
     def _expected_metadata(self) -> dict[str, Any]:
-        return {"pool_size": len(self.pool), "budget": self.budget, "strategy": self.strategy}
+        return {
+            "pool_size": len(self.pool),
+            "budget": self.budget,
+            "strategy": self.strategy,
+            "token_weighting": self.token_weighting,
+        }
 
-    def _embed(self):
+    def _embed(self) -> tuple[TokenBlocks, Tensor | None]:
+        """The pool's features (and token weights, with ``token_weighting="p(1-p)"``), each rank
+        embedding a strided shard, gathered to every rank."""
         from lightning_info.lm.features import response_features
 
         trainer = self.trainer
@@ -139,16 +160,27 @@ class FisherSubsetDataModule(LightningDataModule):
             max_length=self.max_length,
             chat_template=self.chat_template,
             progress=self.progress and rank == 0,
+            curvature_weights=self.token_weighting != "none",
         )
         self.embedded_rows = len(rows)
+        if self.token_weighting == "none":
+            return self._gathered(local, rank, world), None
+        # The weights travel as one more column of the token rows.
+        features, weights = local
+        packed = TokenBlocks(torch.cat([features.values, weights[:, None]], 1), features.offsets)
+        packed = self._gathered(packed, rank, world)
+        return TokenBlocks(packed.values[:, :-1], packed.offsets), packed.values[:, -1]
+
+    def _gathered(self, local: TokenBlocks, rank: int, world: int) -> TokenBlocks:
         if world == 1:
             return local
-        return gather_strided_blocks(trainer.strategy, local, len(self.pool), rank, world)
+        return gather_strided_blocks(self.trainer.strategy, local, len(self.pool), rank, world)
 
     def _select(self) -> Selection:
         if self.selection_path is not None and self.selection_path.exists():
             return load_selection(self.selection_path, **self._expected_metadata())
-        features = None if self.strategy == "random" else self._embed()
+        needs_features = self.strategy != "random" or self.token_weighting != "none"
+        features, weights = self._embed() if needs_features else (None, None)
         trainer = self.trainer
         selection = None
         if trainer is None or trainer.global_rank == 0:
@@ -160,6 +192,7 @@ class FisherSubsetDataModule(LightningDataModule):
                 seed=self.seed,
                 lam=self.lam,
                 pooling=self.pooling,
+                token_weights=weights,
             )
             if self.selection_path is not None:
                 save_selection(selection, self.selection_path, **self._expected_metadata())

@@ -21,11 +21,26 @@ least ``(1 - 1/e)`` of the optimum (Nemhauser et al., 1978). Lazy greedy (Minoux
 stale gains in a max-heap: they only decrease as ``A`` grows, so a candidate whose refreshed gain
 still tops the heap is the true argmax. Both break ties by the lowest index, so they return the
 same selection.
+
+Lazy greedy never forms a ``d x d`` matrix. After ``t`` picks, by Woodbury's identity applied once
+per pick,
+
+    A_t^{-1} = I / lambda - V_t V_t^T,   V_t = [V_(1), ..., V_(t)],
+    V_(t+1) = A_t^{-1} X_j^T L_j^{-T},   L_j L_j^T = I + X_j A_t^{-1} X_j^T,              (FSFT-3)
+
+for the chosen example ``j``, so ``C_i = X_i A_t^{-1} X_i^T = X_i X_i^T / lambda - P_i P_i^T`` with
+``P_i = X_i V_t``, and the gain (FSFT-2) is ``log det(I + C_i)``. A refreshed candidate only
+subtracts the columns of ``V`` added since its last refresh: ``m d`` flops per column instead of
+the ``d^2 m`` of a triangular solve, and ``d^3 / 3`` per pick of refactorisation are gone. Memory is
+the pool's ``N m d`` plus ``V``'s ``d x sum_j m_j``. Only when a refresh would need more columns
+than ``d`` (many picks at a small width) is ``A_t^{-1}`` formed, once, and updated by each pick's
+columns.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -144,21 +159,14 @@ def _as_token_weights(
     )
 
 
-def prepare_blocks(
+def _weighted_values(
     features: TokenBlocks | Sequence[Tensor],
-    *,
-    pooling: str = "none",
-    token_weights: Tensor | Sequence[float] | Sequence[Tensor] | None = None,
-    dtype: torch.dtype = torch.float64,
-) -> list[Tensor]:
-    """Per-example factors ``R_i`` with ``R_i^T R_i = X_i^T X_i`` and at most ``d`` rows.
-
-    ``token_weights`` (one non-negative weight per token row, e.g. ``p (1 - p)`` of the model's
-    next-token probability) scale the curvature: ``X_i^T W_i X_i``, i.e. rows times ``sqrt(w)``.
-    They may be a tensor, a list of numbers, or a list of 1-D tensors, one per example.
-    ``pooling="mean"``/``"sum"`` replace each block by the mean/sum of its rows (one row per
-    example). The input is never modified.
-    """
+    pooling: str,
+    token_weights: Tensor | Sequence[float] | Sequence[Tensor] | None,
+    dtype: torch.dtype,
+) -> TokenBlocks:
+    """The token rows in ``dtype``, times ``sqrt(w)`` with token weights; checked, not copied
+    when neither the dtype nor the weights ask for it."""
     if pooling not in POOLINGS:
         raise ValueError(f"`pooling` must be one of {POOLINGS}, got {pooling!r}.")
     blocks = as_token_blocks(features)
@@ -177,22 +185,59 @@ def prepare_blocks(
     if (lengths == 0).any():
         empty = torch.nonzero(lengths == 0).flatten()[:5].tolist()
         raise ValueError(f"Examples {empty} have no token rows; drop them or give them tokens.")
+    return TokenBlocks(values, blocks.offsets)
+
+
+def prepare_blocks(
+    features: TokenBlocks | Sequence[Tensor],
+    *,
+    pooling: str = "none",
+    token_weights: Tensor | Sequence[float] | Sequence[Tensor] | None = None,
+    dtype: torch.dtype = torch.float64,
+) -> list[Tensor]:
+    """Per-example factors ``R_i`` with ``R_i^T R_i = X_i^T X_i`` and at most ``d`` rows.
+
+    ``token_weights`` (one non-negative weight per token row, e.g. ``p (1 - p)`` of the model's
+    next-token probability) scale the curvature: ``X_i^T W_i X_i``, i.e. rows times ``sqrt(w)``.
+    They may be a tensor, a list of numbers, or a list of 1-D tensors, one per example.
+    ``pooling="mean"``/``"sum"`` replace each block by the mean/sum of its rows (one row per
+    example). The input is never modified.
+    """
+    blocks = _weighted_values(features, pooling, token_weights, dtype)
     if pooling != "none":
-        return list(pooled_features(TokenBlocks(values, blocks.offsets), pooling).unsqueeze(1))
-    dim = values.shape[1]
+        return list(pooled_features(blocks, pooling).unsqueeze(1))
+    dim = blocks.dim
     return [
         torch.linalg.qr(block, mode="r").R if block.shape[0] > dim else block
-        for block in torch.split(values, lengths.tolist())
+        for block in torch.split(blocks.values, blocks.lengths.tolist())
     ]
 
 
-def _padded(factors: list[Tensor]) -> Tensor:
-    """Stack factors into ``(N, r_max, d)`` with zero rows; zero rows add nothing to (FSFT-2)."""
-    rows = max(f.shape[0] for f in factors)
-    out = factors[0].new_zeros(len(factors), rows, factors[0].shape[1])
+def _stacked_factors(
+    features: TokenBlocks | Sequence[Tensor],
+    pooling: str,
+    token_weights: Tensor | Sequence[float] | Sequence[Tensor] | None,
+    dtype: torch.dtype,
+) -> tuple[Tensor, Tensor]:
+    """The factors of :func:`prepare_blocks` as one ``(N, r_max, d)`` tensor, zero rows padding
+    the shorter ones (zero rows add nothing to (FSFT-2)), and each factor's row count.
+
+    A pool of equal-length blocks of at most ``d`` rows, already in ``dtype``, is a view of the
+    input: no copy of an LLM-sized pool is made.
+    """
+    blocks = _weighted_values(features, pooling, token_weights, dtype)
+    lengths, dim = blocks.lengths, blocks.dim
+    if pooling != "none":
+        pooled = pooled_features(blocks, pooling)
+        return pooled.unsqueeze(1), torch.ones(len(pooled), dtype=torch.long)
+    if bool((lengths == lengths[0]).all()) and int(lengths[0]) <= dim:
+        return blocks.values.reshape(len(lengths), int(lengths[0]), dim), lengths
+    factors = prepare_blocks(blocks, dtype=dtype)
+    rows = torch.tensor([f.shape[0] for f in factors])
+    out = factors[0].new_zeros(len(factors), int(rows.max()), dim)
     for i, f in enumerate(factors):
         out[i, : f.shape[0]] = f
-    return out
+    return out, rows
 
 
 def _gains(chol: Tensor, stacked: Tensor) -> Tensor:
@@ -244,69 +289,153 @@ def fisher_greedy_select(
         dtype: precision of the computation (float64 keeps near-ties apart).
         chunk_size: candidates per batched gain evaluation (bounds memory).
         lazy_batch: stale candidates refreshed per batched call in lazy greedy.
+
+    ``naive`` refactorises ``A`` after each pick and solves (FSFT-2) for every candidate: the
+    reference implementation. ``lazy`` works on (FSFT-3) and never forms a ``d x d`` matrix.
     """
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
     lam = require_positive(lam, "lam")
     require_int(chunk_size, "chunk_size", 1)
     require_int(lazy_batch, "lazy_batch", 1)
-    factors = prepare_blocks(features, pooling=pooling, token_weights=token_weights, dtype=dtype)
-    pool_size = len(factors)
-    _check_budget(budget, pool_size)
-    dim = factors[0].shape[1]
-    stacked = _padded(factors)
-    matrix = lam * torch.eye(dim, dtype=dtype)
+    stacked, rows = _stacked_factors(features, pooling, token_weights, dtype)
+    _check_budget(budget, len(stacked))
+    if method == "naive":
+        return _naive_greedy(stacked, budget, lam, chunk_size)
+    return _lazy_woodbury_greedy(stacked, rows, budget, lam, chunk_size, lazy_batch)
+
+
+def _naive_greedy(stacked: Tensor, budget: int, lam: float, chunk_size: int) -> Selection:
+    """Every candidate's (FSFT-2) every round, through the Cholesky factor of ``A``."""
+    pool_size, _, dim = stacked.shape
+    matrix = lam * torch.eye(dim, dtype=stacked.dtype)
     # Refactorising the accumulated A costs d^3/3 per selection, less than r rank-1 Cholesky
     # updates in Python and free of their accumulated round-off.
     chol = torch.linalg.cholesky(matrix)
-
-    def gains_of(candidates: Tensor) -> Tensor:
-        parts = [_gains(chol, stacked[c]) for c in torch.split(candidates, chunk_size)]
-        return torch.cat(parts)
-
     selected: list[int] = []
     gains: list[float] = []
     evaluations = 0
-    if method == "naive":
-        available = torch.ones(pool_size, dtype=torch.bool)
-        for _ in range(budget):
-            candidates = torch.nonzero(available).flatten()
-            values = gains_of(candidates)
-            evaluations += candidates.numel()
-            best = int(torch.argmax(values))
-            index = int(candidates[best])
-            selected.append(index)
-            gains.append(float(values[best]))
-            available[index] = False
-            matrix = matrix + factors[index].T @ factors[index]
-            chol = torch.linalg.cholesky(matrix)
-    else:
-        initial = gains_of(torch.arange(pool_size))
-        evaluations += pool_size
-        heap = [(-float(g), i) for i, g in enumerate(initial.tolist())]
-        heapq.heapify(heap)
-        fresh_round = [0] * pool_size
-        round_index = 0
-        while len(selected) < budget:
-            if fresh_round[heap[0][1]] == round_index:
-                neg_gain, index = heapq.heappop(heap)
-                selected.append(index)
-                gains.append(-neg_gain)
-                matrix = matrix + factors[index].T @ factors[index]
-                chol = torch.linalg.cholesky(matrix)
-                round_index += 1
-                continue
-            # Refresh the stale top of the heap in one batched call: exact values, so the
-            # selection is unchanged, and far less per-call overhead than one at a time.
-            stale = []
-            while heap and len(stale) < lazy_batch and fresh_round[heap[0][1]] != round_index:
-                stale.append(heapq.heappop(heap)[1])
-            refreshed = gains_of(torch.tensor(stale)).tolist()
-            evaluations += len(stale)
-            for index, gain in zip(stale, refreshed):
-                fresh_round[index] = round_index
-                heapq.heappush(heap, (-gain, index))
+    available = torch.ones(pool_size, dtype=torch.bool)
+    for _ in range(budget):
+        candidates = torch.nonzero(available).flatten()
+        values = torch.cat([_gains(chol, stacked[c]) for c in torch.split(candidates, chunk_size)])
+        evaluations += candidates.numel()
+        best = int(torch.argmax(values))
+        index = int(candidates[best])
+        selected.append(index)
+        gains.append(float(values[best]))
+        available[index] = False
+        matrix = matrix + stacked[index].T @ stacked[index]
+        chol = torch.linalg.cholesky(matrix)
     objective = 2 * torch.log(torch.diagonal(chol)).sum().item()
+    return Selection(selected, gains, objective, lam, pool_size, evaluations)
+
+
+def _log_det_unit_plus(inner: Tensor) -> Tensor:
+    """``log det(I + C)`` for a batch ``(k, r, r)`` of positive semi-definite ``C``."""
+    eye = torch.eye(inner.shape[-1], dtype=inner.dtype, device=inner.device)
+    chol = torch.linalg.cholesky(eye + inner)
+    return 2 * torch.log(torch.diagonal(chol, dim1=1, dim2=2)).sum(-1)
+
+
+SEGMENT_OVERHEAD_FLOPS = 1e7
+"""About the cost of one more small matrix product on a CPU, in flops (some tens of us)."""
+
+
+def _column_segments(first: list[int], used: int, row_size: int) -> list[tuple[int, int]]:
+    """Column ranges ``[low, high)`` of ``V`` for a refresh of candidates whose unseen columns
+    start at ``first`` (ascending) and end at ``used``.
+
+    One range from ``first[0]`` makes every candidate multiply the columns the oldest one has
+    not seen (masked out for the others); a range starting at ``first[i]`` leaves the
+    candidates ``i..`` out of the columns before it. A range starts there only when the
+    products it saves (``(k - i) * gap`` columns of ``2 * row_size`` flops each) outweigh the
+    cost of one more product.
+    """
+    bounds = [first[0]]
+    for i in range(1, len(first)):
+        saved = (len(first) - i) * (first[i] - bounds[-1]) * 2 * row_size
+        if saved > SEGMENT_OVERHEAD_FLOPS:
+            bounds.append(first[i])
+    bounds.append(used)
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def _lazy_woodbury_greedy(
+    stacked: Tensor,
+    rows: Tensor,
+    budget: int,
+    lam: float,
+    chunk_size: int,
+    lazy_batch: int,
+) -> Selection:
+    """Lazy greedy on the representation (FSFT-3): ``C_i`` kept per candidate, downdated by the
+    columns of ``V`` it has not seen yet when it is refreshed."""
+    pool_size, _, dim = stacked.shape
+    inner = torch.cat(
+        [block @ block.transpose(1, 2) / lam for block in torch.split(stacked, chunk_size)]
+    )
+    initial = torch.cat([_log_det_unit_plus(c) for c in torch.split(inner, chunk_size)])
+    columns = stacked.new_zeros(dim, int(rows.topk(budget).values.sum()))
+    used = 0
+    dense: Tensor | None = None
+    seen = torch.zeros(pool_size, dtype=torch.long)
+    heap = [(-g, i) for i, g in enumerate(initial.tolist())]
+    heapq.heapify(heap)
+    selected: list[int] = []
+    gains: list[float] = []
+    evaluations = pool_size
+    while len(selected) < budget:
+        if seen[heap[0][1]] == used:
+            neg_gain, index = heapq.heappop(heap)
+            selected.append(index)
+            gains.append(-neg_gain)
+            count = int(rows[index])
+            block = stacked[index, :count]
+            chol = torch.linalg.cholesky(
+                torch.eye(count, dtype=block.dtype) + inner[index, :count, :count]
+            )
+            old = columns[:, :used]
+            a_inv_xt = block.T / lam - old @ (old.T @ block.T)
+            new = torch.linalg.solve_triangular(chol, a_inv_xt.T, upper=False).T
+            columns[:, used : used + count] = new
+            used += count
+            if dense is not None:
+                dense -= new @ new.T
+            continue
+        # Refresh the stale top of the heap in one batched call: exact values, so the
+        # selection is unchanged, and far less per-call overhead than one at a time.
+        stale = []
+        while heap and len(stale) < lazy_batch and seen[heap[0][1]] != used:
+            stale.append(heapq.heappop(heap)[1])
+        # Oldest first: the candidates that have not seen column c are a prefix of this order.
+        first, order = torch.sort(seen[torch.tensor(stale)], stable=True)
+        stale_index = torch.tensor(stale)[order]
+        start = int(first[0])
+        blocks = stacked.index_select(0, stale_index)
+        if used - start > dim:
+            # More unseen columns than dimensions: ``X_i A^{-1} X_i^T`` from the dense inverse
+            # (``r d^2`` per candidate) is cheaper than the downdate (``r d`` per column).
+            if dense is None:
+                dense = torch.eye(dim, dtype=stacked.dtype) / lam
+                dense -= columns[:, :used] @ columns[:, :used].T
+            inner[stale_index] = (blocks @ dense) @ blocks.transpose(1, 2)
+        else:
+            update = inner.new_zeros(len(stale), *inner.shape[1:])
+            for low, high in _column_segments(first.tolist(), used, stacked.shape[1] * dim):
+                prefix = int(torch.searchsorted(first, high, right=False))
+                projected = blocks[:prefix] @ columns[:, low:high]
+                seen_before = torch.arange(low, high) < first[:prefix, None]
+                projected = projected.masked_fill(seen_before[:, None, :], 0.0)
+                update[:prefix] += projected @ projected.transpose(1, 2)
+            inner[stale_index] -= update
+        seen[stale_index] = used
+        evaluations += len(stale)
+        for index, gain in zip(
+            stale_index.tolist(), _log_det_unit_plus(inner[stale_index]).tolist()
+        ):
+            heapq.heappush(heap, (-gain, index))
+    objective = dim * math.log(lam) + math.fsum(gains)
     return Selection(selected, gains, objective, lam, pool_size, evaluations)
 
 

@@ -35,10 +35,13 @@ def select_subset(
     seed: int = 0,
     lam: float = 1.0,
     pooling: str = "none",
+    token_weights: Tensor | None = None,
 ) -> Selection:
     """Select ``budget`` examples with FisherSFT or a baseline behind one interface.
 
-    ``features`` is a :class:`TokenBlocks` or a list of ``(m_i, d)`` tensors, one per example.
+    ``features`` is a :class:`TokenBlocks` or a list of ``(m_i, d)`` tensors, one per example;
+    ``token_weights`` (one per token row) weigh the curvature of (FSFT-1) for every strategy's
+    objective and for FisherSFT's choice.
     ``"fisher"`` maximises (FSFT-1) greedily; ``"random"`` draws uniformly (``features`` may be
     ``None`` then, with ``pool_size`` given); ``"k_center"`` runs farthest-point selection on the
     mean-pooled features. The objective ``F(S)`` is reported for every strategy that has features.
@@ -48,7 +51,9 @@ def select_subset(
     if strategy == "fisher":
         if features is None:
             raise ValueError("strategy='fisher' needs the pool's features.")
-        return fisher_greedy_select(features, budget, lam=lam, pooling=pooling)
+        return fisher_greedy_select(
+            features, budget, lam=lam, pooling=pooling, token_weights=token_weights
+        )
     if strategy == "random":
         size = len(features) if features is not None else pool_size
         if size is None:
@@ -61,7 +66,7 @@ def select_subset(
         indices = k_center_select(pooled_features(features, "mean"), budget, seed)
         size = len(features)
     objective = (
-        log_det_objective(features, indices, lam, pooling=pooling)
+        log_det_objective(features, indices, lam, pooling=pooling, token_weights=token_weights)
         if features is not None
         else float("nan")
     )

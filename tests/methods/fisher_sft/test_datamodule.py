@@ -101,10 +101,11 @@ class SelectionProbe(Callback):
 
 
 def test_ddp_ranks_embed_half_the_pool_each_and_select_the_same_subset(tmp_path):
-    single = tiny_lm.subset_data()
+    # with token weights, which travel with the gathered features (unweighted DDP: plugin table)
+    single = tiny_lm.subset_data(token_weighting="p(1-p)")
     _fit(single)
     _fit(
-        tiny_lm.subset_data(batch_size=2),
+        tiny_lm.subset_data(batch_size=2, token_weighting="p(1-p)"),
         strategy="ddp_spawn",
         devices=2,
         callbacks=[SelectionProbe(tmp_path), ReleaseProcessGroup()],
@@ -135,3 +136,27 @@ def test_empty_pool_and_missing_pad_token():
     no_pad = type("NoPad", (), {"pad_token_id": None})()
     with pytest.raises(ValueError, match="pad token"):
         FisherSubsetDataModule(tiny_lm.pool(), no_pad, budget=1)
+
+
+def test_token_weighting_selects_with_the_models_curvature_weights():
+    data = tiny_lm.subset_data(token_weighting="p(1-p)")
+    data.feature_model = tiny_lm.finetuner().model
+    data.setup("fit")
+    features, weights = response_features(
+        data.feature_model,
+        tiny_lm.tokenizer(),
+        tiny_lm.pool(),
+        max_length=96,
+        progress=False,
+        curvature_weights=True,
+    )
+    expected = select_subset(features, 8, token_weights=weights)
+    assert data.selection.indices == expected.indices
+    assert data.selection.objective == pytest.approx(expected.objective, abs=1e-8)
+    unweighted = select_subset(features, 8)
+    assert data.selection.objective != pytest.approx(unweighted.objective, abs=1e-3)
+
+
+def test_token_weighting_must_be_known():
+    with pytest.raises(ValueError, match="token_weighting"):
+        tiny_lm.subset_data(token_weighting="entropy")

@@ -43,11 +43,12 @@ def _brute_gain(blocks: list[torch.Tensor], selected: list[int], i: int, lam: fl
     ).item()
 
 
+@pytest.mark.parametrize("method", ["naive", "lazy"])
 @pytest.mark.parametrize("lam", [0.1, 1.0, 10.0])
-def test_incremental_gains_equal_the_brute_force_slogdet_change(lam):
+def test_incremental_gains_equal_the_brute_force_slogdet_change(lam, method):
     pool = _pool(n=25, d=5, max_tokens=12)  # some blocks have more tokens than dimensions
     blocks = pool.to_list()
-    selection = fisher_greedy_select(pool, 8, lam=lam, method="naive")
+    selection = fisher_greedy_select(pool, 8, lam=lam, method=method)
     for step, (index, gain) in enumerate(zip(selection.indices, selection.gains)):
         assert gain == pytest.approx(
             _brute_gain(blocks, selection.indices[:step], index, lam), abs=1e-8
@@ -85,6 +86,28 @@ def test_lazy_greedy_returns_the_naive_greedy_selection(seed, pooling):
     assert lazy.indices == naive.indices
     torch.testing.assert_close(torch.tensor(lazy.gains), torch.tensor(naive.gains))
     assert lazy.evaluations < naive.evaluations
+
+
+@pytest.mark.parametrize("lazy_batch", [1, 5, 64])
+@pytest.mark.parametrize(
+    "dim, picks",
+    [(96, 20), (48, 30)],  # at most 80 columns of V < d: downdates only; 180 > d: both paths
+)
+def test_lazy_woodbury_greedy_is_exact_on_a_wide_pool_for_any_refresh_batch(
+    lazy_batch, dim, picks
+):
+    # wider than the tokens of any block, many picks: every refresh downdates by the columns
+    # of V it has not seen, which a wrong mask or offset would get wrong
+    pool = _pool(n=120, d=dim, max_tokens=4, seed=11, scale=0.3)
+    blocks = pool.to_list()
+    naive = fisher_greedy_select(pool, picks, lam=0.5, method="naive")
+    lazy = fisher_greedy_select(pool, picks, lam=0.5, method="lazy", lazy_batch=lazy_batch)
+    assert lazy.indices == naive.indices
+    for step in (0, 9, picks - 1):
+        index = lazy.indices[step]
+        brute = _brute_gain(blocks, lazy.indices[:step], index, 0.5)
+        assert lazy.gains[step] == pytest.approx(brute, abs=1e-8)
+    assert lazy.objective == pytest.approx(log_det_objective(pool, lazy.indices, 0.5), abs=1e-8)
 
 
 @pytest.mark.parametrize("seed", range(6))
