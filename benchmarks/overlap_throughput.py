@@ -8,8 +8,12 @@ into an input (first half) and a reference (second half), a quarter of them plan
 corpus. Counting at ``n = --n``:
 
 - ``fast (end to end)``:
-:func:`~lightning_info.methods.train_test_overlap.functional.compute_overlap` with
-  ``n_values=()``, tokenisation, id mapping, hashing, matching, verification and metrics;
+  :func:`~lightning_info.methods.train_test_overlap.functional.compute_overlap` with
+  ``n_values=()``: tokenisation and id mapping of whole chunks without a Python string per token
+  (:mod:`~lightning_info.methods.train_test_overlap.encoding`), hashing, matching, verification
+  and metrics;
+- ``token by token (end to end)``: the same with HELM's tokenizer passed as a callable, so every
+  document is tokenised into Python strings and mapped to ids one token at a time;
 - ``fast (match only)``: the same counting on token ids prepared beforehand (one
   ``NgramIndex.count`` call per chunk): numpy rolling ``uint64`` hash + ``searchsorted`` +
   exact verification;
@@ -21,17 +25,30 @@ All methods must produce the same counts (checked); times are the median over ``
 runs of ``time.perf_counter``, corpus construction excluded. Throughput is tokens per second;
 ratios are against ``naive tuples``.
 
+Streaming (``--stream-mb``, one or more sizes): the corpus is written to a JSON-lines file of that
+many MB and scanned from disk with
+:func:`~lightning_info.methods.train_test_overlap.files.iter_training_texts`, one run per size;
+the table gives the time, MB/s and the peak resident memory of the scan beyond what the process
+held before it (``VmHWM`` after resetting it, Linux): the same at every size if memory is bounded
+by a chunk. With ``--num-proc`` the largest file is also saved as a ``datasets`` dataset and
+scanned by ``datasets.map`` in that many processes.
+
 Usage::
 
     python benchmarks/overlap_throughput.py [--quick] [--tokens 2500000] [--n 13]
         [--instances 500] [--perturb 0.05] [--repeats 3] [--seed 0]
+        [--stream-mb 100 1000] [--num-proc 2] [--stream-dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
+import tempfile
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 from lightning_info.core.logging import markdown_table
 from lightning_info.core.timing import median_time
@@ -77,7 +94,122 @@ def tuple_windows(tokens: list[str], n: int):
     return zip(*(tokens[i:] for i in range(n)))
 
 
-def main() -> None:
+def token_by_token(text: str) -> list[str]:
+    """HELM's tokenizer as a callable: ``compute_overlap`` then encodes one token at a time."""
+    return default_tokenize(text)
+
+
+def _vm_kib(field: str) -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _peak_beyond_now(run: Callable[[], object]) -> tuple[float, object, float | None]:
+    """Seconds, result, and GB of peak resident memory of ``run`` beyond the current RSS."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        before = _vm_kib("VmRSS")
+    except OSError:
+        before = None
+    start = time.perf_counter()
+    result = run()
+    seconds = time.perf_counter() - start
+    peak = _vm_kib("VmHWM") if before is not None else None
+    extra = None if peak is None else (peak - before) * 1024 / 1e9
+    return seconds, result, extra
+
+
+def write_json_lines(path: Path, corpus: list[str], megabytes: float) -> int:
+    """Repeat ``corpus`` as ``{"text": ...}`` lines until the file holds ``megabytes`` MB."""
+    lines = [json.dumps({"text": text}) + "\n" for text in corpus]
+    target, written, count = megabytes * 1e6, 0, 0
+    with path.open("w") as handle:
+        while written < target:
+            for line in lines:
+                handle.write(line)
+                written += len(line)
+                count += 1
+                if written >= target:
+                    break
+    return count
+
+
+def streaming_table(args, instances, corpus) -> None:
+    """Scan JSON-lines files of ``--stream-mb`` MB from disk: time, MB/s, peak memory."""
+    from lightning_info.methods.train_test_overlap.files import iter_training_texts
+
+    rows = []
+    with tempfile.TemporaryDirectory(dir=args.stream_dir) as folder:
+        path = None
+        for megabytes in args.stream_mb:
+            path = Path(folder) / f"corpus_{megabytes:g}mb.jsonl"
+            documents = write_json_lines(path, corpus, megabytes)
+            seconds, report, extra = _peak_beyond_now(
+                lambda p=path: compute_overlap(
+                    instances,
+                    iter_training_texts([str(p)]),
+                    n=args.n,
+                    n_values=(),
+                    chunk_size=2000,
+                    progress=True,
+                )
+            )
+            size = path.stat().st_size / 1e6
+            assert report.num_documents == documents
+            rows.append(
+                [
+                    "stream JSON lines",
+                    f"{size:.0f}",
+                    documents,
+                    f"{seconds:.1f}",
+                    f"{size / seconds:.1f}",
+                    "n/a" if extra is None else f"{extra:.2f}",
+                ]
+            )
+        if args.num_proc and path is not None:
+            from datasets import Dataset, load_from_disk
+
+            from lightning_info.methods.train_test_overlap.sharded import overlap_with_datasets
+
+            saved = Path(folder) / "saved"
+            Dataset.from_json(str(path), keep_in_memory=False).save_to_disk(str(saved))
+            dataset = load_from_disk(str(saved))
+            seconds, report, extra = _peak_beyond_now(
+                lambda: overlap_with_datasets(
+                    instances,
+                    dataset,
+                    num_proc=args.num_proc,
+                    batch_size=2000,
+                    n=args.n,
+                    n_values=(),
+                )
+            )
+            size = path.stat().st_size / 1e6
+            rows.append(
+                [
+                    f"datasets.map, {args.num_proc} processes",
+                    f"{size:.0f}",
+                    len(dataset),
+                    f"{seconds:.1f}",
+                    f"{size / seconds:.1f}",
+                    "n/a" if extra is None else f"{extra:.2f}",
+                ]
+            )
+    print(
+        "\nstreamed from disk (one run each; peak memory of this process beyond its size "
+        "before the scan)\n"
+    )
+    columns = ["scan", "MB", "documents", "seconds", "MB/s", "peak GB beyond"]
+    print(markdown_table(columns, rows))
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    """Run the measurements and print their tables; returns the throughput of each method."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="200k tokens, one repeat")
     parser.add_argument("--tokens", type=int, default=2_500_000)
@@ -86,7 +218,10 @@ def main() -> None:
     parser.add_argument("--perturb", type=float, default=0.05)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    parser.add_argument("--stream-mb", type=float, nargs="*", default=[], help="file sizes")
+    parser.add_argument("--num-proc", type=int, default=0, help="datasets.map processes")
+    parser.add_argument("--stream-dir", default=None, help="folder for the streamed files")
+    args = parser.parse_args(argv)
     if args.quick:
         args.tokens, args.repeats = 200_000, 1
 
@@ -106,6 +241,14 @@ def main() -> None:
     t_fast, report = median_time(
         lambda: compute_overlap(instances, corpus, n=n, n_values=(), chunk_size=2000), args.repeats
     )
+
+    t_plain, plain_report = median_time(
+        lambda: compute_overlap(
+            instances, corpus, n=n, n_values=(), chunk_size=2000, tokenizer=token_by_token
+        ),
+        args.repeats,
+    )
+    assert plain_report.rows == report.rows, "the two encodings give different reports"
 
     vocab = _Vocabulary()
     seqs = [vocab.add(default_tokenize(p)) for i in instances for p in (i.input, *i.references)]
@@ -128,6 +271,7 @@ def main() -> None:
 
     rows = [
         ["fast (end to end)", t_fast, num_tokens / t_fast],
+        ["token by token (end to end)", t_plain, num_tokens / t_plain],
         ["fast (match only)", t_match, num_tokens / t_match],
         ["naive tuples", t_naive, num_tokens / t_naive],
     ]
@@ -151,6 +295,9 @@ def main() -> None:
         f"\ninstances with input overlap: {dirty:.3f} (a quarter planted, each copy with "
         f"{args.perturb:.0%} of words replaced; inputs shorter than n tokens cannot match)"
     )
+    if args.stream_mb:
+        streaming_table(args, instances, corpus)
+    return {name: rate for name, _, rate in rows}
 
 
 if __name__ == "__main__":

@@ -96,18 +96,20 @@ def test_extras_are_needed_when_used_not_on_import():
         "import json\n"
         "from lightning_info import UCRUEADataModule\n"
         "from lightning_info.core.plotting import pyplot\n"
+        "from lightning_info.methods.train_test_overlap.sharded import overlap_with_dask\n"
         "errors = {}\n"
         "for key, call in (('tsc', lambda: UCRUEADataModule('GunPoint').setup('fit')),\n"
-        "                  ('plots', pyplot)):\n"
+        "                  ('plots', pyplot), ('audit', lambda: overlap_with_dask([], None))):\n"
         "    try:\n"
         "        call()\n"
         "    except ImportError as err:\n"
         "        errors[key] = str(err)\n"
         "print(json.dumps(errors))",
-        blocked=["aeon", "matplotlib"],
+        blocked=["aeon", "matplotlib", "dask"],
     )
     assert "lightning-info[tsc]" in errors["tsc"]
     assert "lightning-info[plots]" in errors["plots"]
+    assert "lightning-info[audit]" in errors["audit"]
 
 
 def test_every_plugin_in_the_readme_table_is_importable_from_the_top_level():

@@ -9,6 +9,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "control": ("gymnasium",),
     "tsc": ("aeon",),
     "plots": ("matplotlib",),
+    "audit": ("dask",),
 }
 """The extras of ``pyproject.toml`` the package imports from, and the modules each installs."""
 

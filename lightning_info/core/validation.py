@@ -59,9 +59,21 @@ def require_fraction(value: float, name: str, *, inclusive_zero: bool = True) ->
     return value
 
 
+_FINITE_CHECK_ELEMENTS = 1 << 22
+
+
+def _all_finite(tensor: torch.Tensor) -> bool:
+    """``torch.isfinite(tensor).all()`` a slice at a time: ``isfinite`` makes temporaries as large
+    as its input, which for an LLM-sized feature pool would be gigabytes."""
+    if tensor.dim() == 0 or tensor.numel() <= _FINITE_CHECK_ELEMENTS:
+        return bool(torch.isfinite(tensor).all())
+    rows = max(1, _FINITE_CHECK_ELEMENTS // max(1, tensor[0].numel()))
+    return all(bool(torch.isfinite(part).all()) for part in tensor.split(rows))
+
+
 def require_finite_tensor(tensor: torch.Tensor, name: str) -> torch.Tensor:
     """Raise if ``tensor`` holds NaN or infinity; the tensor itself is not changed."""
-    if not torch.isfinite(tensor).all():
+    if not _all_finite(tensor):
         bad = int((~torch.isfinite(tensor)).sum())
         raise ValueError(
             f"`{name}` contains {bad} NaN/inf value(s); clean or impute them before passing it in."

@@ -39,12 +39,12 @@ columns.
 
 from __future__ import annotations
 
-import heapq
 import math
 import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -288,7 +288,8 @@ def fisher_greedy_select(
             return the same selection.
         dtype: precision of the computation (float64 keeps near-ties apart).
         chunk_size: candidates per batched gain evaluation (bounds memory).
-        lazy_batch: stale candidates refreshed per batched call in lazy greedy.
+        lazy_batch: stale candidates refreshed by the first batched call of a lazy-greedy round
+            (each further call of the same round doubles it, up to ``chunk_size``).
 
     ``naive`` refactorises ``A`` after each pick and solves (FSFT-2) for every candidate: the
     reference implementation. ``lazy`` works on (FSFT-3) and never forms a ``d x d`` matrix.
@@ -370,73 +371,111 @@ def _lazy_woodbury_greedy(
     lazy_batch: int,
 ) -> Selection:
     """Lazy greedy on the representation (FSFT-3): ``C_i`` kept per candidate, downdated by the
-    columns of ``V`` it has not seen yet when it is refreshed."""
+    columns of ``V`` it has not seen yet when it is refreshed.
+
+    The stale gains are upper bounds (submodularity). Each round refreshes, in batches, the
+    stale candidates that could still beat the best refreshed one, until none can; the best
+    refreshed one (lowest index among ties) is then the exact argmax. The bookkeeping is numpy
+    over the pool, not a Python heap, so its cost does not grow with the number of refreshes.
+    """
     pool_size, _, dim = stacked.shape
     inner = torch.cat(
         [block @ block.transpose(1, 2) / lam for block in torch.split(stacked, chunk_size)]
     )
-    initial = torch.cat([_log_det_unit_plus(c) for c in torch.split(inner, chunk_size)])
-    columns = stacked.new_zeros(dim, int(rows.topk(budget).values.sum()))
-    used = 0
-    dense: Tensor | None = None
-    seen = torch.zeros(pool_size, dtype=torch.long)
-    heap = [(-g, i) for i, g in enumerate(initial.tolist())]
-    heapq.heapify(heap)
+    bound = torch.cat([_log_det_unit_plus(c) for c in torch.split(inner, chunk_size)]).numpy()
+    bound = bound.astype(np.float64)  # stale or fresh gain of every candidate; -inf once chosen
+    seen = np.zeros(pool_size, dtype=np.int64)  # columns of V already in each candidate's C_i
+    positions = np.arange(pool_size)
+    state = _WoodburyState(stacked, inner, lam, int(rows.topk(budget).values.sum()))
     selected: list[int] = []
     gains: list[float] = []
     evaluations = pool_size
+    refreshed = 0
     while len(selected) < budget:
-        if seen[heap[0][1]] == used:
-            neg_gain, index = heapq.heappop(heap)
-            selected.append(index)
-            gains.append(-neg_gain)
-            count = int(rows[index])
-            block = stacked[index, :count]
-            chol = torch.linalg.cholesky(
-                torch.eye(count, dtype=block.dtype) + inner[index, :count, :count]
-            )
-            old = columns[:, :used]
-            a_inv_xt = block.T / lam - old @ (old.T @ block.T)
-            new = torch.linalg.solve_triangular(chol, a_inv_xt.T, upper=False).T
-            columns[:, used : used + count] = new
-            used += count
-            if dense is not None:
-                dense -= new @ new.T
-            continue
-        # Refresh the stale top of the heap in one batched call: exact values, so the
-        # selection is unchanged, and far less per-call overhead than one at a time.
-        stale = []
-        while heap and len(stale) < lazy_batch and seen[heap[0][1]] != used:
-            stale.append(heapq.heappop(heap)[1])
-        # Oldest first: the candidates that have not seen column c are a prefix of this order.
-        first, order = torch.sort(seen[torch.tensor(stale)], stable=True)
-        stale_index = torch.tensor(stale)[order]
-        start = int(first[0])
-        blocks = stacked.index_select(0, stale_index)
-        if used - start > dim:
+        fresh = seen == state.used
+        # Rounds refresh similar numbers of candidates: start from half of the last round's.
+        batch, refreshed = min(max(lazy_batch, refreshed // 2), chunk_size), 0
+        while True:
+            fresh_bounds = np.where(fresh, bound, -np.inf)
+            best = int(np.argmax(fresh_bounds))  # the first maximum: lowest index on ties
+            top = fresh_bounds[best]
+            contenders = ~fresh & ((bound > top) | ((bound == top) & (positions < best)))
+            count = int(contenders.sum())
+            if count == 0:
+                break
+            # Refresh the contenders with the largest bounds in one batched call: exact values,
+            # so the selection is unchanged. A round that needs another batch doubles it: where
+            # most gains must be refreshed anyway (nearly tied candidates), few large products
+            # beat many small ones, and at most twice the needed candidates are refreshed.
+            candidates = np.flatnonzero(contenders)
+            if count > batch:
+                candidates = candidates[np.argpartition(-bound[candidates], batch - 1)[:batch]]
+            bound[candidates] = state.refresh(candidates, seen[candidates])
+            seen[candidates] = state.used
+            fresh[candidates] = True
+            evaluations += len(candidates)
+            refreshed += len(candidates)
+            batch = min(2 * batch, chunk_size)
+        selected.append(best)
+        gains.append(float(bound[best]))
+        bound[best] = -np.inf
+        seen[best] = -1  # never fresh again
+        state.add(best, int(rows[best]))
+    objective = dim * math.log(lam) + math.fsum(gains)
+    return Selection(selected, gains, objective, lam, pool_size, evaluations)
+
+
+class _WoodburyState:
+    """``V`` of (FSFT-3), the candidates' ``C_i``, and ``A^{-1}`` once it is worth forming."""
+
+    def __init__(self, stacked: Tensor, inner: Tensor, lam: float, max_columns: int) -> None:
+        self.stacked, self.inner, self.lam = stacked, inner, lam
+        self.dim = stacked.shape[2]
+        self.columns = stacked.new_zeros(self.dim, max_columns)
+        self.used = 0
+        self.dense: Tensor | None = None
+
+    def add(self, index: int, count: int) -> None:
+        """Append the columns of the chosen example ``index`` (its first ``count`` rows)."""
+        block = self.stacked[index, :count]
+        inner = self.inner[index, :count, :count]
+        chol = torch.linalg.cholesky(torch.eye(count, dtype=block.dtype) + inner)
+        old = self.columns[:, : self.used]
+        a_inv_xt = block.T / self.lam - old @ (old.T @ block.T)
+        new = torch.linalg.solve_triangular(chol, a_inv_xt.T, upper=False).T
+        self.columns[:, self.used : self.used + count] = new
+        self.used += count
+        if self.dense is not None:
+            self.dense -= new @ new.T
+
+    def refresh(self, candidates: np.ndarray, seen: np.ndarray) -> np.ndarray:
+        """Exact gains of ``candidates``, whose ``C_i`` hold the first ``seen`` columns of V."""
+        order = np.argsort(seen, kind="stable")  # oldest first: the stale ones are a prefix
+        index = torch.from_numpy(candidates[order])
+        first = torch.from_numpy(seen[order])
+        used, dim = self.used, self.dim
+        blocks = self.stacked.index_select(0, index)
+        if used - int(first[0]) > dim:
             # More unseen columns than dimensions: ``X_i A^{-1} X_i^T`` from the dense inverse
             # (``r d^2`` per candidate) is cheaper than the downdate (``r d`` per column).
-            if dense is None:
-                dense = torch.eye(dim, dtype=stacked.dtype) / lam
-                dense -= columns[:, :used] @ columns[:, :used].T
-            inner[stale_index] = (blocks @ dense) @ blocks.transpose(1, 2)
+            if self.dense is None:
+                self.dense = torch.eye(dim, dtype=self.stacked.dtype) / self.lam
+                self.dense -= self.columns[:, :used] @ self.columns[:, :used].T
+            refreshed = (blocks @ self.dense) @ blocks.transpose(1, 2)
         else:
-            update = inner.new_zeros(len(stale), *inner.shape[1:])
-            for low, high in _column_segments(first.tolist(), used, stacked.shape[1] * dim):
+            update = self.inner.new_zeros(len(index), *self.inner.shape[1:])
+            row_size = self.stacked.shape[1] * dim
+            for low, high in _column_segments(first.tolist(), used, row_size):
                 prefix = int(torch.searchsorted(first, high, right=False))
-                projected = blocks[:prefix] @ columns[:, low:high]
+                projected = blocks[:prefix] @ self.columns[:, low:high]
                 seen_before = torch.arange(low, high) < first[:prefix, None]
                 projected = projected.masked_fill(seen_before[:, None, :], 0.0)
                 update[:prefix] += projected @ projected.transpose(1, 2)
-            inner[stale_index] -= update
-        seen[stale_index] = used
-        evaluations += len(stale)
-        for index, gain in zip(
-            stale_index.tolist(), _log_det_unit_plus(inner[stale_index]).tolist()
-        ):
-            heapq.heappush(heap, (-gain, index))
-    objective = dim * math.log(lam) + math.fsum(gains)
-    return Selection(selected, gains, objective, lam, pool_size, evaluations)
+            refreshed = self.inner.index_select(0, index) - update
+        self.inner[index] = refreshed
+        gains = np.empty(len(candidates), dtype=np.float64)
+        gains[order] = _log_det_unit_plus(refreshed).numpy()
+        return gains
 
 
 def random_select(pool_size: int, budget: int, seed: int = 0) -> list[int]:

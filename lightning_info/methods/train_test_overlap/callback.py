@@ -85,7 +85,10 @@ class TrainTestOverlap(pl.Callback):
         splits: data-module splits that hold test instances (``"val"``, ``"test"``).
         input_field, references_field, id_field: fields of a test item (``id_field`` missing:
             the item's position).
-        n, n_values, tokenizer, max_frequency, chunk_size: as in :func:`compute_overlap`.
+        n, n_values, tokenizer, max_frequency, chunk_size, processes: as in
+            :func:`compute_overlap`; the training text is streamed ``chunk_size`` documents at a
+            time (files line by line), so a corpus larger than memory is fine.
+        progress: show a progress bar of the documents scanned (global rank 0 scans).
         output_dir: folder for ``overlap.json`` and ``overlap.md``; ``None`` writes nothing.
     """
 
@@ -106,12 +109,16 @@ class TrainTestOverlap(pl.Callback):
         tokenizer: str = "default",
         max_frequency: int = 10,
         chunk_size: int = 1000,
+        processes: int = 1,
+        progress: bool = True,
         output_dir: str | None = None,
     ) -> None:
         self.n = require_int(n, "n", 1)
         self.n_values = tuple(require_int(m, "n_values", 1) for m in n_values)
         self.max_frequency = require_int(max_frequency, "max_frequency", 0)
         self.chunk_size = require_int(chunk_size, "chunk_size", 1)
+        self.processes = require_int(processes, "processes", 1)
+        self.progress = progress
         if tokenizer not in TOKENIZERS:
             raise ValueError(f"`tokenizer` must be one of {sorted(TOKENIZERS)}, got {tokenizer!r}.")
         for split in splits:
@@ -166,6 +173,8 @@ class TrainTestOverlap(pl.Callback):
             tokenizer=self.tokenizer,
             max_frequency=self.max_frequency,
             chunk_size=self.chunk_size,
+            processes=self.processes,
+            progress=self.progress,
         )
 
     def _train_texts(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> Iterable[str]:

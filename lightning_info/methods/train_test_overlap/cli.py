@@ -6,11 +6,15 @@ Usage::
         [--n 13] [--n-values 5 9 13] [--tokenizer default] [--max-frequency 10]
         [--text-field text] [--output DIR]
 
-``--train`` takes text files (one document per file, or one per line with ``--lines``), folders
-(every file inside, recursively) or a ``datasets`` dataset saved with ``save_to_disk`` (a folder
-holding ``dataset_info.json``; its ``--text-field`` column is read). ``--test`` takes JSON-lines
-files whose lines have ``input`` and ``references`` fields (optional ``id`` and ``benchmark``).
-The summary table is printed; ``--output`` also writes ``overlap.json`` and ``overlap.md``.
+``--train`` takes text files (one document per file, or one per line with ``--lines``),
+JSON-lines files (``*.jsonl``: the ``--text-field`` of each line), folders (every file inside,
+recursively) or a ``datasets`` dataset saved with ``save_to_disk`` (a folder holding
+``dataset_info.json``; its ``--text-field`` column is read). The training text is streamed, so
+memory stays bounded by ``--chunk-size`` documents whatever the corpus size; ``--processes``
+counts chunks in worker processes, and ``--num-proc`` instead shards saved datasets with
+``datasets.map`` (every ``--train`` path must then be one). ``--test`` takes JSON-lines files
+whose lines have ``input`` and ``references`` fields (optional ``id`` and ``benchmark``). The
+summary table is printed; ``--output`` also writes ``overlap.json`` and ``overlap.md``.
 """
 
 from __future__ import annotations
@@ -19,9 +23,14 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from lightning_info.methods.train_test_overlap.files import iter_training_texts, read_test_instances
+from lightning_info.methods.train_test_overlap.files import (
+    iter_training_texts,
+    read_test_instances,
+    saved_datasets,
+)
 from lightning_info.methods.train_test_overlap.functional import TOKENIZERS, compute_overlap
 from lightning_info.methods.train_test_overlap.report import write_report
+from lightning_info.methods.train_test_overlap.sharded import overlap_with_datasets
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -36,19 +45,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--lines", action="store_true", help="one training document per line")
     parser.add_argument("--chunk-size", type=int, default=1000)
     parser.add_argument("--processes", type=int, default=1)
+    parser.add_argument("--num-proc", type=int, default=None, help="datasets.map shards")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--output", default=None, help="folder for overlap.json and overlap.md")
     args = parser.parse_args(argv)
     instances = [i for path in args.test for i in read_test_instances(path)]
-    report = compute_overlap(
-        instances,
-        iter_training_texts(args.train, args.text_field, args.lines),
-        n=args.n,
-        n_values=args.n_values,
-        tokenizer=args.tokenizer,
-        max_frequency=args.max_frequency,
-        chunk_size=args.chunk_size,
-        processes=args.processes,
+    index_kwargs = dict(
+        n=args.n, n_values=args.n_values, tokenizer=args.tokenizer, max_frequency=args.max_frequency
     )
+    if args.num_proc is not None:
+        report = overlap_with_datasets(
+            instances,
+            saved_datasets(args.train),
+            text_field=args.text_field,
+            num_proc=args.num_proc,
+            batch_size=args.chunk_size,
+            progress=not args.no_progress,
+            **index_kwargs,
+        )
+    else:
+        report = compute_overlap(
+            instances,
+            iter_training_texts(args.train, args.text_field, args.lines),
+            chunk_size=args.chunk_size,
+            processes=args.processes,
+            progress=not args.no_progress,
+            **index_kwargs,
+        )
     print(report.to_markdown())
     if args.output is not None:
         for written in write_report(report, Path(args.output) / "overlap"):

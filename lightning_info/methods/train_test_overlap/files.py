@@ -1,11 +1,17 @@
-"""The overlap report's inputs on disk: training text streamed from files, folders and saved data
-sets, and test instances from JSON lines."""
+"""The overlap report's inputs on disk: training text streamed from files, folders, JSON-lines
+files and saved data sets, and test instances from JSON lines.
+
+Training text is read lazily, a line or a batch at a time, so a corpus larger than memory streams
+through :func:`~lightning_info.methods.train_test_overlap.functional.compute_overlap` with memory
+bounded by one chunk of documents; only ``lines=False`` plain files are read whole (one document
+per file)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from lightning_info.methods.train_test_overlap.functional import TestInstance
 
@@ -13,7 +19,12 @@ from lightning_info.methods.train_test_overlap.functional import TestInstance
 def iter_training_texts(
     paths: Sequence[str], text_field: str = "text", lines: bool = False
 ) -> Iterator[str]:
-    """Documents of text files, folders and saved ``datasets`` datasets, streamed in order."""
+    """Documents of text files, folders and saved ``datasets`` datasets, streamed in order.
+
+    A file named ``*.jsonl`` or ``*.ndjson`` holds one JSON object per line, its ``text_field``
+    the document; with ``lines=True`` every non-blank line of a text file is a document;
+    otherwise a text file is one document.
+    """
     for raw in paths:
         path = Path(raw)
         if not path.exists():
@@ -23,14 +34,57 @@ def iter_training_texts(
             yield from _dataset_texts(path, text_field)
         elif path.is_dir():
             for file in sorted(p for p in path.rglob("*") if p.is_file()):
-                yield from _file_texts(file, lines)
+                yield from _file_texts(file, lines, text_field)
         else:
-            yield from _file_texts(path, lines)
+            yield from _file_texts(path, lines, text_field)
 
 
-def _file_texts(path: Path, lines: bool) -> Iterator[str]:
-    text = path.read_text(encoding="utf-8", errors="replace")
-    yield from (line for line in text.splitlines() if line.strip()) if lines else [text]
+def _file_texts(path: Path, lines: bool, text_field: str = "text") -> Iterator[str]:
+    if path.suffix in JSON_LINES_SUFFIXES:
+        yield from _json_lines_texts(path, text_field)
+    elif lines:
+        # Universal newlines, then str.splitlines on each line: the lines of
+        # ``text.splitlines()`` (which also breaks at \v, \f, \x1c-\x1e, \x85, \u2028, ...).
+        with path.open(encoding="utf-8", errors="replace", newline=None) as handle:
+            for line in handle:
+                yield from (piece for piece in line.splitlines() if piece.strip())
+    else:
+        yield path.read_text(encoding="utf-8", errors="replace")
+
+
+JSON_LINES_SUFFIXES = (".jsonl", ".ndjson")
+
+
+def _json_lines_texts(path: Path, text_field: str) -> Iterator[str]:
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            if text_field not in record:
+                raise ValueError(
+                    f"{path}:{number}: no field {text_field!r}; pass the field that holds the "
+                    f"text (fields: {sorted(record)})."
+                )
+            yield record[text_field]
+
+
+def saved_datasets(paths: Sequence[str]) -> Any:
+    """The ``datasets`` datasets saved at ``paths`` (every split), as one memory-mapped
+    ``Dataset``."""
+    from datasets import DatasetDict, concatenate_datasets, load_from_disk
+
+    parts = []
+    for raw in paths:
+        path = Path(raw)
+        if not (path / "dataset_info.json").exists() and not (path / "dataset_dict.json").exists():
+            raise ValueError(
+                f"{path} is not a dataset saved with `save_to_disk`; sharding with `num_proc` "
+                "needs saved datasets (stream other files without it)."
+            )
+        data = load_from_disk(str(path))
+        parts += list(data.values()) if isinstance(data, DatasetDict) else [data]
+    return parts[0] if len(parts) == 1 else concatenate_datasets(parts)
 
 
 def _dataset_texts(path: Path, text_field: str) -> Iterator[str]:

@@ -50,16 +50,21 @@ from __future__ import annotations
 import math
 import re
 import string
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass
-from functools import partial
 from itertools import repeat
 from multiprocessing import get_context
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from lightning_info.core.validation import require_int
+from lightning_info.methods.train_test_overlap.encoding import (
+    VECTORISED_TOKENIZERS,
+    TokenTable,
+    encode_chunk,
+)
 from lightning_info.methods.train_test_overlap.report import OverlapReport
 
 _DEFAULT_SPLIT = re.compile(rf"[\s{re.escape(string.punctuation)}]+")
@@ -89,6 +94,7 @@ TOKENIZERS: dict[str, Callable[[str], list[str]]] = {
     "light": light_tokenize,
     "janitor": janitor_tokenize,
 }
+_VECTORISED = {TOKENIZERS[name]: name for name in VECTORISED_TOKENIZERS}
 
 PARTS = ("input", "references")
 _KINDS = ("binary", "jaccard", "jaccard_weighted", "token", "token_weighted")
@@ -158,10 +164,10 @@ def _windows_hash(ids: np.ndarray, n: int, base: np.uint64) -> np.ndarray:
 
 
 class NgramIndex:
-    """The distinct n-grams of a set of token-id sequences, with their exact training counts.
+    """The distinct n-grams of a set of token-id sequences, to be counted in training text.
 
     ``grams[k]`` is the k-th distinct n-gram (token ids), ``hashes`` their sorted 64-bit hashes
-    (distinct by construction), ``counts[k]`` its number of occurrences in the scanned corpus.
+    (distinct by construction); :meth:`count` gives each one's occurrences in a token sequence.
     """
 
     def __init__(self, sequences: Sequence[np.ndarray], n: int, seed: int = 0) -> None:
@@ -178,7 +184,6 @@ class NgramIndex:
                 break
         else:
             raise RuntimeError("distinct test n-grams kept sharing a 64-bit hash; report this bug.")
-        self.counts = np.zeros(len(self.grams), dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self.grams)
@@ -199,13 +204,6 @@ class NgramIndex:
     def count(self, ids: np.ndarray) -> np.ndarray:
         """Occurrences of each indexed n-gram in ``ids`` (a bincount of verified hits)."""
         return np.bincount(self.lookup(ids)[1], minlength=len(self))
-
-    def counts_of(self, ids: np.ndarray) -> np.ndarray:
-        """Training count of each window of ``ids`` (0 for windows not indexed)."""
-        out = np.zeros(max(ids.size - self.n + 1, 0), dtype=np.int64)
-        positions, slots = self.lookup(ids)
-        out[positions] = self.counts[slots]
-        return out
 
 
 def token_overlap(counts: Sequence[int], n: int, max_frequency: int = 0) -> tuple[float, float]:
@@ -301,19 +299,143 @@ def _chunks(documents: Iterable[str], size: int) -> Iterator[list[str]]:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(tokenize, vocab, indexes) -> None:
-    _WORKER.update(tokenize=tokenize, vocab=vocab, indexes=indexes)
+def _init_worker(index: OverlapIndex) -> None:
+    _WORKER["index"] = index
 
 
-def _count_chunk(chunk: list[str]) -> tuple[list[np.ndarray], int, int]:
-    return _count(chunk, **_WORKER)
+def _count_chunk(chunk: list[str]) -> ChunkCounts:
+    return _WORKER["index"].count_chunk(chunk)
 
 
-def _count(chunk: list[str], tokenize, vocab, indexes) -> tuple[list[np.ndarray], int, int]:
-    """Exact counts of every index's n-grams in one chunk of documents, and its sizes."""
-    tokens = [tokenize(d) for d in chunk]
-    ids = vocab.encode_documents(tokens)
-    return [index.count(ids) for index in indexes], len(chunk), sum(map(len, tokens))
+@dataclass
+class ChunkCounts:
+    """Exact counts of every indexed n-gram (one array per ``n``) in some documents, and their
+    number of documents and tokens. Counts of disjoint document sets add up (``+``)."""
+
+    counts: list[np.ndarray]
+    documents: int
+    tokens: int
+
+    def __add__(self, other: ChunkCounts) -> ChunkCounts:
+        counts = [a + b for a, b in zip(self.counts, other.counts)]
+        return ChunkCounts(counts, self.documents + other.documents, self.tokens + other.tokens)
+
+
+class OverlapIndex:
+    """The test side of the overlap report: the test vocabulary, every instance's token ids and
+    one :class:`NgramIndex` per n-gram size.
+
+    :meth:`count_chunk` counts a chunk of training documents (a pure function of the chunk, so
+    chunks can be counted anywhere: in order, in worker processes, in ``datasets.map`` shards or
+    on a cluster) and :meth:`report` turns the summed :class:`ChunkCounts` into the HELM metrics.
+    The arguments are those of :func:`compute_overlap`.
+    """
+
+    def __init__(
+        self,
+        instances: Sequence[TestInstance],
+        n: int = 13,
+        n_values: Sequence[int] = (5, 9, 13),
+        tokenizer: str | Callable[[str], list[str]] = "default",
+        max_frequency: int = 10,
+    ) -> None:
+        self.n = require_int(n, "n", 1)
+        self.n_values = tuple(sorted({require_int(m, "n_values", 1) for m in n_values} | {n}))
+        self.max_frequency = require_int(max_frequency, "max_frequency", 0)
+        self.tokenize = resolve_tokenizer(tokenizer)
+        self.tokenizer_name = (
+            tokenizer if isinstance(tokenizer, str) else getattr(tokenizer, "__name__", "custom")
+        )
+        instances = list(instances)
+        if not instances:
+            raise ValueError("no test instances: pass at least one TestInstance.")
+        if not all(isinstance(i, TestInstance) for i in instances):
+            raise TypeError("`instances` must be TestInstance objects (see `read_test_instances`).")
+        keys = [(i.benchmark, i.id) for i in instances]
+        if len(set(keys)) != len(keys):
+            raise ValueError("test instance ids must be unique within a benchmark.")
+        self.instances = instances
+        self.vocab = _Vocabulary()
+        self.parts = []  # per instance: input ids, [reference ids], joined-reference ids
+        for instance in instances:
+            refs = [self.vocab.add(self.tokenize(r)) for r in instance.references]
+            joined = self.vocab.add(self.tokenize(" ".join(instance.references)))
+            self.parts.append((self.vocab.add(self.tokenize(instance.input)), refs, joined))
+        self.indexes = []
+        for m in self.n_values:
+            sequences = []
+            for inp, refs, _ in self.parts:
+                sequences += [inp, *refs, *_intersections(m, inp, refs)]
+            self.indexes.append(NgramIndex(sequences, m))
+        name = _VECTORISED.get(self.tokenize)
+        self.table = TokenTable(self.vocab.ids, name) if name is not None else None
+
+    def count_chunk(self, documents: list[str]) -> ChunkCounts:
+        """Exact counts of every indexed n-gram in ``documents``.
+
+        With a built-in tokenizer the chunk is encoded by :func:`encode_chunk`, without a Python
+        string per token; otherwise, or when that path declines the chunk, token by token.
+        """
+        encoded = encode_chunk(documents, self.table) if self.table is not None else None
+        if encoded is None:
+            tokens = [self.tokenize(d) for d in documents]
+            encoded = self.vocab.encode_documents(tokens), sum(map(len, tokens))
+        ids, num_tokens = encoded
+        return ChunkCounts([index.count(ids) for index in self.indexes], len(documents), num_tokens)
+
+    def empty_counts(self) -> ChunkCounts:
+        return ChunkCounts([np.zeros(len(index), np.int64) for index in self.indexes], 0, 0)
+
+    def report(self, total: ChunkCounts) -> OverlapReport:
+        """The HELM metrics of every instance from the counts of the whole training corpus."""
+        if total.documents == 0:
+            raise ValueError("the training corpus is empty: pass at least one document.")
+        n, max_frequency, indexes = self.n, self.max_frequency, self.indexes
+        counts = total.counts
+        report = OverlapReport(
+            n, self.n_values, self.tokenizer_name, max_frequency, total.documents, total.tokens
+        )
+        per_index = []  # per n: for each instance, the index slot of every window of each part
+        for m, index in zip(self.n_values, indexes):
+            sequences = [
+                [inp, joined, *refs, *_intersections(m, inp, refs)]
+                for inp, refs, joined in self.parts
+            ]
+            flat = _slots(index, [seq for group in sequences for seq in group])
+            per_index.append([[next(flat) for _ in group] for group in sequences])
+        main = self.n_values.index(n)
+        for k, (instance, (_, refs, _)) in enumerate(zip(self.instances, self.parts)):
+            row: dict[str, Any] = {"benchmark": instance.benchmark, "id": instance.id}
+            input_slots, joined_slots, *ref_slots = per_index[main][k][: 2 + len(refs)]
+            own = np.concatenate(ref_slots) if ref_slots else np.empty(0, np.int64)
+            joined_slots = np.where(np.isin(joined_slots, own), joined_slots, -1)
+            for part, slots in (("input", input_slots), ("references", joined_slots)):
+                main_counts = np.where(slots >= 0, counts[main][slots], 0)
+                for suffix, f in (("", 0), ("_filtered", max_frequency)):
+                    for kind, value in ngram_metrics(main_counts, n, f).items():
+                        row[f"{part}_{kind}{suffix}"] = value
+            for m, count, slots in zip(self.n_values, counts, per_index):
+                input_slots, _, *rest = slots[k]
+                matched = [bool((count[s[s >= 0]] > 0).any()) for s in (input_slots, *rest)]
+                row[f"input_overlap@{m}"] = float(matched[0])
+                row[f"references_overlap@{m}"] = float(any(matched[1 : 1 + len(refs)]))
+                row[f"intersection_overlap@{m}"] = float(any(matched[1 + len(refs) :]))
+            row["intersection_binary"] = row[f"intersection_overlap@{n}"]
+            row["any_overlap"] = float(
+                row["input_binary"] > 0
+                or row["references_binary"] > 0
+                or row["intersection_binary"] > 0
+            )
+            report.rows.append(row)
+        report.summary = summarize(report.rows)
+        return report
+
+
+def _intersections(m: int, inp: np.ndarray, refs: list[np.ndarray]) -> list[np.ndarray]:
+    """The ``m``-grams that straddle the input/reference boundary, one sequence per reference."""
+    if m < 2:
+        return []
+    return [np.concatenate([inp[-(m - 1) :], r[: m - 1]]) for r in refs]
 
 
 def compute_overlap(
@@ -325,107 +447,38 @@ def compute_overlap(
     max_frequency: int = 10,
     chunk_size: int = 1000,
     processes: int = 1,
+    progress: bool = False,
 ) -> OverlapReport:
     """Exact train-test n-gram overlap of ``instances`` against training ``documents``.
 
     ``n`` is the N of the full metrics (see the module docstring); ``n_values`` are the n-gram
     sizes at which binary input/reference overlap is also reported (``input_overlap@5`` ...).
-    ``documents`` is consumed once, ``chunk_size`` documents at a time.
+    ``documents`` is consumed once, ``chunk_size`` documents at a time, so memory is bounded by
+    a chunk whatever the corpus size; ``progress`` shows a bar of documents scanned.
     """
-    n = require_int(n, "n", 1)
-    n_values = tuple(sorted({require_int(m, "n_values", 1) for m in n_values} | {n}))
-    max_frequency = require_int(max_frequency, "max_frequency", 0)
     chunk_size = require_int(chunk_size, "chunk_size", 1)
     processes = require_int(processes, "processes", 1)
-    tokenize = resolve_tokenizer(tokenizer)
-    instances = list(instances)
-    if not instances:
-        raise ValueError("no test instances: pass at least one TestInstance.")
-    if not all(isinstance(i, TestInstance) for i in instances):
-        raise TypeError("`instances` must be TestInstance objects (see `read_test_instances`).")
     reject_bare_text(documents, "documents")
-    keys = [(i.benchmark, i.id) for i in instances]
-    if len(set(keys)) != len(keys):
-        raise ValueError("test instance ids must be unique within a benchmark.")
-
-    vocab = _Vocabulary()
-    parts = []  # per instance: input ids, [reference ids], joined-reference ids
-    for instance in instances:
-        refs = [vocab.add(tokenize(r)) for r in instance.references]
-        joined = vocab.add(tokenize(" ".join(instance.references)))
-        parts.append((vocab.add(tokenize(instance.input)), refs, joined))
-
-    def intersections(m: int, inp: np.ndarray, refs: list[np.ndarray]) -> list[np.ndarray]:
-        if m < 2:
-            return []
-        return [np.concatenate([inp[-(m - 1) :], r[: m - 1]]) for r in refs]
-
-    indexes = []
-    for m in n_values:
-        sequences = []
-        for inp, refs, _ in parts:
-            sequences += [inp, *refs, *intersections(m, inp, refs)]
-        indexes.append(NgramIndex(sequences, m))
-
-    num_documents = num_tokens = 0
-    state = (tokenize, vocab, indexes)
+    index = OverlapIndex(instances, n, n_values, tokenizer, max_frequency)
+    total = len(documents) if isinstance(documents, Sized) else None
     chunks = _chunks(documents, chunk_size)
     if processes > 1:  # the index travels once per worker; chunks of text travel to them
-        pool = get_context("spawn").Pool(processes, initializer=_init_worker, initargs=state)
+        pool = get_context("spawn").Pool(processes, initializer=_init_worker, initargs=(index,))
         results = pool.imap(_count_chunk, chunks)
     else:
-        pool, results = (
-            None,
-            map(partial(_count, tokenize=tokenize, vocab=vocab, indexes=indexes), chunks),
-        )
+        pool, results = None, map(index.count_chunk, chunks)
+    counts = index.empty_counts()
+    bar = tqdm(total=total, desc="overlap scan", unit="doc", disable=not progress)
     try:
-        for counts, docs, toks in results:
-            for index, c in zip(indexes, counts):
-                index.counts += c
-            num_documents += docs
-            num_tokens += toks
+        for chunk_counts in results:
+            counts = counts + chunk_counts
+            bar.update(chunk_counts.documents)
     finally:
+        bar.close()
         if pool is not None:
             pool.close()
             pool.join()
-    if num_documents == 0:
-        raise ValueError("the training corpus is empty: pass at least one document.")
-
-    name = tokenizer if isinstance(tokenizer, str) else getattr(tokenizer, "__name__", "custom")
-    report = OverlapReport(n, n_values, name, max_frequency, num_documents, num_tokens)
-    per_index = []  # per n: for each instance, the index slot of every window of each part
-    for m, index in zip(n_values, indexes):
-        sequences = [
-            [inp, joined, *refs, *intersections(m, inp, refs)] for inp, refs, joined in parts
-        ]
-        flat = _slots(index, [seq for group in sequences for seq in group])
-        per_index.append([[next(flat) for _ in group] for group in sequences])
-    main = n_values.index(n)
-    for k, (instance, (_, refs, _)) in enumerate(zip(instances, parts)):
-        row: dict[str, Any] = {"benchmark": instance.benchmark, "id": instance.id}
-        input_slots, joined_slots, *ref_slots = per_index[main][k][: 2 + len(refs)]
-        own = np.concatenate(ref_slots) if ref_slots else np.empty(0, np.int64)
-        joined_slots = np.where(np.isin(joined_slots, own), joined_slots, -1)
-        for part, slots in (("input", input_slots), ("references", joined_slots)):
-            main_counts = np.where(slots >= 0, indexes[main].counts[slots], 0)
-            for suffix, f in (("", 0), ("_filtered", max_frequency)):
-                for kind, value in ngram_metrics(main_counts, n, f).items():
-                    row[f"{part}_{kind}{suffix}"] = value
-        for m, index, slots in zip(n_values, indexes, per_index):
-            input_slots, _, *rest = slots[k]
-            matched = [bool((index.counts[s[s >= 0]] > 0).any()) for s in (input_slots, *rest)]
-            row[f"input_overlap@{m}"] = float(matched[0])
-            row[f"references_overlap@{m}"] = float(any(matched[1 : 1 + len(refs)]))
-            row[f"intersection_overlap@{m}"] = float(any(matched[1 + len(refs) :]))
-        row["intersection_binary"] = row[f"intersection_overlap@{n}"]
-        row["any_overlap"] = float(
-            row["input_binary"] > 0
-            or row["references_binary"] > 0
-            or row["intersection_binary"] > 0
-        )
-        report.rows.append(row)
-    report.summary = summarize(report.rows)
-    return report
+    return index.report(counts)
 
 
 def _slots(index: NgramIndex, sequences: list[np.ndarray]) -> Iterator[np.ndarray]:

@@ -510,14 +510,26 @@ def test_cli_on_files_and_saved_dataset(tmp_path, capsys):
             for i in HELM_SCENARIOS
         )
     )
-    for train in ([str(tmp_path / "a.txt"), str(tmp_path / "b.txt")], [str(tmp_path / "ds")]):
+    (tmp_path / "c.jsonl").write_text(
+        "\n".join(json.dumps({"text": t}) for t in (HELM_DOCUMENT, "unrelated text")) + "\n"
+    )
+    runs = [
+        ([str(tmp_path / "a.txt"), str(tmp_path / "b.txt")], []),
+        ([str(tmp_path / "ds")], []),
+        ([str(tmp_path / "c.jsonl")], []),
+        ([str(tmp_path / "ds")], ["--num-proc", "2", "--chunk-size", "1"]),  # datasets.map
+    ]
+    for train, extra in runs:
         out = tmp_path / "out"
-        argv = ["--train", *train, "--test", str(test), "--n", "13", "--n-values", "5"]
+        argv = ["--train", *train, "--test", str(test), "--n", "13", "--n-values", "5", *extra]
+        argv += ["--no-progress"]
         assert cli_main([*argv, "--tokenizer", "light", "--output", str(out)]) == 0
         data = json.loads((out / "overlap.json").read_text())
         assert data["summary"]["scenario1"]["input_overlap@5"] == 0.5
         assert data["summary"]["scenario2"]["references_binary"] == 1.0
     assert "scenario2" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="not a dataset saved"):
+        cli_main(["--train", str(tmp_path / "a.txt"), "--test", str(test), "--num-proc", "2"])
 
 
 # --- bad input ----------------------------------------------------------------------------------

@@ -1,0 +1,136 @@
+"""The overlap scan as map/reduce: ``datasets.map`` shards on one machine, Dask on a cluster.
+
+Counting is a pure function of a chunk of documents
+(:meth:`~lightning_info.methods.train_test_overlap.functional.OverlapIndex.count_chunk`) and the
+counts of disjoint chunks add up, so the scan of a corpus too large for one process is a map
+(count each chunk where it lives) followed by a sum. The index of the test n-grams is small (a few
+MB for thousands of instances) and travels to every worker once.
+
+- :func:`overlap_with_datasets`: a ``datasets.Dataset`` (memory-mapped Arrow on disk, so the
+  corpus never has to fit in memory) counted by ``Dataset.map(batched=True, num_proc=k)``; each
+  batch returns its counts sparsely (the slots it hit and how often), and the sum is taken here.
+- :func:`overlap_with_dask`: any ``dask.bag.Bag`` of documents (``dask.bag.read_text`` over
+  JSON-lines or text files on shared storage, ``from_sequence``, ...) counted partition by
+  partition by the workers of the current Dask client (a ``distributed.LocalCluster`` on one
+  machine, a scheduler address on a cluster) and summed with ``Bag.fold``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from lightning_info.core.optional import require_extra
+from lightning_info.core.validation import require_int
+from lightning_info.methods.train_test_overlap.functional import (
+    ChunkCounts,
+    OverlapIndex,
+    TestInstance,
+)
+from lightning_info.methods.train_test_overlap.report import OverlapReport
+
+
+def _sparse(counts: ChunkCounts) -> dict[str, list]:
+    """One row of ``Dataset.map`` output: per index the slots with a count and the counts."""
+    nonzero = [np.flatnonzero(c) for c in counts.counts]
+    return {
+        "slots": [[s.tolist() for s in nonzero]],
+        "hits": [[c[s].tolist() for c, s in zip(counts.counts, nonzero)]],
+        "documents": [counts.documents],
+        "tokens": [counts.tokens],
+    }
+
+
+class _BatchCounter:
+    """``Dataset.map`` function: the sparse counts of one batch of documents (picklable)."""
+
+    def __init__(self, index: OverlapIndex, text_field: str) -> None:
+        self.index, self.text_field = index, text_field
+
+    def __call__(self, batch: dict[str, list]) -> dict[str, list]:
+        return _sparse(self.index.count_chunk(list(batch[self.text_field])))
+
+
+def overlap_with_datasets(
+    instances: Sequence[TestInstance],
+    dataset: Any,
+    text_field: str = "text",
+    num_proc: int | None = None,
+    batch_size: int = 1000,
+    progress: bool = True,
+    **index_kwargs: Any,
+) -> OverlapReport:
+    """:func:`compute_overlap` over a ``datasets.Dataset``, sharded with ``Dataset.map``.
+
+    ``num_proc`` processes each count a contiguous shard of the data set, ``batch_size`` rows at a
+    time (memory per process is bounded by a batch); ``index_kwargs`` are ``n``, ``n_values``,
+    ``tokenizer`` and ``max_frequency``. The result equals :func:`compute_overlap` on the same
+    documents in any order.
+    """
+    batch_size = require_int(batch_size, "batch_size", 1)
+    if num_proc is not None:
+        require_int(num_proc, "num_proc", 1)
+    if text_field not in dataset.column_names:
+        raise ValueError(
+            f"the data set has no column {text_field!r}; columns: {dataset.column_names}."
+        )
+    index = OverlapIndex(instances, **index_kwargs)
+    with _datasets_progress(progress):
+        sparse = dataset.map(
+            _BatchCounter(index, text_field),
+            batched=True,
+            batch_size=batch_size,
+            num_proc=num_proc,
+            remove_columns=dataset.column_names,
+            keep_in_memory=True,
+            desc="overlap scan",
+        )
+    total = index.empty_counts()
+    for row in sparse:
+        for counts, slots, hits in zip(total.counts, row["slots"], row["hits"]):
+            np.add.at(counts, np.asarray(slots, dtype=np.int64), np.asarray(hits, np.int64))
+        total.documents += row["documents"]
+        total.tokens += row["tokens"]
+    return index.report(total)
+
+
+def overlap_with_dask(
+    instances: Sequence[TestInstance], bag: Any, **index_kwargs: Any
+) -> OverlapReport:
+    """:func:`compute_overlap` over a ``dask.bag.Bag`` of documents, on the current Dask client
+    (or Dask's default scheduler without one): each partition is counted where it lives, the
+    partial counts are summed with ``Bag.fold``."""
+    require_extra("dask.bag", "audit", "Counting overlap with Dask")
+    index = OverlapIndex(instances, **index_kwargs)
+    partial_counts = bag.map_partitions(_PartitionCounter(index))
+    return index.report(partial_counts.fold(_add, initial=index.empty_counts()).compute())
+
+
+class _PartitionCounter:
+    """``Bag.map_partitions`` function: one :class:`ChunkCounts` per partition (picklable)."""
+
+    def __init__(self, index: OverlapIndex) -> None:
+        self.index = index
+
+    def __call__(self, documents: Any) -> list[ChunkCounts]:
+        return [self.index.count_chunk(list(documents))]
+
+
+def _add(a: ChunkCounts, b: ChunkCounts) -> ChunkCounts:
+    return a + b
+
+
+@contextmanager
+def _datasets_progress(enabled: bool) -> Iterator[None]:
+    """``datasets``' progress bars on or off for the block (they are a global switch)."""
+    import datasets
+
+    was_enabled = datasets.is_progress_bar_enabled()
+    (datasets.enable_progress_bars if enabled else datasets.disable_progress_bars)()
+    try:
+        yield
+    finally:
+        (datasets.enable_progress_bars if was_enabled else datasets.disable_progress_bars)()
