@@ -82,7 +82,7 @@ from torch import Tensor
 from lightning_info.core.blocks import TokenBlocks
 from lightning_info.core.logging import markdown_table
 from lightning_info.core.threads import torch_threads
-from lightning_info.core.timing import format_ratio, timed
+from lightning_info.core.timing import format_ratio, peak_memory, timed
 from lightning_info.methods.fisher_sft.functional import Selection, fisher_greedy_select
 from lightning_info.methods.fisher_sft.sampler import select_subset
 
@@ -350,25 +350,6 @@ def compare_objectives(
     return out
 
 
-def _vm_kib(field: str) -> int | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def _reset_peak_memory() -> bool:
-    """Reset this process's peak resident set (``VmHWM``); ``False`` where Linux does not allow."""
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        return False
-    return True
-
-
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
     """Build ``spec``'s pool, then run one method on it: seconds, selection, peak memory.
 
@@ -381,14 +362,13 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     fisher_greedy_select(warm_up, 3)  # first calls of the BLAS/LAPACK kernels, untimed
     vectorised_greedy(warm_up, 3)
     pool = POOLS[spec["pool"]](spec["pool_size"], spec["tokens"], spec["dim"], spec["seed"])
-    reset = _reset_peak_memory()
-    before = _vm_kib("VmRSS")
     budget, lam, limit = spec["budget"], spec["lam"], spec.get("time_limit")
     if spec["method"] == "lazy":
-        seconds, selection = timed(lambda: fisher_greedy_select(pool, budget, lam=lam))
+        seconds, selection, extra = peak_memory(lambda: fisher_greedy_select(pool, budget, lam=lam))
     else:
-        seconds, selection = timed(lambda: vectorised_greedy(pool, budget, lam, time_limit=limit))
-    peak = _vm_kib("VmHWM") if reset else None
+        seconds, selection, extra = peak_memory(
+            lambda: vectorised_greedy(pool, budget, lam, time_limit=limit)
+        )
     return {
         **spec,
         "seconds": seconds,
@@ -397,7 +377,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         "evaluations": selection.evaluations,
         "objective": selection.objective,
         "pool_bytes": pool.values.numel() * pool.values.element_size(),
-        "peak_extra_bytes": None if peak is None or before is None else 1024 * (peak - before),
+        "peak_extra_bytes": extra,
     }
 
 

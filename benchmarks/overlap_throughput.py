@@ -46,12 +46,11 @@ import argparse
 import json
 import random
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from lightning_info.core.logging import markdown_table
-from lightning_info.core.timing import median_time
+from lightning_info.core.timing import median_time, peak_memory
 from lightning_info.lm.corpus import stdlib_docstrings
 from lightning_info.methods.train_test_overlap.functional import (
     NgramIndex,
@@ -99,29 +98,10 @@ def token_by_token(text: str) -> list[str]:
     return default_tokenize(text)
 
 
-def _vm_kib(field: str) -> int | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
 def _peak_beyond_now(run: Callable[[], object]) -> tuple[float, object, float | None]:
     """Seconds, result, and GB of peak resident memory of ``run`` beyond the current RSS."""
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-        before = _vm_kib("VmRSS")
-    except OSError:
-        before = None
-    start = time.perf_counter()
-    result = run()
-    seconds = time.perf_counter() - start
-    peak = _vm_kib("VmHWM") if before is not None else None
-    extra = None if peak is None else (peak - before) * 1024 / 1e9
-    return seconds, result, extra
+    seconds, result, extra = peak_memory(run)
+    return seconds, result, None if extra is None else extra / 1e9
 
 
 def write_json_lines(path: Path, corpus: list[str], megabytes: float) -> int:

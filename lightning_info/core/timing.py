@@ -1,10 +1,12 @@
-"""Timing helpers for the benchmarks: one call timed, and a speed ratio written for a table."""
+"""Timing helpers for the benchmarks: one call timed (and its peak memory), and a speed ratio
+written for a table."""
 
 from __future__ import annotations
 
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -30,3 +32,28 @@ def format_ratio(numerator: float | None, denominator: float | None = 1.0) -> st
         return "-"
     ratio = numerator / denominator
     return f"{ratio:.0f}x" if ratio >= 100 else f"{ratio:.3g}x"
+
+
+def _status_kib(field: str) -> int | None:
+    """A ``/proc/self/status`` field in KiB (``VmRSS``, ``VmHWM``); ``None`` off Linux."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def peak_memory(fn: Callable[[], T]) -> tuple[float, T, int | None]:
+    """``(seconds, fn(), bytes)``: the bytes are the peak resident memory of the process while
+    ``fn`` ran beyond what it held before (Linux: ``VmHWM`` reset through ``clear_refs``),
+    ``None`` where that cannot be measured."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        before = _status_kib("VmRSS")
+    except OSError:
+        before = None
+    seconds, result = timed(fn)
+    peak = _status_kib("VmHWM") if before is not None else None
+    return seconds, result, None if peak is None else 1024 * (peak - before)

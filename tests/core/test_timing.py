@@ -28,3 +28,23 @@ def test_median_time_calls_repeats_times_and_keeps_the_last_result():
 )
 def test_format_ratio(numerator, denominator, shown):
     assert format_ratio(numerator, denominator) == shown
+
+
+def test_peak_memory_sees_a_large_temporary_and_not_a_small_one():
+    import sys
+
+    import numpy as np
+
+    from lightning_info.core.timing import peak_memory
+
+    def allocate():
+        block = np.ones(25_000_000)  # 200 MB, written so that it is resident
+        return float(block[-1])
+
+    seconds, value, extra = peak_memory(allocate)
+    assert value == 1.0 and seconds >= 0
+    _, _, small = peak_memory(lambda: sum(range(1000)))
+    if sys.platform != "linux":
+        assert extra is None
+        return
+    assert extra > 150e6 and small < 20e6

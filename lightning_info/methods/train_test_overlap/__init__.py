@@ -4,19 +4,32 @@ See README.md in this folder."""
 
 from lightning_info.methods.train_test_overlap.callback import TrainTestOverlap
 from lightning_info.methods.train_test_overlap.files import read_test_instances
-from lightning_info.methods.train_test_overlap.functional import TestInstance, compute_overlap
+from lightning_info.methods.train_test_overlap.functional import (
+    ChunkCounts,
+    OverlapIndex,
+    TestInstance,
+    compute_overlap,
+)
 from lightning_info.methods.train_test_overlap.methodologies import (
     llama2_contamination,
     substring_overlap,
 )
 from lightning_info.methods.train_test_overlap.report import OverlapReport, write_report
+from lightning_info.methods.train_test_overlap.sharded import (
+    overlap_with_dask,
+    overlap_with_datasets,
+)
 
 __all__ = [
+    "ChunkCounts",
+    "OverlapIndex",
     "OverlapReport",
     "TestInstance",
     "TrainTestOverlap",
     "compute_overlap",
     "llama2_contamination",
+    "overlap_with_dask",
+    "overlap_with_datasets",
     "read_test_instances",
     "substring_overlap",
     "write_report",

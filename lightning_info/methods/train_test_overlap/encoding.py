@@ -21,8 +21,11 @@ of documents with a few C-level string operations and numpy, and gives the same 
    the test vocabulary with ``np.searchsorted``, and every hit is **verified byte by byte**: a hash
    collision can never give a token a wrong id.
 
-A chunk whose text contains ``"\\x00"`` or ``"\\x01"`` itself is encoded the plain way (those
-characters are not separators, so they would be taken for markers).
+An ASCII chunk (the common case) does steps 1 and 2 with table lookups on its bytes instead of
+``str.lower`` and ``re.sub``; the tables are built from Python's own ``str.lower``, the
+punctuation set and the tokenizer's pattern, one entry per ASCII character, so both give the same
+bytes. A chunk whose text contains ``"\\x00"`` or ``"\\x01"`` itself is encoded the plain way
+(those characters are not separators, so they would be taken for markers).
 """
 
 from __future__ import annotations
@@ -54,11 +57,19 @@ def _inverse_mod_2_64(odd: int) -> int:
 _BASE_INVERSE = np.uint64(_inverse_mod_2_64(int(_BASE)))
 
 
+_POWERS: dict[int, np.ndarray] = {}
+
+
 def _powers(base: np.uint64, count: int) -> np.ndarray:
-    powers = np.full(count, base, dtype=np.uint64)
-    powers[0] = 1
-    with np.errstate(over="ignore"):
-        return np.cumprod(powers, dtype=np.uint64)
+    """``base^0 .. base^(count - 1)`` modulo ``2^64``, cached and grown as chunks need."""
+    cached = _POWERS.get(int(base))
+    if cached is None or cached.size < count:
+        size = max(count, 2 * (0 if cached is None else cached.size), 1 << 16)
+        powers = np.full(size, base, dtype=np.uint64)
+        powers[0] = 1
+        with np.errstate(over="ignore"):
+            cached = _POWERS[int(base)] = np.cumprod(powers, dtype=np.uint64)
+    return cached[:count]
 
 
 def _span_hashes(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -68,6 +79,79 @@ def _span_hashes(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.n
         np.cumsum((data.astype(np.uint64) + 1) * _powers(_BASE, data.size), out=prefix[1:])
         inverse = _powers(_BASE_INVERSE, data.size + 1)
         return (prefix[ends] - prefix[starts]) * inverse[starts]
+
+
+def _ascii_tables(tokenizer: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per ASCII byte, from Python's own string methods and the tokenizer's pattern: its lower
+    case, whether the tokenizer deletes it (``janitor``'s punctuation) and whether it separates
+    tokens."""
+    chars = [chr(c) for c in range(128)]
+    lower = np.array(
+        [ord(c.lower()) if tokenizer != "light" else ord(c) for c in chars], dtype=np.uint8
+    )
+    delete = np.array(
+        [tokenizer == "janitor" and c in string.punctuation for c in chars], dtype=bool
+    )
+    pattern = _SEPARATOR_RUNS[tokenizer]
+    separates = np.array([bool(pattern.fullmatch(c)) for c in chars], dtype=bool)
+    return lower, delete, separates
+
+
+_ASCII = {name: _ascii_tables(name) for name in _SEPARATOR_RUNS}
+
+
+def _ascii_marked_bytes(text: str, tokenizer: str) -> np.ndarray:
+    """The bytes of :func:`encode_chunk`'s step 2 for an ASCII chunk, by table lookups: lowered
+    (and punctuation deleted) per the tokenizer, each run of separators one ``0x01``."""
+    lower, delete, separates = _ASCII[tokenizer]
+    data = lower[np.frombuffer(text.encode("ascii"), dtype=np.uint8)]
+    if tokenizer == "janitor":
+        data = data[~delete[data]]
+    separator = separates[data]
+    run_start = separator.copy()
+    run_start[1:] &= ~separator[:-1]
+    data = data[~separator | run_start]
+    data[run_start[~separator | run_start]] = 1
+    return data
+
+
+class SortedHashes:
+    """A sorted array of distinct 64-bit hashes and an O(1) lookup of many queries at once.
+
+    ``np.searchsorted`` costs a cache miss per bisection step on a large table; here the top
+    ``k`` bits of a hash (``2^k`` about sixteen times the table size) index the range of table
+    entries that share them, so almost every query is a gather and one or two comparisons; the
+    few queries whose bucket holds more than two entries are bisected within the table.
+    """
+
+    def __init__(self, hashes: np.ndarray) -> None:
+        self.hashes = hashes
+        bits = min(max(1, int(np.ceil(np.log2(max(hashes.size, 1)))) + 4), 26)
+        self.shift = np.uint64(64 - bits)
+        starts = np.arange(1 << bits, dtype=np.uint64) << self.shift
+        self.offsets = np.append(np.searchsorted(hashes, starts), hashes.size)
+        self.padded = np.append(hashes, np.zeros(2, np.uint64))  # ``low + 1`` is always a slot
+
+    def find(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Positions of ``queries`` found in the table, and the table slot of each."""
+        if self.hashes.size == 0 or queries.size == 0:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        bucket = (queries >> self.shift).astype(np.int64)
+        low, high = self.offsets[bucket], self.offsets[bucket + 1]
+        size = high - low
+        first = (size >= 1) & (self.padded[low] == queries)
+        second = (size == 2) & (self.padded[low + 1] == queries)
+        slot = low + second
+        found = first | second
+        crowded = np.flatnonzero(size > 2)
+        if crowded.size:
+            more = np.searchsorted(self.hashes, queries[crowded])
+            more[more == self.hashes.size] = 0
+            hit = self.hashes[more] == queries[crowded]
+            slot[crowded[hit]] = more[hit]
+            found[crowded[hit]] = True
+        positions = np.flatnonzero(found)
+        return positions, slot[positions]
 
 
 class TokenTable:
@@ -86,6 +170,7 @@ class TokenTable:
         hashes = _span_hashes(data, ends - lengths, ends)
         order = np.argsort(hashes, kind="stable")
         self.hashes = hashes[order]
+        self.index = SortedHashes(self.hashes)
         self.ids = np.fromiter(ids.values(), np.uint64, len(ids))[order]
         self.lengths, self.starts, self.data = lengths[order], (ends - lengths)[order], data
         # Equal hashes of different tokens are resolved by the byte check below only if the
@@ -97,22 +182,18 @@ class TokenTable:
         out = np.zeros(starts.size, dtype=np.uint64)
         if self.hashes.size == 0 or starts.size == 0:
             return out
-        hashes = _span_hashes(data, starts, ends)
-        slot = np.searchsorted(self.hashes, hashes)
-        slot[slot == self.hashes.size] = 0
-        lengths = ends - starts
-        hit = np.flatnonzero((self.hashes[slot] == hashes) & (self.lengths[slot] == lengths))
-        slot, lengths = slot[hit], lengths[hit]
+        hit, slot = self.index.find(_span_hashes(data, starts, ends))
+        lengths = (ends - starts)[hit]
+        same_length = self.lengths[slot] == lengths
+        hit, slot, lengths = hit[same_length], slot[same_length], lengths[same_length]
         # Byte-by-byte check of every hit, over the ragged spans at once.
         total = int(lengths.sum())
+        exact = np.ones(hit.size, dtype=bool)
         if total:
             owner = np.repeat(np.arange(hit.size), lengths)
             offset = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
             same = data[starts[hit][owner] + offset] == self.data[self.starts[slot][owner] + offset]
-            exact = np.ones(hit.size, dtype=bool)
-            np.logical_and.at(exact, owner, same)
-        else:
-            exact = np.ones(hit.size, dtype=bool)
+            exact = np.bincount(owner[~same], minlength=hit.size) == 0
         out[hit[exact]] = self.ids[slot[exact]]
         return out
 
@@ -121,19 +202,39 @@ def encode_chunk(documents: list[str], table: TokenTable) -> tuple[np.ndarray, i
     """Ids of ``documents`` as ``_Vocabulary.encode_documents`` gives them for the table's
     tokenizer (every document's ids followed by a 0), and the number of tokens.
 
-    Returns ``None`` when the chunk cannot take this path (a marker character in its text, or a
-    test vocabulary with two tokens of one hash); the caller then encodes it the plain way.
+    The ASCII documents come first (in their order), then the others (in theirs): each group
+    takes its own path, and since no n-gram crosses a document the counts do not depend on the
+    order. Returns ``None`` when the chunk cannot take this path (a marker character in its
+    text, or a test vocabulary with two tokens of one hash); the caller then encodes it the
+    plain way.
     """
-    text = DOCUMENT_END.join(documents) + DOCUMENT_END
-    if text.count(DOCUMENT_END) != len(documents) or SEPARATOR in text or not table.unique:
+    if not table.unique:
         return None
+    ascii_documents = [d for d in documents if d.isascii()]
+    groups = [ascii_documents, [d for d in documents if not d.isascii()]]
+    encoded = []
+    for group in groups:
+        if group:
+            text = DOCUMENT_END.join(group) + DOCUMENT_END
+            if text.count(DOCUMENT_END) != len(group) or SEPARATOR in text:
+                return None
+            encoded.append(_encode_text(text, len(group), table))
+    ids = np.concatenate([ids for ids, _ in encoded]) if encoded else np.empty(0, np.uint64)
+    return ids, sum(count for _, count in encoded)
+
+
+def _encode_text(text: str, documents: int, table: TokenTable) -> tuple[np.ndarray, int]:
+    """Steps 1-4 on the joined text of ``documents`` documents (all ASCII, or not)."""
     tokenizer = table.tokenizer
-    if tokenizer != "light":
-        text = text.lower()
-    if tokenizer == "janitor":
-        text = text.translate(_PUNCT_TABLE)
-    text = _SEPARATOR_RUNS[tokenizer].sub(SEPARATOR, text)
-    data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    if text.isascii():
+        data = _ascii_marked_bytes(text, tokenizer)
+    else:
+        if tokenizer != "light":
+            text = text.lower()
+        if tokenizer == "janitor":
+            text = text.translate(_PUNCT_TABLE)
+        text = _SEPARATOR_RUNS[tokenizer].sub(SEPARATOR, text)
+        data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
     markers = np.flatnonzero(data <= 1)
     starts = np.concatenate([[0], markers[:-1] + 1])
     ends = markers
@@ -143,7 +244,8 @@ def encode_chunk(documents: list[str], table: TokenTable) -> tuple[np.ndarray, i
     ids = table.lookup(data, starts, ends)
     # Every document's ids are followed by a 0: a token goes after the zeros of the documents
     # that ended before it (a document may have no token left once empty spans are dropped).
-    ended_before = np.searchsorted(np.flatnonzero(data == 0), starts)
-    out = np.zeros(ids.size + len(documents), dtype=np.uint64)
+    zeros = data == 0
+    ended_before = (np.cumsum(zeros) - zeros)[starts]  # document ends strictly before a start
+    out = np.zeros(ids.size + documents, dtype=np.uint64)
     out[np.arange(ids.size) + ended_before] = ids
     return out, int(ids.size)

@@ -62,6 +62,7 @@ from tqdm.auto import tqdm
 from lightning_info.core.validation import require_int
 from lightning_info.methods.train_test_overlap.encoding import (
     VECTORISED_TOKENIZERS,
+    SortedHashes,
     TokenTable,
     encode_chunk,
 )
@@ -184,6 +185,7 @@ class NgramIndex:
                 break
         else:
             raise RuntimeError("distinct test n-grams kept sharing a 64-bit hash; report this bug.")
+        self._lookup: SortedHashes | None = None
 
     def __len__(self) -> int:
         return len(self.grams)
@@ -193,10 +195,9 @@ class NgramIndex:
         h = _windows_hash(ids, self.n, self.base)
         if h.size == 0 or len(self) == 0:
             return np.empty(0, np.int64), np.empty(0, np.int64)
-        slot = np.searchsorted(self.hashes, h)
-        slot[slot == len(self)] = 0
-        candidates = np.flatnonzero(self.hashes[slot] == h)
-        slot = slot[candidates]
+        if self._lookup is None:
+            self._lookup = SortedHashes(self.hashes)
+        candidates, slot = self._lookup.find(h)
         windows = np.lib.stride_tricks.sliding_window_view(ids, self.n)[candidates]
         exact = (windows == self.grams[slot]).all(axis=1)  # rule out hash collisions
         return candidates[exact], slot[exact]

@@ -93,9 +93,7 @@ def test_lazy_greedy_returns_the_naive_greedy_selection(seed, pooling):
     "dim, picks",
     [(96, 20), (48, 30)],  # at most 80 columns of V < d: downdates only; 180 > d: both paths
 )
-def test_lazy_woodbury_greedy_is_exact_on_a_wide_pool_for_any_refresh_batch(
-    lazy_batch, dim, picks
-):
+def test_lazy_woodbury_greedy_is_exact_on_a_wide_pool_for_any_refresh_batch(lazy_batch, dim, picks):
     # wider than the tokens of any block, many picks: every refresh downdates by the columns
     # of V it has not seen, which a wrong mask or offset would get wrong
     pool = _pool(n=120, d=dim, max_tokens=4, seed=11, scale=0.3)
