@@ -9,7 +9,7 @@ from lightning.pytorch import Callback, LightningModule, Trainer
 from torch.optim import Optimizer
 
 from lightning_info.core.schedules import Schedule, as_schedule
-from lightning_info.core.strategies import require_replicated_gradients
+from lightning_info.core.strategies import gradient_norm_source
 from lightning_info.methods.fic_tsc.functional import constrain_fisher_trace_
 
 
@@ -26,6 +26,12 @@ class FisherConstraint(Callback):
     Lightning calls the hook once per optimizer step, after gradient accumulation, after AMP's
     ``GradScaler`` has unscaled the gradients and, under DDP, after they have been all-reduced, so
     the constraint applies to the gradient the optimizer actually uses.
+
+    Sharded training: under ``ModelParallelStrategy`` (FSDP2 ``fully_shard``, DTensor gradients)
+    the trace is reduced over the shards by ``torch.nn.utils.get_total_norm``; under
+    ``FSDPStrategy`` it is FSDP's own ``clip_grad_norm_`` reduction (called with an infinite
+    bound, so it only measures; one optimizer). Each rank then rescales its shard by the same
+    factor, which equals ``clip_grad_norm_`` of the whole model. DeepSpeed is refused.
 
     Logged (per step): ``{prefix}/trace_before``, ``{prefix}/trace_after``, ``{prefix}/max_fisher``;
     (per epoch) ``{prefix}/constrained_fraction``, the fraction of steps that were rescaled. With
@@ -44,6 +50,7 @@ class FisherConstraint(Callback):
         self.log_prefix = log_prefix
         self.num_steps = 0
         self.num_constrained = 0
+        self._norm_source = "gradients"  # set for the run's strategy in setup
         self._constrained_since_sync: torch.Tensor | None = None
 
     @staticmethod
@@ -56,14 +63,24 @@ class FisherConstraint(Callback):
         return value
 
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
-        require_replicated_gradients(trainer, type(self).__name__)
+        self._norm_source = gradient_norm_source(trainer, type(self).__name__)
 
     def on_before_optimizer_step(
         self, trainer: Trainer, pl_module: LightningModule, optimizer: Optimizer
     ) -> None:
         eps = self._check_bound(self.max_fisher(trainer.global_step))
         params = [p for group in optimizer.param_groups for p in group["params"]]
-        before, after = constrain_fisher_trace_(params, eps)
+        total_norm = None
+        if self._norm_source == "fsdp":
+            if len(trainer.optimizers) > 1:
+                raise RuntimeError(
+                    "FisherConstraint under FSDPStrategy measures the whole model's gradient "
+                    "with FSDP's clip_grad_norm_, so it supports one optimizer only; use "
+                    "ModelParallelStrategy (FSDP2) for several."
+                )
+            # An infinite bound only measures: the clip factor clamps to 1.
+            total_norm = trainer.strategy.model.clip_grad_norm_(float("inf"))
+        before, after = constrain_fisher_trace_(params, eps, total_norm=total_norm)
         constrained = (after < before).to(torch.float32)
         self.num_steps += 1
         # Kept on the device and folded into the plain counter only when read: no sync per step.

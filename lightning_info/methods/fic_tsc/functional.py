@@ -44,14 +44,40 @@ def empirical_fisher_trace(parameters: Iterable[Tensor] | Tensor) -> Tensor:
     Returns a 0-dim tensor (0 when no parameter has a gradient). Non-finite gradients give a
     non-finite trace; nothing is changed.
     """
+    return gradient_norm(parameters).pow(2)
+
+
+def _is_dtensor(tensor: Tensor) -> bool:
+    if not torch.distributed.is_available():
+        return False
+    from torch.distributed.tensor import DTensor
+
+    return isinstance(tensor, DTensor)
+
+
+def gradient_norm(parameters: Iterable[Tensor] | Tensor) -> Tensor:
+    """``||g||_2`` over the stored gradients as a plain 0-dim tensor, the same on every rank.
+
+    Gradients that are DTensors (sharded by FSDP2 ``fully_shard`` or tensor parallelism, as
+    under Lightning's ``ModelParallelStrategy``) are reduced over their shards by
+    ``torch.nn.utils.get_total_norm`` itself; plain gradients are taken as they are (whole, or
+    already averaged by DDP). Both kinds may be mixed.
+    """
     grads = [p.grad for p in _with_grad(parameters)]
-    if not grads:
+    sharded = [g for g in grads if _is_dtensor(g)]
+    plain = [g for g in grads if not _is_dtensor(g)]
+    squares = []
+    if sharded:
+        squares.append(torch.nn.utils.get_total_norm(sharded, norm_type=2.0).full_tensor().pow(2))
+    if plain:
+        squares.append(torch.nn.utils.get_total_norm(plain, norm_type=2.0).pow(2))
+    if not squares:
         return torch.zeros(())
-    return torch.nn.utils.get_total_norm(grads, norm_type=2.0).pow(2)
+    return torch.stack([s.to(squares[0].device) for s in squares]).sum().sqrt()
 
 
 def constrain_fisher_trace_(
-    parameters: Iterable[Tensor] | Tensor, max_fisher: float
+    parameters: Iterable[Tensor] | Tensor, max_fisher: float, total_norm: Tensor | None = None
 ) -> tuple[Tensor, Tensor]:
     """Rescale gradients in place so that ``tr F_hat <= max_fisher`` (eq. FIC rescale).
 
@@ -59,6 +85,10 @@ def constrain_fisher_trace_(
     result equals ``clip_grad_norm_(parameters, sqrt(max_fisher))`` to the last bit. If the trace
     is not finite (an overflowing AMP step, a diverged loss) the gradients are left untouched, so
     that a ``GradScaler`` can still skip the step on the original values.
+
+    ``total_norm`` is ``||g||_2`` when the caller has it from its strategy (FSDP's own
+    reduction over flat-parameter shards); otherwise :func:`gradient_norm` computes it, also over
+    DTensor shards. Every rank then scales its own gradient (or shard) by the same coefficient.
 
     Runs without a host-device synchronisation. Returns ``(trace_before, trace_after)`` as 0-dim
     tensors.
@@ -69,13 +99,25 @@ def constrain_fisher_trace_(
     if not params:
         zero = torch.zeros(())
         return zero, zero
-    total_norm = torch.nn.utils.get_total_norm([p.grad for p in params], norm_type=2.0)
+    if total_norm is None:
+        total_norm = gradient_norm(params)
     finite = torch.isfinite(total_norm)
     # A zero norm makes the clip coefficient clamp to 1: a no-op on non-finite steps.
     effective_norm = torch.where(finite, total_norm, torch.zeros_like(total_norm))
     max_norm = math.sqrt(max_fisher)
-    torch.nn.utils.clip_grads_with_norm_(params, max_norm, effective_norm)
     coefficient = torch.clamp(max_norm / (effective_norm + 1e-6), max=1.0)
+    sharded = [p for p in params if _is_dtensor(p.grad)]
+    plain = [p for p in params if not _is_dtensor(p.grad)]
+    if plain:
+        torch.nn.utils.clip_grads_with_norm_(plain, max_norm, effective_norm)
+    if sharded:
+        from torch.distributed.tensor import DTensor, Replicate
+
+        mesh = sharded[0].grad.device_mesh
+        replicated = DTensor.from_local(
+            effective_norm.to(sharded[0].grad.device), mesh, [Replicate()] * mesh.ndim
+        )
+        torch.nn.utils.clip_grads_with_norm_(sharded, max_norm, replicated)
     trace_before = total_norm.pow(2)
     trace_after = torch.where(finite, (total_norm * coefficient).pow(2), trace_before)
     return trace_before, trace_after

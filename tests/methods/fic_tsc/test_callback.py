@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
 from lightning.pytorch import Callback, Trainer, seed_everything
 from lightning.pytorch.plugins import MixedPrecision
-from lightning.pytorch.strategies import FSDPStrategy
+from lightning.pytorch.strategies import (
+    DDPStrategy,
+    DeepSpeedStrategy,
+    FSDPStrategy,
+    ModelParallelStrategy,
+)
 
 from lightning_info import FisherConstraint, LinearSchedule
-from lightning_info.core.strategies import require_replicated_gradients
+from lightning_info.core.strategies import gradient_norm_source, require_replicated_gradients
 from tests.tiny import QUIET, TinyClassifier, TinyDataModule
 
 
@@ -140,10 +149,45 @@ def test_rejects_a_schedule_that_reaches_zero_before_the_step_is_taken():
         _fit([FisherConstraint(max_fisher=LinearSchedule(1.0, 0.0, 2))], max_steps=4)
 
 
-def test_rejects_sharded_strategies():
+def test_replicated_gradient_check_refuses_sharded_strategies():
     trainer = SimpleNamespace(strategy=FSDPStrategy())
     with pytest.raises(RuntimeError, match="FSDPStrategy.*DDP"):
         require_replicated_gradients(trainer, "FisherConstraint")
+
+
+def test_gradient_norm_source_per_strategy():
+    def source(strategy):
+        return gradient_norm_source(SimpleNamespace(strategy=strategy), "FisherConstraint")
+
+    assert source(FSDPStrategy()) == "fsdp"
+    assert source(ModelParallelStrategy()) == "gradients"
+    assert source(DDPStrategy()) == "gradients"
+    with pytest.raises(RuntimeError, match="DeepSpeed.*FSDP"):
+        source(object.__new__(DeepSpeedStrategy))  # no deepspeed needed to be refused
+    with pytest.raises(RuntimeError, match="does not support"):
+        source(object())
+
+
+def _sharded_run(strategy: str, tmp_path) -> dict:
+    out = tmp_path / f"{strategy}.json"
+    script = Path(__file__).with_name("sharded_run.py")
+    done = subprocess.run(
+        [sys.executable, str(script), strategy, str(out)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def test_fully_sharded_gradients_give_the_ddp_trace_and_update(tmp_path):
+    # FSDP2 under ModelParallelStrategy: DTensor gradient shards, reduced by get_total_norm
+    sharded = _sharded_run("model_parallel", tmp_path)
+    replicated = _sharded_run("ddp", tmp_path)
+    assert len(sharded["traces"]) == 4
+    for (before, after), (ddp_before, ddp_after) in zip(sharded["traces"], replicated["traces"]):
+        assert before == pytest.approx(ddp_before, rel=1e-5) and before > 1e-4
+        assert after == pytest.approx(1e-4, rel=1e-4) and ddp_after == pytest.approx(1e-4, rel=1e-4)
+    for name, values in sharded["params"].items():
+        torch.testing.assert_close(torch.tensor(values), torch.tensor(replicated["params"][name]))
 
 
 class TwoOptimizerClassifier(TinyClassifier):
