@@ -83,6 +83,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "TestInstance",
         "TrainTestOverlap",
         "compute_overlap",
+        "overlap_with_dask",
+        "overlap_with_datasets",
     ),
     "lightning_info.nn": ("MLPClassifier",),
     "lightning_info.methods.ood_shaping": (
