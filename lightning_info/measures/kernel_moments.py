@@ -113,39 +113,51 @@ def kernel_moments(
     if vectors is not None and vectors.shape != x.shape:
         raise ValueError(f"`vectors` must have the shape of `x` {tuple(x.shape)}.")
 
+    # -||x_b - alpha_b y_n||^2 / (2 sigma_b^2)
+    #     = [alpha_b x_b / sigma_b^2, -alpha_b^2 / (2 sigma_b^2)] . [y_n, ||y_n||^2] - c_b,
+    # c_b = ||x_b||^2 / (2 sigma_b^2): one matrix product gives the logits up to c_b, which
+    # cancels in the weights and is added back to the log density at the end. The weighted sums
+    # of y, ||y||^2 and 1 are one more product, and E_w[y (y^T v)] a third with (v^T y) w: three
+    # products per chunk and a few in-place passes over the (B, n) logits, where the expanded
+    # distance took a dozen elementwise passes.
+    inverse_var = 1 / sigma_b**2
+    queries = torch.cat([x * (alpha_b * inverse_var), -0.5 * alpha_b**2 * inverse_var], 1)
     running_max = torch.full((batch, 1), -math.inf, dtype=x.dtype, device=x.device)
-    total = torch.zeros(batch, 1, dtype=x.dtype, device=x.device)
-    sum_y = torch.zeros(batch, dim, dtype=x.dtype, device=x.device)
-    sum_sq = torch.zeros(batch, 1, dtype=x.dtype, device=x.device)
+    sums = torch.zeros(batch, dim + 2, dtype=x.dtype, device=x.device)  # y, ||y||^2, 1
     sum_outer = (
         torch.zeros(batch, dim, dim, dtype=x.dtype, device=x.device) if second_moment else None
     )
     sum_proj = (
         torch.zeros(batch, dim, dtype=x.dtype, device=x.device) if vectors is not None else None
     )
-    x_sq = (x * x).sum(1, keepdim=True)
     for start in range(0, data.shape[0], chunk_size):
         y = data[start : start + chunk_size]
-        y_sq = (y * y).sum(1)
-        # ||x - alpha y||^2 = ||x||^2 - 2 alpha x.y + alpha^2 ||y||^2, as one matrix product
-        distance = x_sq - 2 * alpha_b * (x @ y.T) + alpha_b**2 * y_sq[None]
-        logits = -distance.clamp_min(0) / (2 * sigma_b**2) + log_pi[start : start + chunk_size]
-        new_max = torch.maximum(running_max, logits.max(1, keepdim=True).values)
+        y_sq = (y * y).sum(1, keepdim=True)
+        logits = queries @ torch.cat([y, y_sq], 1).T  # (B, n)
+        if data_weights is not None:
+            logits = logits + log_pi[start : start + chunk_size]
+        new_max = torch.maximum(running_max, logits.amax(1, keepdim=True))
         rescale = torch.exp(running_max - new_max)
-        weights = torch.exp(logits - new_max)  # (B, n)
-        total = total * rescale + weights.sum(1, keepdim=True)
-        sum_y = sum_y * rescale + weights @ y
-        sum_sq = sum_sq * rescale + weights @ y_sq[:, None]
+        # In place of the logits, unless autograd needs them (a score or Hessian through q_t).
+        weights = (
+            torch.exp(logits - new_max) if logits.requires_grad else logits.sub_(new_max).exp_()
+        )
+        sums = sums * rescale + weights @ torch.cat([y, y_sq, torch.ones_like(y_sq)], 1)
         if sum_outer is not None:
             sum_outer = sum_outer * rescale[:, :, None] + torch.einsum(
                 "bn,ni,nj->bij", weights, y, y
             )
         if sum_proj is not None:
-            sum_proj = sum_proj * rescale + (weights * (vectors @ y.T)) @ y
+            sum_proj = sum_proj * rescale + ((vectors @ y.T) * weights) @ y
         running_max = new_max
+    sum_y, sum_sq, total = sums[:, :dim], sums[:, dim : dim + 1], sums[:, dim + 1 :]
+    # the constant left out of the logits: c_b, and log(1/N) for uniform weights
+    offset = -0.5 * (x * x).sum(1, keepdim=True) * inverse_var
+    if data_weights is None:
+        offset = offset - math.log(data.shape[0])
     log_normal = -0.5 * dim * torch.log(2 * math.pi * sigma_b**2)
     return KernelMoments(
-        log_density=(running_max + total.log() + log_normal).squeeze(1),
+        log_density=(running_max + total.log() + log_normal + offset).squeeze(1),
         mean=sum_y / total,
         sq_norm=(sum_sq / total).squeeze(1),
         second=None if sum_outer is None else sum_outer / total[:, :, None],
