@@ -66,18 +66,22 @@ def likelihood_tables(config: LikelihoodStudy, model, data) -> StudyResult:
     rows_exact, per_point = [], {"exact": truth}
     methods = {"DF trace": ("fisher", 1), "Hutchinson 1": ("hutchinson", 1)}
     methods[f"Hutchinson {config.probes}"] = ("hutchinson", config.probes)
-    for name, (divergence, probes) in methods.items():
-        seconds, result = timed(
-            lambda d=divergence, p=probes: pf_ode_log_likelihood(
-                test,
-                exact,
+
+    def likelihood(points, diffusion, **options):
+        """Seconds and result of the PF-ODE log-likelihood with the study's steps and t."""
+        return timed(
+            lambda: pf_ode_log_likelihood(
+                points,
+                diffusion,
                 steps=config.steps,
                 t_start=config.t_start,
-                divergence=d,
-                probes=p,
                 generator=generator,
+                **options,
             )
         )
+
+    for name, (divergence, probes) in methods.items():
+        seconds, result = likelihood(test, exact, divergence=divergence, probes=probes)
         per_point[name] = result.log_likelihood
         error = (result.log_likelihood - truth).abs().mean()
         rows_exact.append([name, f"{float(error):.2e}", f"{seconds:.2f}", result.nfe])
@@ -87,33 +91,19 @@ def likelihood_tables(config: LikelihoodStudy, model, data) -> StudyResult:
 
     network = _network_model(model, train)
     test_f = test.float()
-    _, reference = timed(
-        lambda: pf_ode_log_likelihood(
-            test_f,
-            network,
-            steps=config.steps,
-            t_start=config.t_start,
-            prior="gaussian",
-            divergence="hutchinson",
-            probes=config.reference_probes,
-            probe="gaussian",
-            generator=generator,
-        )
+    _, reference = likelihood(
+        test_f,
+        network,
+        prior="gaussian",
+        divergence="hutchinson",
+        probes=config.reference_probes,
+        probe="gaussian",
     )
     rows_network = []
     for name, (divergence, probes) in methods.items():
         label = "DF-TM trace" if divergence == "fisher" else name
-        seconds, result = timed(
-            lambda d=divergence, p=probes: pf_ode_log_likelihood(
-                test_f,
-                network,
-                steps=config.steps,
-                t_start=config.t_start,
-                prior="gaussian",
-                divergence=d,
-                probes=p,
-                generator=generator,
-            )
+        seconds, result = likelihood(
+            test_f, network, prior="gaussian", divergence=divergence, probes=probes
         )
         nll = -result.log_likelihood.mean() / test.shape[1]
         gap = (result.log_likelihood - reference.log_likelihood).abs().mean()
