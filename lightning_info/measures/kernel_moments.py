@@ -102,11 +102,8 @@ def kernel_moments(
     data = data.to(x.dtype)
     alpha_b = per_point_column(alpha, batch, x, "alpha")
     sigma_b = per_point_column(sigma, batch, x, "sigma", positive=True)
-    if data_weights is None:
-        log_pi = torch.full(
-            (data.shape[0],), -math.log(data.shape[0]), dtype=x.dtype, device=x.device
-        )
-    else:
+    log_pi = None  # uniform weights: log(1/N) is added to the log density at the end
+    if data_weights is not None:
         if data_weights.shape != (data.shape[0],) or (data_weights < 0).any():
             raise ValueError("`data_weights` must be non-negative with shape (N,).")
         log_pi = (data_weights / data_weights.sum()).to(x.dtype).log()
@@ -134,7 +131,7 @@ def kernel_moments(
         y = data[start : start + chunk_size]
         y_sq = (y * y).sum(1, keepdim=True)
         logits = queries @ torch.cat([y, y_sq], 1).T  # (B, n)
-        if data_weights is not None:
+        if log_pi is not None:
             logits = logits + log_pi[start : start + chunk_size]
         new_max = torch.maximum(running_max, logits.amax(1, keepdim=True))
         rescale = torch.exp(running_max - new_max)

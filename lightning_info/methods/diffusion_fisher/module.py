@@ -175,15 +175,16 @@ class DiffusionModel(pl.LightningModule):
             self.log(f"train/{name}", value, prog_bar=name == "denoising")
         return self._total(losses)
 
-    def validation_step(self, batch: Any, batch_idx: int) -> None:
-        losses = self.losses(batch[0], self._generator(1, batch_idx))
+    def _evaluate(self, batch: Any, batch_idx: int, stage: int, prefix: str) -> None:
+        losses = self.losses(batch[0], self._generator(stage, batch_idx))
         for name, value in losses.items():
-            self.log(f"val/{name}", value)
+            self.log(f"{prefix}/{name}", value)
+
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        self._evaluate(batch, batch_idx, 1, "val")
 
     def test_step(self, batch: Any, batch_idx: int) -> None:
-        losses = self.losses(batch[0], self._generator(2, batch_idx))
-        for name, value in losses.items():
-            self.log(f"test/{name}", value)
+        self._evaluate(batch, batch_idx, 2, "test")
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.lr)

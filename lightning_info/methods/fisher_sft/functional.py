@@ -206,6 +206,11 @@ def prepare_blocks(
     blocks = _weighted_values(features, pooling, token_weights, dtype)
     if pooling != "none":
         return list(pooled_features(blocks, pooling).unsqueeze(1))
+    return _reduced_factors(blocks)
+
+
+def _reduced_factors(blocks: TokenBlocks) -> list[Tensor]:
+    """Each block, or its ``d x d`` QR factor ``R_i`` when it has more rows than ``d``."""
     dim = blocks.dim
     return [
         torch.linalg.qr(block, mode="r").R if block.shape[0] > dim else block
@@ -232,7 +237,7 @@ def _stacked_factors(
         return pooled.unsqueeze(1), torch.ones(len(pooled), dtype=torch.long)
     if bool((lengths == lengths[0]).all()) and int(lengths[0]) <= dim:
         return blocks.values.reshape(len(lengths), int(lengths[0]), dim), lengths
-    factors = prepare_blocks(blocks, dtype=dtype)
+    factors = _reduced_factors(blocks)  # already checked and weighted
     rows = torch.tensor([f.shape[0] for f in factors])
     out = factors[0].new_zeros(len(factors), int(rows.max()), dim)
     for i, f in enumerate(factors):
@@ -245,8 +250,7 @@ def _gains(chol: Tensor, stacked: Tensor) -> Tensor:
     k, r, d = stacked.shape
     rhs = stacked.transpose(1, 2).reshape(k, d, r)
     z = torch.linalg.solve_triangular(chol.expand(k, d, d), rhs, upper=False)
-    inner = torch.eye(r, dtype=z.dtype, device=z.device) + z.transpose(1, 2) @ z
-    return 2 * torch.log(torch.diagonal(torch.linalg.cholesky(inner), dim1=1, dim2=2)).sum(-1)
+    return _log_det_unit_plus(z.transpose(1, 2) @ z)
 
 
 def log_det_objective(

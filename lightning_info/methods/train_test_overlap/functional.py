@@ -29,7 +29,7 @@ train-test overlap", Algorithm 1), re-written for speed and exactness:
 Exactness. Tokens are mapped to integer ids from the *test* vocabulary (id 0 for every other
 token and between documents, so no window holding it can match). Each n-gram gets a 64-bit
 polynomial hash computed with numpy over ``uint64`` (wrap-around arithmetic); training windows are
-matched with ``np.searchsorted`` against the sorted hashes of the test n-grams, and every
+looked up among the sorted hashes of the test n-grams (``SortedHashes``), and every
 candidate hit is then **verified token by token** against the test n-gram it claims to be, so a
 hash collision can never produce a false match. Distinct test n-grams with equal hashes are
 detected when the index is built and the hash base is redrawn. Counts are therefore exact: no
@@ -37,8 +37,9 @@ Bloom filter, no false positives.
 
 Streaming. Training documents are read from any iterable (a list, a generator over files, a
 ``datasets.Dataset`` column) in chunks of ``chunk_size`` documents; memory is bounded by one
-chunk. ``processes > 1`` counts chunks in a ``multiprocessing`` pool (it helps when tokenisation,
-which is pure Python, dominates; the default is one process).
+chunk. Built-in tokenizers encode a whole chunk at once (``encoding.py``); custom ones go token
+by token. ``processes > 1`` counts chunks in a ``multiprocessing`` pool (worth its start-up cost
+on large corpora only; the default is one process).
 
 Other methodologies: :func:`substring_overlap` (GPT-4: three random 50-character substrings of
 each instance, seeded) and :func:`llama2_contamination` (Llama 2: fraction of tokens inside
@@ -185,7 +186,7 @@ class NgramIndex:
                 break
         else:
             raise RuntimeError("distinct test n-grams kept sharing a 64-bit hash; report this bug.")
-        self._lookup: SortedHashes | None = None
+        self._lookup = SortedHashes(self.hashes)
 
     def __len__(self) -> int:
         return len(self.grams)
@@ -195,8 +196,6 @@ class NgramIndex:
         h = _windows_hash(ids, self.n, self.base)
         if h.size == 0 or len(self) == 0:
             return np.empty(0, np.int64), np.empty(0, np.int64)
-        if self._lookup is None:
-            self._lookup = SortedHashes(self.hashes)
         candidates, slot = self._lookup.find(h)
         windows = np.lib.stride_tricks.sliding_window_view(ids, self.n)[candidates]
         exact = (windows == self.grams[slot]).all(axis=1)  # rule out hash collisions
