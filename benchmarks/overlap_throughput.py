@@ -9,9 +9,11 @@ corpus. Counting at ``n = --n``:
 
 - ``fast (end to end)``:
   :func:`~lightning_info.methods.train_test_overlap.functional.compute_overlap` with
-  ``n_values=()``: tokenisation and id mapping of whole chunks without a Python string per token
-  (:mod:`~lightning_info.methods.train_test_overlap.encoding`), hashing, matching, verification
-  and metrics;
+  ``n_values=()`` in one thread: tokenisation and id mapping of whole chunks without a Python
+  string per token (:mod:`~lightning_info.methods.train_test_overlap.encoding`), hashing,
+  matching, verification and metrics;
+- ``fast, k threads (end to end)``: the same with ``threads=--threads`` (numpy releases the
+  GIL; the naive version is single-threaded, so compare it with the row above);
 - ``token by token (end to end)``: the same with HELM's tokenizer passed as a callable, so every
   document is tokenised into Python strings and mapped to ids one token at a time;
 - ``fast (match only)``: the same counting on token ids prepared beforehand (one
@@ -36,7 +38,7 @@ scanned by ``datasets.map`` in that many processes.
 Usage::
 
     python benchmarks/overlap_throughput.py [--quick] [--tokens 2500000] [--n 13]
-        [--instances 500] [--perturb 0.05] [--repeats 3] [--seed 0]
+        [--instances 500] [--perturb 0.05] [--repeats 3] [--seed 0] [--threads 2]
         [--stream-mb 100 1000] [--num-proc 2] [--stream-dir DIR]
 """
 
@@ -198,6 +200,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--perturb", type=float, default=0.05)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=2, help="threads of the threaded row")
     parser.add_argument("--stream-mb", type=float, nargs="*", default=[], help="file sizes")
     parser.add_argument("--num-proc", type=int, default=0, help="datasets.map processes")
     parser.add_argument("--stream-dir", default=None, help="folder for the streamed files")
@@ -221,6 +224,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     t_fast, report = median_time(
         lambda: compute_overlap(instances, corpus, n=n, n_values=(), chunk_size=2000), args.repeats
     )
+
+    t_threads, threads_report = median_time(
+        lambda: compute_overlap(
+            instances, corpus, n=n, n_values=(), chunk_size=2000, threads=args.threads
+        ),
+        args.repeats,
+    )
+    assert threads_report.rows == report.rows, "threads change the report"
 
     t_plain, plain_report = median_time(
         lambda: compute_overlap(
@@ -251,6 +262,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     rows = [
         ["fast (end to end)", t_fast, num_tokens / t_fast],
+        [f"fast, {args.threads} threads (end to end)", t_threads, num_tokens / t_threads],
         ["token by token (end to end)", t_plain, num_tokens / t_plain],
         ["fast (match only)", t_match, num_tokens / t_match],
         ["naive tuples", t_naive, num_tokens / t_naive],

@@ -53,6 +53,12 @@ def per_point_column(
     column with ``like``'s dtype and device; ``positive`` also requires it to be > 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float, Tensor)):
         raise TypeError(f"`{name}` must be a number or a tensor, got {type(value).__name__}.")
+    if not isinstance(value, Tensor):  # a number: checked in Python, one tensor made
+        if not math.isfinite(value):
+            raise ValueError(f"`{name}` must be finite.")
+        if positive and value <= 0:
+            raise ValueError(f"`{name}` must be > 0.")
+        return torch.full((batch, 1), float(value), dtype=like.dtype, device=like.device)
     column = torch.as_tensor(value, dtype=like.dtype, device=like.device)
     if column.dim() == 0:
         column = column.expand(batch)
@@ -98,25 +104,45 @@ def kernel_moments(
     if data.shape[0] == 0:
         raise ValueError("`data` is empty: the mixture needs at least one point.")
     chunk_size = require_int(chunk_size, "chunk_size", 1)
-    batch, dim = x.shape
-    data = data.to(x.dtype)
+    batch = x.shape[0]
     alpha_b = per_point_column(alpha, batch, x, "alpha")
     sigma_b = per_point_column(sigma, batch, x, "sigma", positive=True)
-    log_pi = None  # uniform weights: log(1/N) is added to the log density at the end
-    if data_weights is not None:
-        if data_weights.shape != (data.shape[0],) or (data_weights < 0).any():
-            raise ValueError("`data_weights` must be non-negative with shape (N,).")
-        log_pi = (data_weights / data_weights.sum()).to(x.dtype).log()
+    if data_weights is not None and (
+        data_weights.shape != (data.shape[0],) or (data_weights < 0).any()
+    ):
+        raise ValueError("`data_weights` must be non-negative with shape (N,).")
     if vectors is not None and vectors.shape != x.shape:
         raise ValueError(f"`vectors` must have the shape of `x` {tuple(x.shape)}.")
+    return kernel_pass(x, data, alpha_b, sigma_b, data_weights, vectors, second_moment, chunk_size)
+
+
+def kernel_pass(
+    x: Tensor,
+    data: Tensor,
+    alpha_b: Tensor,
+    sigma_b: Tensor,
+    data_weights: Tensor | None,
+    vectors: Tensor | None,
+    second_moment: bool,
+    chunk_size: int,
+) -> KernelMoments:
+    """:func:`kernel_moments` on arguments its caller has already checked: ``alpha_b`` and
+    ``sigma_b`` are ``(B, 1)`` columns (:func:`per_point_column`), ``data`` non-empty with the
+    ``d`` of ``x``, ``data_weights`` non-negative ``(N,)`` or ``None``, ``vectors`` ``(B, d)`` or
+    ``None``. For callers that validate once and call often (the diffusion Fisher)."""
+    batch, dim = x.shape
+    data = data.to(x.dtype)
+    log_pi = None  # uniform weights: log(1/N) is added to the log density at the end
+    if data_weights is not None:
+        log_pi = (data_weights / data_weights.sum()).to(x.dtype).log()
 
     # -||x_b - alpha_b y_n||^2 / (2 sigma_b^2)
     #     = [alpha_b x_b / sigma_b^2, -alpha_b^2 / (2 sigma_b^2)] . [y_n, ||y_n||^2] - c_b,
     # c_b = ||x_b||^2 / (2 sigma_b^2): one matrix product gives the logits up to c_b, which
     # cancels in the weights and is added back to the log density at the end. The weighted sums
-    # of y, ||y||^2 and 1 are one more product, and E_w[y (y^T v)] a third with (v^T y) w: three
-    # products per chunk and a few in-place passes over the (B, n) logits, where the expanded
-    # distance took a dozen elementwise passes.
+    # of y, ||y||^2 and 1 are one more product with the same augmented chunk [y, ||y||^2, 1], and
+    # E_w[y (y^T v)] two more ((v^T y), then ((v^T y) w) y): a few in-place passes over the
+    # (B, n) logits, where the expanded distance took a dozen elementwise passes.
     inverse_var = 1 / sigma_b**2
     queries = torch.cat([x * (alpha_b * inverse_var), -0.5 * alpha_b**2 * inverse_var], 1)
     running_max = torch.full((batch, 1), -math.inf, dtype=x.dtype, device=x.device)
@@ -130,7 +156,8 @@ def kernel_moments(
     for start in range(0, data.shape[0], chunk_size):
         y = data[start : start + chunk_size]
         y_sq = (y * y).sum(1, keepdim=True)
-        logits = queries @ torch.cat([y, y_sq], 1).T  # (B, n)
+        augmented = torch.cat([y, y_sq, torch.ones_like(y_sq)], 1)  # [y, ||y||^2, 1]
+        logits = queries @ augmented[:, : dim + 1].T  # (B, n)
         if log_pi is not None:
             logits = logits + log_pi[start : start + chunk_size]
         new_max = torch.maximum(running_max, logits.amax(1, keepdim=True))
@@ -139,13 +166,15 @@ def kernel_moments(
         weights = (
             torch.exp(logits - new_max) if logits.requires_grad else logits.sub_(new_max).exp_()
         )
-        sums = sums * rescale + weights @ torch.cat([y, y_sq, torch.ones_like(y_sq)], 1)
+        sums = sums * rescale + weights @ augmented
         if sum_outer is not None:
             sum_outer = sum_outer * rescale[:, :, None] + torch.einsum(
                 "bn,ni,nj->bij", weights, y, y
             )
         if sum_proj is not None:
-            sum_proj = sum_proj * rescale + ((vectors @ y.T) * weights) @ y
+            along = vectors @ y.T  # (v_b^T y_n), weighted in place when no gradient flows
+            along = along * weights if weights.requires_grad else along.mul_(weights)
+            sum_proj = sum_proj * rescale + along @ y
         running_max = new_max
     sum_y, sum_sq, total = sums[:, :dim], sums[:, dim : dim + 1], sums[:, dim + 1 :]
     # the constant left out of the logits: c_b, and log(1/N) for uniform weights

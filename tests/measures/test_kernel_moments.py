@@ -39,6 +39,33 @@ def test_streamed_moments_equal_the_dense_softmax(chunk):
     torch.testing.assert_close(m.projected, torch.einsum("bij,bj->bi", second, v))
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_moments_under_autograd_equal_the_dense_softmax_and_their_gradients(weighted):
+    # with a gradient to keep, the pass cannot work in place of its logits
+    g = torch.Generator().manual_seed(1)
+    x = (torch.randn(4, 3, generator=g, dtype=torch.float64) * 2).requires_grad_(True)
+    data = torch.randn(30, 3, generator=g, dtype=torch.float64)
+    v = torch.randn(4, 3, generator=g, dtype=torch.float64).requires_grad_(True)
+    pi = torch.rand(30, generator=g, dtype=torch.float64) if weighted else torch.ones(30).double()
+    alpha, sigma = (
+        torch.full((4,), 0.7, dtype=torch.float64),
+        torch.full((4,), 0.6, dtype=torch.float64),
+    )
+    m = kernel_moments(x, data, 0.7, 0.6, data_weights=pi if weighted else None, vectors=v,
+                       second_moment=True, chunk_size=7)  # fmt: skip
+    log_q, mean, sq, second = _dense(x, data, alpha, sigma, pi / pi.sum())
+    projected = torch.einsum("bij,bj->bi", second, v)
+    for ours, dense in ((m.log_density, log_q), (m.mean, mean), (m.projected, projected)):
+        torch.testing.assert_close(ours, dense, rtol=1e-12, atol=1e-12)
+        ours_grads = torch.autograd.grad(ours.sum(), (x, v), allow_unused=True, retain_graph=True)
+        dense_grads = torch.autograd.grad(dense.sum(), (x, v), allow_unused=True, retain_graph=True)
+        for a, b in zip(ours_grads, dense_grads):
+            if b is None:
+                assert a is None or a.abs().max() == 0
+            else:
+                torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
+
+
 def test_far_points_do_not_underflow():
     data = torch.tensor([[0.0], [1.0]], dtype=torch.float64)
     x = torch.tensor([[1000.0]], dtype=torch.float64)

@@ -44,7 +44,7 @@ from torch import Tensor
 
 from lightning_info.core.validation import require_finite_tensor, require_int
 from lightning_info.diffusion.noise_schedules import NoiseSchedule
-from lightning_info.measures.kernel_moments import kernel_moments, per_point_column
+from lightning_info.measures.kernel_moments import kernel_pass, per_point_column
 
 ScoreFn = Callable[[Tensor, float | Tensor], Tensor]
 
@@ -123,16 +123,7 @@ def _terms(
     chunk_size: int,
 ) -> DiffusionFisherTerms:
     """(DF-score), (DF-trace), (DF-MVP), (DF) from one kernel pass; ``alpha, sigma`` are columns."""
-    m = kernel_moments(
-        x,
-        data,
-        alpha[:, 0],
-        sigma[:, 0],
-        data_weights=data_weights,
-        vectors=vectors,
-        second_moment=matrix,
-        chunk_size=chunk_size,
-    )
+    m = kernel_pass(x, data, alpha, sigma, data_weights, vectors, matrix, chunk_size)
     var = sigma * sigma
     scale = alpha * alpha / (var * var)  # alpha^2 / sigma^4, (B, 1)
     mean = m.mean
@@ -247,11 +238,11 @@ def diffusion_fisher_mvp(
     ``eps_32 alpha^2 ||y||^2 / sigma^2`` of relative accuracy when the posterior concentrates on
     one data point (small ``sigma``); use float64 there.
     """
-    v = _vectors(v, _points(x, "x"), "v")
-    terms = diffusion_fisher_terms(
-        x, data, alpha, sigma, vectors=v, data_weights=data_weights, chunk_size=chunk_size
-    )
-    return terms.mvp
+    _check(x, data, data_weights, chunk_size)
+    alpha_b = per_point_column(alpha, x.shape[0], x, "alpha")
+    sigma_b = per_point_column(sigma, x.shape[0], x, "sigma", positive=True)
+    v = _vectors(v, x, "v")
+    return _terms(x, data, alpha_b, sigma_b, data_weights, v, False, chunk_size).mvp
 
 
 def diffusion_fisher_matrix(

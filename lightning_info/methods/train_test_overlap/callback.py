@@ -85,7 +85,7 @@ class TrainTestOverlap(pl.Callback):
         splits: data-module splits that hold test instances (``"val"``, ``"test"``).
         input_field, references_field, id_field: fields of a test item (``id_field`` missing:
             the item's position).
-        n, n_values, tokenizer, max_frequency, chunk_size, processes: as in
+        n, n_values, tokenizer, max_frequency, chunk_size, processes, threads: as in
             :func:`compute_overlap`; the training text is streamed ``chunk_size`` documents at a
             time (files line by line), so a corpus larger than memory is fine.
         progress: show a progress bar of the documents scanned (global rank 0 scans).
@@ -112,12 +112,16 @@ class TrainTestOverlap(pl.Callback):
         processes: int = 1,
         progress: bool = True,
         output_dir: str | None = None,
+        threads: int = 1,
     ) -> None:
         self.n = require_int(n, "n", 1)
         self.n_values = tuple(require_int(m, "n_values", 1) for m in n_values)
         self.max_frequency = require_int(max_frequency, "max_frequency", 0)
         self.chunk_size = require_int(chunk_size, "chunk_size", 1)
         self.processes = require_int(processes, "processes", 1)
+        self.threads = require_int(threads, "threads", 1)
+        if self.processes > 1 and self.threads > 1:
+            raise ValueError("pass `processes` or `threads`, not both (each worker counts chunks).")
         self.progress = progress
         if tokenizer not in TOKENIZERS:
             raise ValueError(f"`tokenizer` must be one of {sorted(TOKENIZERS)}, got {tokenizer!r}.")
@@ -174,6 +178,7 @@ class TrainTestOverlap(pl.Callback):
             max_frequency=self.max_frequency,
             chunk_size=self.chunk_size,
             processes=self.processes,
+            threads=self.threads,
             progress=self.progress,
         )
 

@@ -45,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--lines", action="store_true", help="one training document per line")
     parser.add_argument("--chunk-size", type=int, default=1000)
     parser.add_argument("--processes", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1, help="threads counting chunks")
     parser.add_argument("--num-proc", type=int, default=None, help="datasets.map shards")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--output", default=None, help="folder for overlap.json and overlap.md")
@@ -69,6 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             iter_training_texts(args.train, args.text_field, args.lines),
             chunk_size=args.chunk_size,
             processes=args.processes,
+            threads=args.threads,
             progress=not args.no_progress,
             **index_kwargs,
         )

@@ -5,33 +5,37 @@ document into Python strings and mapping each string to an id. For the built-in 
 :mod:`~lightning_info.methods.train_test_overlap.functional` this module does the same for a chunk
 of documents with a few C-level string operations and numpy, and gives the same ids exactly:
 
-1. the chunk is joined with ``"\\x00"`` after every document and lowered once (``str.lower`` of
-   the joined text equals the joined lowered documents: ``"\\x00"`` is neither cased nor
-   case-ignorable, so no context, final sigma included, crosses it); punctuation is deleted with
-   ``str.translate`` for ``janitor``;
-2. one ``re.sub`` turns every run of separators into ``"\\x01"`` with the tokenizer's own pattern
-   (HELM's ``[\\s<punctuation>]+``, or ``\\s+`` for the whitespace splits: CPython's ``\\s`` and
-   ``str.split()`` share the same Unicode whitespace test);
-3. in the UTF-8 bytes of that text (``0x00`` and ``0x01`` never occur inside a multi-byte
-   character) the tokens are the spans between markers; ``default`` keeps the empty spans at the
-   edges of a document as HELM's ``re.split`` does, ``light`` and ``janitor`` drop them as
-   ``str.split()`` does;
-4. each span gets a 64-bit polynomial hash of its bytes from prefix sums (``uint64`` wrap-around;
-   the base is odd, so its powers are invertible modulo ``2^64``), is looked up among the hashes of
-   the test vocabulary with ``np.searchsorted``, and every hit is **verified byte by byte**: a hash
-   collision can never give a token a wrong id.
+1. the chunk is joined with ``"\\x00"`` after every document (``str.lower`` of the joined text
+   equals the joined lowered documents: ``"\\x00"`` is neither cased nor case-ignorable, so no
+   context, final sigma included, crosses it). An ASCII chunk (the common case) is lowered by a
+   table lookup on its bytes, and its separators are found by a second lookup; the tables are
+   built from Python's own ``str.lower`` and the tokenizer's pattern, one entry per ASCII
+   character. Any other chunk is lowered once with ``str.lower``, has its punctuation deleted
+   with ``str.translate`` (``janitor``) and every run of separators replaced by ``"\\x01"`` with
+   one ``re.sub`` of the tokenizer's own pattern (HELM's ``[\\s<punctuation>]+``, or ``\\s+`` for
+   the whitespace splits: CPython's ``\\s`` and ``str.split()`` share one whitespace test).
+2. In the UTF-8 bytes (``0x00`` and ``0x01`` never occur inside a multi-byte character) the tokens
+   are the maximal runs of non-separator bytes within a document; ``default`` adds the empty
+   tokens HELM's ``re.split`` keeps at the edges of a document (one before a document that is
+   empty or starts with a separator, one after a non-empty document that ends with one),
+   ``light`` and ``janitor`` have none, as ``str.split()``.
+3. Each token gets a 64-bit key: a token of at most 8 bytes *is* its key (its bytes read as one
+   little-endian ``uint64`` from an unaligned view of the buffer, the bytes past its end masked to
+   zero: exact, no collision possible); a longer token gets a polynomial hash of its 8-byte words,
+   tagged (low byte 0, top bit 1) so it never equals a short token's key. Keys are looked up in a
+   :class:`HashTable` of the test vocabulary, and every hit of a long token is **verified word by
+   word** against the test token: a hash collision can never give a token a wrong id.
 
-An ASCII chunk (the common case) does steps 1 and 2 with table lookups on its bytes instead of
-``str.lower`` and ``re.sub``; the tables are built from Python's own ``str.lower``, the
-punctuation set and the tokenizer's pattern, one entry per ASCII character, so both give the same
-bytes. A chunk whose text contains ``"\\x00"`` or ``"\\x01"`` itself is encoded the plain way
-(those characters are not separators, so they would be taken for markers).
+A chunk whose text contains ``"\\x00"`` or ``"\\x01"`` itself is encoded the plain way (those
+characters are not separators, so they would be taken for markers).
 """
 
 from __future__ import annotations
 
 import re
 import string
+from itertools import compress
+from operator import not_
 
 import numpy as np
 
@@ -43,158 +47,205 @@ _SEPARATOR_RUNS = {
 }
 _KEEPS_EMPTY = {"default": True, "light": False, "janitor": False}
 _PUNCT_TABLE = str.maketrans("", "", string.punctuation)
-_BASE = np.uint64(0x9E3779B97F4A7C15)  # odd
 VECTORISED_TOKENIZERS = tuple(_SEPARATOR_RUNS)
 
-
-def _inverse_mod_2_64(odd: int) -> int:
-    inverse = 1
-    for _ in range(6):  # Newton's iteration doubles the correct low bits: 1 -> 64
-        inverse = inverse * (2 - odd * inverse) % (1 << 64)
-    return inverse
-
-
-_BASE_INVERSE = np.uint64(_inverse_mod_2_64(int(_BASE)))
+WORD = 8  # bytes in a key
+_PADDING = DOCUMENT_END * WORD  # lets a word be read at every byte of the text
+_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(WORD + 1)], dtype=np.uint64)
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # odd: Fibonacci hashing's multiplier
+_BASE = np.uint64(0xC2B2AE3D27D4EB4F)  # odd
+_LONG_TAG = np.uint64(1 << 63)
+_LOW_BYTE = np.uint64(0xFF)
 
 
-_POWERS: dict[int, np.ndarray] = {}
+class HashTable:
+    """Distinct ``uint64`` keys -> ``int64`` values, looked up many at a time.
 
-
-def _powers(base: np.uint64, count: int) -> np.ndarray:
-    """``base^0 .. base^(count - 1)`` modulo ``2^64``, cached and grown as chunks need."""
-    cached = _POWERS.get(int(base))
-    if cached is None or cached.size < count:
-        size = max(count, 2 * (0 if cached is None else cached.size), 1 << 16)
-        powers = np.full(size, base, dtype=np.uint64)
-        powers[0] = 1
-        with np.errstate(over="ignore"):
-            cached = _POWERS[int(base)] = np.cumprod(powers, dtype=np.uint64)
-    return cached[:count]
-
-
-def _span_hashes(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """``sum_k (data[s + k] + 1) * base^k mod 2^64`` for every span ``[s, e)`` of ``data``."""
-    with np.errstate(over="ignore"):
-        prefix = np.zeros(data.size + 1, dtype=np.uint64)
-        np.cumsum((data.astype(np.uint64) + 1) * _powers(_BASE, data.size), out=prefix[1:])
-        inverse = _powers(_BASE_INVERSE, data.size + 1)
-        return (prefix[ends] - prefix[starts]) * inverse[starts]
-
-
-def _ascii_tables(tokenizer: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per ASCII byte, from Python's own string methods and the tokenizer's pattern: its lower
-    case, whether the tokenizer deletes it (``janitor``'s punctuation) and whether it separates
-    tokens."""
-    chars = [chr(c) for c in range(128)]
-    lower = np.array(
-        [ord(c.lower()) if tokenizer != "light" else ord(c) for c in chars], dtype=np.uint8
-    )
-    delete = np.array(
-        [tokenizer == "janitor" and c in string.punctuation for c in chars], dtype=bool
-    )
-    pattern = _SEPARATOR_RUNS[tokenizer]
-    separates = np.array([bool(pattern.fullmatch(c)) for c in chars], dtype=bool)
-    return lower, delete, separates
-
-
-_ASCII = {name: _ascii_tables(name) for name in _SEPARATOR_RUNS}
-
-
-def _ascii_marked_bytes(text: str, tokenizer: str) -> np.ndarray:
-    """The bytes of :func:`encode_chunk`'s step 2 for an ASCII chunk, by table lookups: lowered
-    (and punctuation deleted) per the tokenizer, each run of separators one ``0x01``."""
-    lower, delete, separates = _ASCII[tokenizer]
-    data = lower[np.frombuffer(text.encode("ascii"), dtype=np.uint8)]
-    if tokenizer == "janitor":
-        data = data[~delete[data]]
-    separator = separates[data]
-    run_start = separator.copy()
-    run_start[1:] &= ~separator[:-1]
-    data = data[~separator | run_start]
-    data[run_start[~separator | run_start]] = 1
-    return data
-
-
-class SortedHashes:
-    """A sorted array of distinct 64-bit hashes and an O(1) lookup of many queries at once.
-
-    ``np.searchsorted`` costs a cache miss per bisection step on a large table; here the top
-    ``k`` bits of a hash (``2^k`` about sixteen times the table size) index the range of table
-    entries that share them, so almost every query is a gather and one or two comparisons; the
-    few queries whose bucket holds more than two entries are bisected within the table.
+    A direct-mapped table of ``2^b >= 8 x`` the number of keys: a key's bucket is the top ``b``
+    bits of ``key * _MIX`` (Fibonacci hashing, so keys with structure, such as short tokens'
+    bytes, still spread). A key alone in its bucket is found with one gather and one comparison;
+    the keys of crowded buckets (about 6% of them) are kept sorted apart and bisected. An empty
+    bucket holds a key that maps elsewhere, so it never matches a query.
     """
 
-    def __init__(self, hashes: np.ndarray) -> None:
-        self.hashes = hashes
-        bits = min(max(1, int(np.ceil(np.log2(max(hashes.size, 1)))) + 4), 26)
+    def __init__(self, keys: np.ndarray, values: np.ndarray) -> None:
+        keys, values = np.asarray(keys, dtype=np.uint64), np.asarray(values, dtype=np.int64)
+        if np.unique(keys).size != keys.size:
+            raise ValueError("HashTable keys must be distinct.")
+        bits = max(4, int(np.ceil(np.log2(max(keys.size, 1)))) + 3)
         self.shift = np.uint64(64 - bits)
-        starts = np.arange(1 << bits, dtype=np.uint64) << self.shift
-        self.offsets = np.append(np.searchsorted(hashes, starts), hashes.size)
-        self.padded = np.append(hashes, np.zeros(2, np.uint64))  # ``low + 1`` is always a slot
+        bucket = self._bucket(keys)
+        population = np.bincount(bucket, minlength=1 << bits)
+        # bucket(0) == 0 and bucket(1) != 0 (``_MIX`` has its top bit set): neither can match a
+        # query in another bucket.
+        self.keys = np.zeros(1 << bits, dtype=np.uint64)
+        self.keys[0] = 1
+        self.values = np.zeros(1 << bits, dtype=np.int64)
+        alone = population[bucket] == 1
+        self.keys[bucket[alone]] = keys[alone]
+        self.values[bucket[alone]] = values[alone]
+        self.crowded = population > 1
+        order = np.argsort(keys[~alone])
+        self.crowded_keys, self.crowded_values = keys[~alone][order], values[~alone][order]
+
+    def _bucket(self, keys: np.ndarray) -> np.ndarray:
+        bucket = np.multiply(keys, _MIX)  # wraps modulo 2^64
+        return np.right_shift(bucket, self.shift, out=bucket).view(np.int64)
 
     def find(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Positions of ``queries`` found in the table, and the table slot of each."""
-        if self.hashes.size == 0 or queries.size == 0:
-            return np.empty(0, np.int64), np.empty(0, np.int64)
-        bucket = (queries >> self.shift).astype(np.int64)
-        low, high = self.offsets[bucket], self.offsets[bucket + 1]
-        size = high - low
-        first = (size >= 1) & (self.padded[low] == queries)
-        second = (size == 2) & (self.padded[low + 1] == queries)
-        slot = low + second
-        found = first | second
-        crowded = np.flatnonzero(size > 2)
+        """The positions of the queries that are keys (in no particular order) and their
+        values: for queries that mostly miss (n-gram windows)."""
+        bucket = self._bucket(queries)
+        hit = self.keys[bucket] == queries
+        positions = np.flatnonzero(hit)
+        values = self.values[bucket[positions]]
+        crowded, found = self._crowded(queries, bucket, hit)
         if crowded.size:
-            more = np.searchsorted(self.hashes, queries[crowded])
-            more[more == self.hashes.size] = 0
-            hit = self.hashes[more] == queries[crowded]
-            slot[crowded[hit]] = more[hit]
-            found[crowded[hit]] = True
-        positions = np.flatnonzero(found)
-        return positions, slot[positions]
+            positions = np.concatenate([positions, crowded])
+            values = np.concatenate([values, found])
+        return positions, values
+
+    def get(self, queries: np.ndarray, missing: int = 0) -> np.ndarray:
+        """The value of every query (``missing`` where it is not a key): for queries that
+        mostly hit (tokens)."""
+        bucket = self._bucket(queries)
+        hit = self.keys[bucket] == queries
+        out = np.where(hit, self.values[bucket], np.int64(missing))
+        crowded, found = self._crowded(queries, bucket, hit)
+        out[crowded] = found
+        return out
+
+    def _crowded(
+        self, queries: np.ndarray, bucket: np.ndarray, hit: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The positions of the queries found among the keys of crowded buckets, and their
+        values."""
+        crowded = np.flatnonzero(self.crowded[bucket] & ~hit)
+        if crowded.size == 0:
+            return crowded, crowded
+        where = np.searchsorted(self.crowded_keys, queries[crowded])
+        where[where == self.crowded_keys.size] = 0
+        found = self.crowded_keys[where] == queries[crowded]
+        return crowded[found], self.crowded_values[where[found]]
+
+
+def _byte_words(data: np.ndarray) -> np.ndarray:
+    """The little-endian ``uint64`` that starts at every byte of ``data`` (an unaligned view;
+    the last ``WORD`` bytes of ``data`` are padding and start no word)."""
+    return np.ndarray((data.size - WORD + 1,), dtype="<u8", buffer=data, strides=(1,))
+
+
+def _long_words(
+    words: np.ndarray, starts: np.ndarray, lengths: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The 8-byte words of the tokens ``[s, s + length)``, ragged: ``(owner, k, word)`` with
+    the bytes past each token's end masked to zero."""
+    count = (lengths + WORD - 1) // WORD
+    owner = np.repeat(np.arange(starts.size), count)
+    k = np.arange(owner.size) - np.repeat(np.cumsum(count) - count, count)
+    remaining = np.minimum(lengths[owner] - WORD * k, WORD)
+    return owner, k, words[starts[owner] + WORD * k] & _MASKS[remaining]
+
+
+def _long_hashes(word: np.ndarray, k: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Tagged keys of long tokens from their words: ``(sum_k word_k * base^k xor length) * _MIX``
+    modulo ``2^64``, low byte cleared and top bit set."""
+    powers = np.cumprod(np.full(int(k.max()) + 1, _BASE, dtype=np.uint64), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        hashes = np.add.reduceat(word * powers[k], np.flatnonzero(k == 0), dtype=np.uint64)
+        hashes = (hashes ^ lengths.astype(np.uint64)) * _MIX
+    return (hashes & ~_LOW_BYTE) | _LONG_TAG
+
+
+def _token_keys(
+    words: np.ndarray, starts: np.ndarray, lengths: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Every token's key (step 3 of the module docstring), the positions of the long tokens and
+    their words (for the verification)."""
+    keys = words[starts] & _MASKS[np.minimum(lengths, WORD)]
+    long = np.flatnonzero(lengths > WORD)
+    owner, k, word = _long_words(words, starts[long], lengths[long])
+    if long.size:
+        keys[long] = _long_hashes(word, k, lengths[long])
+    return keys, long, (owner, k, word)
+
+
+def _ascii_table(tokenizer: str) -> np.ndarray:
+    """Per ASCII byte, from Python's own string methods and the tokenizer's pattern, what step 1
+    makes of it: ``0x01`` for a separator, ``0xFF`` for a character ``janitor`` deletes (its
+    punctuation), else its lower case (the document end ``0x00`` stays ``0x00``)."""
+    pattern = _SEPARATOR_RUNS[tokenizer]
+    table = np.zeros(128, dtype=np.uint8)
+    for code in range(1, 128):
+        char = chr(code)
+        if tokenizer == "janitor" and char in string.punctuation:
+            table[code] = 0xFF
+        elif pattern.fullmatch(char) or char == SEPARATOR:
+            table[code] = 1
+        else:
+            table[code] = ord(char if tokenizer == "light" else char.lower())
+    return table
+
+
+_ASCII = {name: _ascii_table(name) for name in _SEPARATOR_RUNS}
+
+
+def _chunk_bytes(text: str, tokenizer: str) -> np.ndarray:
+    """Step 1: the chunk's bytes after a leading ``0x01``, lowered, ``janitor``'s punctuation
+    deleted, separators ``0x01`` (one per run at least), ``WORD`` zero bytes of padding at the
+    end."""
+    if text.isascii():
+        data = _ASCII[tokenizer][np.frombuffer((SEPARATOR + text + _PADDING).encode(), np.uint8)]
+        return data[data != 0xFF] if tokenizer == "janitor" else data
+    if tokenizer != "light":
+        text = text.lower()
+    if tokenizer == "janitor":
+        text = text.translate(_PUNCT_TABLE)
+    text = _SEPARATOR_RUNS[tokenizer].sub(SEPARATOR, text)
+    return np.frombuffer((SEPARATOR + text + _PADDING).encode("utf-8"), dtype=np.uint8)
 
 
 class TokenTable:
-    """The test vocabulary (token -> id) of a built-in ``tokenizer`` as sorted byte hashes, for
-    :func:`encode_chunk`."""
+    """The test vocabulary (token -> id) of a built-in ``tokenizer`` as a :class:`HashTable` of
+    token keys, for :func:`encode_chunk`."""
 
     def __init__(self, ids: dict[str, int], tokenizer: str) -> None:
         if tokenizer not in VECTORISED_TOKENIZERS:
             raise ValueError(f"`tokenizer` must be one of {VECTORISED_TOKENIZERS}.")
         self.tokenizer = tokenizer
-        tokens = list(ids)
-        encoded = [t.encode("utf-8") for t in tokens]
+        encoded = [t.encode("utf-8") for t in ids]
         lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
-        data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
-        ends = np.cumsum(lengths)
-        hashes = _span_hashes(data, ends - lengths, ends)
-        order = np.argsort(hashes, kind="stable")
-        self.hashes = hashes[order]
-        self.index = SortedHashes(self.hashes)
-        self.ids = np.fromiter(ids.values(), np.uint64, len(ids))[order]
-        self.lengths, self.starts, self.data = lengths[order], (ends - lengths)[order], data
-        # Equal hashes of different tokens are resolved by the byte check below only if the
-        # table holds each hash once; with 64 bits a clash among a test vocabulary is ~1e-10.
-        self.unique = bool(np.all(self.hashes[1:] != self.hashes[:-1])) if len(ids) else True
+        data = np.frombuffer(b"".join(encoded) + bytes(WORD), dtype=np.uint8)
+        starts = np.cumsum(lengths) - lengths
+        keys, long, (_, k, word) = _token_keys(_byte_words(data), starts, lengths)
+        values = np.fromiter(ids.values(), np.int64, len(ids))
+        # Two long tokens of one hash would make one of them unreachable; with 64 bits a clash
+        # within a test vocabulary is ~1e-10, and such a table declines every chunk.
+        self.unique = bool(np.unique(keys).size == keys.size)
+        self.index = HashTable(keys if self.unique else np.arange(keys.size), values)
+        # Per id: the length and first word of each long test token, for the verification.
+        size = int(values.max(initial=0)) + 1
+        self.lengths = np.zeros(size, dtype=np.int64)
+        self.lengths[values] = lengths
+        self.word_start = np.zeros(size, dtype=np.int64)
+        self.word_start[values[long]] = np.flatnonzero(k == 0)
+        self.words = word
+        self.empty_id = int(ids.get("", 0))
 
-    def lookup(self, data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-        """The id of every span ``[s, e)`` of ``data`` (0 where it is not a test token)."""
-        out = np.zeros(starts.size, dtype=np.uint64)
-        if self.hashes.size == 0 or starts.size == 0:
-            return out
-        hit, slot = self.index.find(_span_hashes(data, starts, ends))
-        lengths = (ends - starts)[hit]
-        same_length = self.lengths[slot] == lengths
-        hit, slot, lengths = hit[same_length], slot[same_length], lengths[same_length]
-        # Byte-by-byte check of every hit, over the ragged spans at once.
-        total = int(lengths.sum())
-        exact = np.ones(hit.size, dtype=bool)
-        if total:
-            owner = np.repeat(np.arange(hit.size), lengths)
-            offset = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-            same = data[starts[hit][owner] + offset] == self.data[self.starts[slot][owner] + offset]
-            exact = np.bincount(owner[~same], minlength=hit.size) == 0
-        out[hit[exact]] = self.ids[slot[exact]]
+    def lookup(self, words: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """The id of every token ``[s, s + length)`` (0 where it is not a test token)."""
+        if self.lengths.size == 1 or starts.size == 0:
+            return np.zeros(starts.size, dtype=np.uint64)
+        keys, long, (owner, k, word) = _token_keys(words, starts, lengths)
+        out = self.index.get(keys).view(np.uint64)  # ids are >= 1, 0 for a miss
+        if long.size:
+            # Word-by-word check of the long tokens that hit, over their ragged words at once.
+            claimed = out[long].astype(np.int64)
+            hit = (claimed > 0) & (self.lengths[claimed] == lengths[long])
+            checked = hit[owner]
+            expected = self.words[self.word_start[claimed[owner[checked]]] + k[checked]]
+            wrong = np.bincount(owner[checked][word[checked] != expected], minlength=long.size)
+            out[long[~hit | (wrong > 0)]] = 0
         return out
 
 
@@ -202,50 +253,57 @@ def encode_chunk(documents: list[str], table: TokenTable) -> tuple[np.ndarray, i
     """Ids of ``documents`` as ``_Vocabulary.encode_documents`` gives them for the table's
     tokenizer (every document's ids followed by a 0), and the number of tokens.
 
-    The ASCII documents come first (in their order), then the others (in theirs): each group
-    takes its own path, and since no n-gram crosses a document the counts do not depend on the
-    order. Returns ``None`` when the chunk cannot take this path (a marker character in its
-    text, or a test vocabulary with two tokens of one hash); the caller then encodes it the
-    plain way.
+    A chunk of ASCII documents is encoded in one piece; otherwise the ASCII documents come first
+    (in their order), then the others (in theirs): each group takes its own path, and since no
+    n-gram crosses a document the counts do not depend on the order. Returns ``None`` when the
+    chunk cannot take this path (a marker character in its text, or a test vocabulary with two
+    tokens of one hash); the caller then encodes it the plain way.
     """
     if not table.unique:
         return None
-    ascii_documents = [d for d in documents if d.isascii()]
-    groups = [ascii_documents, [d for d in documents if not d.isascii()]]
+    text = DOCUMENT_END.join(documents) + DOCUMENT_END
+    if text.isascii():
+        groups = [(text, len(documents))]
+    else:
+        flags = list(map(str.isascii, documents))
+        groups = []
+        for group in (compress(documents, flags), compress(documents, map(not_, flags))):
+            group = list(group)
+            if group:
+                groups.append((DOCUMENT_END.join(group) + DOCUMENT_END, len(group)))
     encoded = []
-    for group in groups:
-        if group:
-            text = DOCUMENT_END.join(group) + DOCUMENT_END
-            if text.count(DOCUMENT_END) != len(group) or SEPARATOR in text:
-                return None
-            encoded.append(_encode_text(text, len(group), table))
+    for group_text, count in groups:
+        if group_text.count(DOCUMENT_END) != count or SEPARATOR in group_text:
+            return None
+        encoded.append(_encode_text(group_text, count, table))
     ids = np.concatenate([ids for ids, _ in encoded]) if encoded else np.empty(0, np.uint64)
     return ids, sum(count for _, count in encoded)
 
 
 def _encode_text(text: str, documents: int, table: TokenTable) -> tuple[np.ndarray, int]:
-    """Steps 1-4 on the joined text of ``documents`` documents (all ASCII, or not)."""
-    tokenizer = table.tokenizer
-    if text.isascii():
-        data = _ascii_marked_bytes(text, tokenizer)
+    """Steps 1-3 on the joined text of ``documents`` documents (all ASCII, or not)."""
+    data = _chunk_bytes(text, table.tokenizer)
+    # A token starts after each change from boundary (0x00, 0x01) to token bytes and ends at the
+    # next change back; the leading 0x01 and the padding make the changes alternate.
+    boundary = data <= 1
+    changes = np.flatnonzero(boundary[1:] != boundary[:-1]) + 1
+    starts, ends = changes[0::2], changes[1::2]
+    ids = table.lookup(_byte_words(data), starts, ends - starts)
+
+    doc_ends = np.flatnonzero(data[:-WORD] == 0)
+    doc_starts = np.concatenate([[1], doc_ends[:-1] + 1])
+    per_document = np.diff(np.searchsorted(starts, doc_ends), prepend=0)
+    if _KEEPS_EMPTY[table.tokenizer]:
+        before = boundary[doc_starts].astype(np.int64)
+        after = ((doc_ends > doc_starts) & boundary[doc_ends - 1]).astype(np.int64)
     else:
-        if tokenizer != "light":
-            text = text.lower()
-        if tokenizer == "janitor":
-            text = text.translate(_PUNCT_TABLE)
-        text = _SEPARATOR_RUNS[tokenizer].sub(SEPARATOR, text)
-        data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-    markers = np.flatnonzero(data <= 1)
-    starts = np.concatenate([[0], markers[:-1] + 1])
-    ends = markers
-    if not _KEEPS_EMPTY[tokenizer]:
-        keep = ends > starts
-        starts, ends = starts[keep], ends[keep]
-    ids = table.lookup(data, starts, ends)
-    # Every document's ids are followed by a 0: a token goes after the zeros of the documents
-    # that ended before it (a document may have no token left once empty spans are dropped).
-    zeros = data == 0
-    ended_before = (np.cumsum(zeros) - zeros)[starts]  # document ends strictly before a start
-    out = np.zeros(ids.size + documents, dtype=np.uint64)
-    out[np.arange(ids.size) + ended_before] = ids
-    return out, int(ids.size)
+        before = after = np.zeros(documents, dtype=np.int64)
+    # Layout of each document: [empty edge token] its tokens [empty edge token] 0.
+    length = before + per_document + after + 1
+    offset = np.cumsum(length) - length
+    out = np.zeros(int(length.sum()), dtype=np.uint64)
+    first = np.cumsum(per_document) - per_document
+    out[np.arange(ids.size) + np.repeat(offset + before - first, per_document)] = ids
+    out[offset[before > 0]] = table.empty_id
+    out[(offset + before + per_document)[after > 0]] = table.empty_id
+    return out, int(ids.size + before.sum() + after.sum())

@@ -29,17 +29,18 @@ train-test overlap", Algorithm 1), re-written for speed and exactness:
 Exactness. Tokens are mapped to integer ids from the *test* vocabulary (id 0 for every other
 token and between documents, so no window holding it can match). Each n-gram gets a 64-bit
 polynomial hash computed with numpy over ``uint64`` (wrap-around arithmetic); training windows are
-looked up among the sorted hashes of the test n-grams (``SortedHashes``), and every
+looked up among the hashes of the test n-grams (a ``HashTable``), and every
 candidate hit is then **verified token by token** against the test n-gram it claims to be, so a
 hash collision can never produce a false match. Distinct test n-grams with equal hashes are
 detected when the index is built and the hash base is redrawn. Counts are therefore exact: no
 Bloom filter, no false positives.
 
 Streaming. Training documents are read from any iterable (a list, a generator over files, a
-``datasets.Dataset`` column) in chunks of ``chunk_size`` documents; memory is bounded by one
-chunk. Built-in tokenizers encode a whole chunk at once (``encoding.py``); custom ones go token
-by token. ``processes > 1`` counts chunks in a ``multiprocessing`` pool (worth its start-up cost
-on large corpora only; the default is one process).
+``datasets.Dataset`` column) in chunks of ``chunk_size`` documents; memory is bounded by a few
+chunks. Built-in tokenizers encode a whole chunk at once (``encoding.py``); custom ones go token
+by token. ``threads > 1`` counts chunks in a thread pool (numpy releases the GIL);
+``processes > 1`` in a process pool (worth its start-up cost on large corpora only); the default
+is this thread.
 
 Other methodologies: :func:`substring_overlap` (GPT-4: three random 50-character substrings of
 each instance, seeded) and :func:`llama2_contamination` (Llama 2: fraction of tokens inside
@@ -51,7 +52,9 @@ from __future__ import annotations
 import math
 import re
 import string
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import repeat
 from multiprocessing import get_context
@@ -63,7 +66,7 @@ from tqdm.auto import tqdm
 from lightning_info.core.validation import require_int
 from lightning_info.methods.train_test_overlap.encoding import (
     VECTORISED_TOKENIZERS,
-    SortedHashes,
+    HashTable,
     TokenTable,
     encode_chunk,
 )
@@ -158,11 +161,27 @@ def _windows_hash(ids: np.ndarray, n: int, base: np.uint64) -> np.ndarray:
     count = ids.size - n + 1
     if count <= 0:
         return np.empty(0, dtype=np.uint64)
-    h = np.zeros(count, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for j in range(n):
-            h = h * base + ids[j : j + count]
+    h = ids[:count].copy()
+    for j in range(1, n):  # in place: wraps modulo 2^64
+        np.multiply(h, base, out=h)
+        np.add(h, ids[j : j + count], out=h)
     return h
+
+
+def _all_windows(sequences: Sequence[np.ndarray], n: int) -> np.ndarray:
+    """Every window of ``n`` ids of every sequence, ``(windows, n)``, without one numpy call per
+    sequence: the windows of the concatenation that start ``>= n - 1`` ids before a sequence's
+    end."""
+    if not sequences:
+        return np.empty((0, n), np.uint64)
+    joined = np.concatenate([np.asarray(s, dtype=np.uint64) for s in sequences])
+    lengths = np.fromiter(map(len, sequences), np.int64, len(sequences))
+    count = np.maximum(lengths - n + 1, 0)
+    offsets = np.cumsum(lengths) - lengths
+    starts = np.arange(count.sum()) + np.repeat(offsets - (np.cumsum(count) - count), count)
+    if starts.size == 0:
+        return np.empty((0, n), np.uint64)
+    return np.lib.stride_tricks.sliding_window_view(joined, n)[starts]
 
 
 class NgramIndex:
@@ -174,8 +193,7 @@ class NgramIndex:
 
     def __init__(self, sequences: Sequence[np.ndarray], n: int, seed: int = 0) -> None:
         self.n = require_int(n, "n", 1)
-        windows = [np.lib.stride_tricks.sliding_window_view(s, n) for s in sequences if s.size >= n]
-        rows = np.concatenate(windows) if windows else np.empty((0, n), np.uint64)
+        rows = _all_windows(sequences, n)
         rng = np.random.default_rng(seed)
         for _ in range(8):  # a collision among the test n-grams has probability ~ k^2 / 2^64
             self.base = np.uint64(rng.integers(1 << 32, 1 << 62) | 1)
@@ -186,7 +204,7 @@ class NgramIndex:
                 break
         else:
             raise RuntimeError("distinct test n-grams kept sharing a 64-bit hash; report this bug.")
-        self._lookup = SortedHashes(self.hashes)
+        self._lookup = HashTable(self.hashes, np.arange(self.hashes.size))
 
     def __len__(self) -> int:
         return len(self.grams)
@@ -218,8 +236,7 @@ def token_overlap(counts: Sequence[int], n: int, max_frequency: int = 0) -> tupl
     if len(counts) == 0:
         return 0.0, 0.0
     covered, weighted, weight, budget = 0, 0.0, 0, 0
-    for c in counts:
-        c = int(c)
+    for c in np.asarray(counts).tolist():
         if c != 0 and (max_frequency == 0 or c <= max_frequency or 0 < weight <= max_frequency):
             budget = n
             weight = min(c, weight) if weight > 0 else c
@@ -240,14 +257,14 @@ def token_overlap(counts: Sequence[int], n: int, max_frequency: int = 0) -> tupl
 
 def ngram_metrics(counts: Sequence[int], n: int, max_frequency: int = 0) -> dict[str, float]:
     """Binary, Jaccard and token overlap (HELM) of one part from the counts of its n-grams."""
-    c = np.asarray(counts, dtype=np.int64)
-    valid = (c > 0) & ((c <= max_frequency) if max_frequency > 0 else True)
-    total = c.size
+    c = np.asarray(counts, dtype=np.int64).tolist()  # a part is short: Python beats numpy calls
+    valid = [x for x in c if x > 0 and (max_frequency == 0 or x <= max_frequency)]
+    total = len(c)
     token, token_weighted = token_overlap(c, n, max_frequency)
     return {
-        "binary": float(valid.any()),
-        "jaccard": float(valid.sum() / total) if total else 0.0,
-        "jaccard_weighted": float((1.0 / c[valid]).sum() / total) if total else 0.0,
+        "binary": float(bool(valid)),
+        "jaccard": len(valid) / total if total else 0.0,
+        "jaccard_weighted": math.fsum(1.0 / x for x in valid) / total if total else 0.0,
         "token": token,
         "token_weighted": token_weighted,
     }
@@ -407,8 +424,10 @@ class OverlapIndex:
         for k, (instance, (_, refs, _)) in enumerate(zip(self.instances, self.parts)):
             row: dict[str, Any] = {"benchmark": instance.benchmark, "id": instance.id}
             input_slots, joined_slots, *ref_slots = per_index[main][k][: 2 + len(refs)]
-            own = np.concatenate(ref_slots) if ref_slots else np.empty(0, np.int64)
-            joined_slots = np.where(np.isin(joined_slots, own), joined_slots, -1)
+            own = set(np.concatenate(ref_slots).tolist()) if ref_slots else set()
+            joined_slots = np.array(
+                [s if s in own else -1 for s in joined_slots.tolist()], np.int64
+            )
             for part, slots in (("input", input_slots), ("references", joined_slots)):
                 main_counts = np.where(slots >= 0, counts[main][slots], 0)
                 for suffix, f in (("", 0), ("_filtered", max_frequency)):
@@ -448,37 +467,64 @@ def compute_overlap(
     chunk_size: int = 1000,
     processes: int = 1,
     progress: bool = False,
+    threads: int = 1,
 ) -> OverlapReport:
     """Exact train-test n-gram overlap of ``instances`` against training ``documents``.
 
     ``n`` is the N of the full metrics (see the module docstring); ``n_values`` are the n-gram
     sizes at which binary input/reference overlap is also reported (``input_overlap@5`` ...).
     ``documents`` is consumed once, ``chunk_size`` documents at a time, so memory is bounded by
-    a chunk whatever the corpus size; ``progress`` shows a bar of documents scanned.
+    a few chunks whatever the corpus size; ``progress`` shows a bar of documents scanned.
+    ``threads > 1`` counts chunks in that many threads (numpy releases the GIL for most of the
+    work, a Python tokenizer holds it; the page faults of each chunk's fresh arrays serialise
+    threads under glibc's default allocator thresholds, see the card); ``processes > 1`` in
+    worker processes (worth their start-up on large corpora only).
     """
     chunk_size = require_int(chunk_size, "chunk_size", 1)
     processes = require_int(processes, "processes", 1)
+    threads = require_int(threads, "threads", 1)
+    if processes > 1 and threads > 1:
+        raise ValueError("pass `processes` or `threads`, not both (each worker counts chunks).")
     reject_bare_text(documents, "documents")
     index = OverlapIndex(instances, n, n_values, tokenizer, max_frequency)
     total = len(documents) if isinstance(documents, Sized) else None
-    chunks = _chunks(documents, chunk_size)
-    if processes > 1:  # the index travels once per worker; chunks of text travel to them
-        pool = get_context("spawn").Pool(processes, initializer=_init_worker, initargs=(index,))
-        results = pool.imap(_count_chunk, chunks)
-    else:
-        pool, results = None, map(index.count_chunk, chunks)
     counts = index.empty_counts()
     bar = tqdm(total=total, desc="overlap scan", unit="doc", disable=not progress)
     try:
-        for chunk_counts in results:
+        chunks = _chunks(documents, chunk_size)
+        for chunk_counts in _count_chunks(index, chunks, processes, threads):
             counts = counts + chunk_counts
             bar.update(chunk_counts.documents)
     finally:
         bar.close()
-        if pool is not None:
-            pool.close()
-            pool.join()
     return index.report(counts)
+
+
+def _count_chunks(
+    index: OverlapIndex, chunks: Iterator[list[str]], processes: int, threads: int
+) -> Iterator[ChunkCounts]:
+    """``index.count_chunk`` of every chunk, in order, in this thread or in ``threads`` threads /
+    ``processes`` processes with at most two chunks per worker in flight (a pool's ``map``
+    would read the whole corpus ahead)."""
+    if processes == threads == 1:
+        yield from map(index.count_chunk, chunks)
+        return
+    if processes > 1:  # the index travels once per worker; chunks of text travel to them
+        spawn = get_context("spawn")
+        executor: Executor = ProcessPoolExecutor(
+            processes, mp_context=spawn, initializer=_init_worker, initargs=(index,)
+        )
+        count, workers = _count_chunk, processes
+    else:
+        executor, count, workers = ThreadPoolExecutor(threads), index.count_chunk, threads
+    with executor:
+        pending: deque[Future[ChunkCounts]] = deque()
+        for chunk in chunks:
+            pending.append(executor.submit(count, chunk))
+            if len(pending) >= 2 * workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
 
 def _slots(index: NgramIndex, sequences: list[np.ndarray]) -> Iterator[np.ndarray]:

@@ -23,6 +23,8 @@ from lightning_info.methods.train_test_overlap.functional import (
 ALPHABET = list("abcAB .,;()!?'\"-_\t\n") + [
     "\u00a0", "\x1c", "\x1f", "\x85", "\u2028", "\u3000",
     "Σ", "σ", "ς", "İ", "é", "e\u0301", "ß", "😀",
+    # tokens past the 8 bytes of a short key, ASCII and not, of one length or one prefix
+    "informational", "informatiomal", "characteristically", "ÉÉÉÉÉÉÉÉé", "abcdefgh",
 ]  # fmt: skip
 
 
@@ -69,18 +71,61 @@ def test_a_marker_character_in_the_text_declines_the_chunk():
     assert encode_chunk(["a b"], table) is not None
 
 
-def test_hash_hits_are_verified_byte_by_byte(monkeypatch):
-    vocab = _Vocabulary()
-    vocab.add(["abc"])
-    table = TokenTable(vocab.ids, "light")
-    # every span of the same length now shares one hash: only the bytes can tell them apart
+def test_long_token_hits_are_verified_word_by_word(monkeypatch):
+    # every long token of one length now shares one key: only the words can tell them apart
     monkeypatch.setattr(
-        encoding, "_span_hashes", lambda data, starts, ends: (ends - starts).astype(np.uint64)
+        encoding,
+        "_long_hashes",
+        lambda word, k, lengths: lengths.astype(np.uint64) | np.uint64(1 << 63),
     )
-    table.hashes = np.array([3], dtype=np.uint64)
-    table.index = encoding.SortedHashes(table.hashes)
-    ids, _ = encode_chunk(["abd abc xyz abc"], table)
-    assert ids.tolist() == [0, 1, 0, 1, 0]
+    vocab = _Vocabulary()
+    vocab.add(["abcdefghij", "abcdefghijklmnopqrs", "short"])
+    table = TokenTable(vocab.ids, "light")
+    documents = ["abcdefghij abcdefghiX Xbcdefghij abcdefghijklmnopqrX short shorT"]
+    ids, count = encode_chunk(documents + ["abcdefghijklmnopqrs"], table)
+    assert ids.tolist() == [1, 0, 0, 0, 3, 0, 0, 2, 0] and count == 7
+
+
+def test_short_keys_are_the_bytes_and_never_equal_long_keys():
+    short, long = ["", "a", "ab", "abcdefgh", "é" * 4], ["abcdefghi", "é" * 5, "x" * 300]
+    encoded = [t.encode() for t in short + long]
+    lengths = np.array([len(e) for e in encoded])
+    data = np.frombuffer(b"".join(encoded) + bytes(8), dtype=np.uint8)
+    starts = np.cumsum(lengths) - lengths
+    keys, positions, _ = encoding._token_keys(encoding._byte_words(data), starts, lengths)
+    # at most 8 bytes: the key is the zero-padded bytes, so its low byte is the first byte
+    assert keys[: len(short)].tolist() == [
+        int.from_bytes(e.ljust(8, b"\0"), "little") for e in encoded[: len(short)]
+    ]
+    assert positions.tolist() == [5, 6, 7]
+    # longer: low byte 0 and top bit set, which no short key has (only "" has a 0 low byte)
+    assert all(k & 0xFF == 0 and k >> 63 == 1 for k in keys[len(short) :].tolist())
+    assert len(set(keys.tolist())) == keys.size
+
+
+@pytest.mark.parametrize("size", [0, 1, 5, 100, 5000])
+def test_hash_table_equals_a_dict(size):
+    rng = np.random.default_rng(size)
+    # structured keys (small integers, shared high bits) crowd buckets; 0 and 1 are edge keys
+    keys = np.unique(
+        np.concatenate([rng.integers(0, 1 << 63, size, dtype=np.uint64), np.arange(size // 2)])
+    ).astype(np.uint64)
+    keys = np.unique(np.concatenate([keys, [0, 1]]).astype(np.uint64)) if size else keys
+    values = rng.permutation(keys.size)
+    table = encoding.HashTable(keys, values)
+    queries = np.concatenate([keys, rng.integers(0, 1 << 63, 1000, dtype=np.uint64),
+                              np.arange(3 * size + 3, dtype=np.uint64)])  # fmt: skip
+    lookup = dict(zip(keys.tolist(), values.tolist()))
+    expected = [lookup.get(q, -1) for q in queries.tolist()]
+    positions, found = table.find(queries)
+    got = np.full(queries.size, -1)
+    got[positions] = found
+    assert got.tolist() == expected and np.unique(positions).size == positions.size
+    assert table.get(queries, missing=-1).tolist() == expected
+    if size >= 100:
+        assert table.crowded_keys.size > 0  # the bisected path was exercised
+    with pytest.raises(ValueError, match="distinct"):
+        encoding.HashTable(np.array([3, 3], dtype=np.uint64), np.array([0, 1]))
 
 
 def test_compute_overlap_is_the_same_through_both_encodings():

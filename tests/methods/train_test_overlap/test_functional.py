@@ -461,7 +461,7 @@ def test_callback_logs_summary_and_writes_report(tmp_path, docstrings, lightning
         },
     ]
     logger = _CaptureLogger()
-    callback = TrainTestOverlap(output_dir=str(tmp_path))
+    callback = TrainTestOverlap(output_dir=str(tmp_path), threads=2, chunk_size=7)
     trainer = pl.Trainer(
         max_steps=1,
         limit_val_batches=1,
@@ -488,6 +488,8 @@ def test_callback_rejects_bad_arguments():
         TrainTestOverlap(splits=("train",))
     with pytest.raises(ValueError, match="tokenizer"):
         TrainTestOverlap(tokenizer="bpe")
+    with pytest.raises(ValueError, match="not both"):
+        TrainTestOverlap(processes=2, threads=2)
 
 
 def test_cli_on_files_and_saved_dataset(tmp_path, capsys):
@@ -518,6 +520,7 @@ def test_cli_on_files_and_saved_dataset(tmp_path, capsys):
         ([str(tmp_path / "ds")], []),
         ([str(tmp_path / "c.jsonl")], []),
         ([str(tmp_path / "ds")], ["--num-proc", "2", "--chunk-size", "1"]),  # datasets.map
+        ([str(tmp_path / "c.jsonl")], ["--threads", "2", "--chunk-size", "1"]),
     ]
     for train, extra in runs:
         out = tmp_path / "out"
@@ -565,3 +568,35 @@ def test_multiprocessing_agrees_with_single_process():
     one = compute_overlap(instances, documents, **kwargs)
     two = compute_overlap(instances, documents, processes=2, **kwargs)
     assert one.rows == two.rows
+
+
+def test_threads_agree_with_one_thread_and_exclude_processes():
+    instances, documents = _random_case(4)
+    kwargs = dict(n=3, n_values=(2,), max_frequency=2, chunk_size=5)
+    one = compute_overlap(instances, documents, **kwargs)
+    assert compute_overlap(instances, documents, threads=2, **kwargs).rows == one.rows
+    with pytest.raises(ValueError, match="not both"):
+        compute_overlap(instances, documents, threads=2, processes=2, **kwargs)
+
+
+@pytest.mark.parametrize("workers", [dict(threads=2), dict(processes=2)])
+def test_workers_read_at_most_two_chunks_each_ahead(workers):
+    from itertools import count, islice
+
+    from lightning_info.methods.train_test_overlap.functional import OverlapIndex, _count_chunks
+
+    instances, _ = _random_case(5)
+    index = OverlapIndex(instances, n=2, n_values=(), tokenizer="light")
+    read = []
+
+    def endless_chunks():  # a corpus that never ends: a pool's map would never return
+        for k in count():
+            read.append(k)
+            yield ["a b c"] * 3
+
+    scan = _count_chunks(index, endless_chunks(), workers.get("processes", 1),
+                         workers.get("threads", 1))  # fmt: skip
+    first = list(islice(scan, 3))
+    assert [c.documents for c in first] == [3, 3, 3]
+    assert len(read) <= 3 + 2 * 2
+    scan.close()
