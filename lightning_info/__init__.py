@@ -24,6 +24,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "lightning_info.data": (
         "DigitsDataModule",
         "GaussianMixtureDataModule",
+        "MultiViewDataModule",
+        "TensorViewsDataModule",
     ),
     "lightning_info.lm": ("CausalLMFineTuner",),
     "lightning_info.methods.asymmetric_ac": (
@@ -69,6 +71,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "improved_robustness_ratio",
         "pgd",
         "robustness_ratio",
+    ),
+    "lightning_info.methods.sdcib": (
+        "SDCIB",
+        "AlignedVoteClustering",
+        "ClusteringViewsDataModule",
+        "aligned_vote",
+        "sdcib_loss",
     ),
     "lightning_info.methods.smoothed_information": (
         "SmoothedEntropy",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import torch
 from lightning.pytorch import Callback, LightningDataModule, LightningModule
 
 from lightning_info import (
@@ -31,11 +32,13 @@ from lightning_info import (
     SmoothedInformationMonitor,
     UCRUEADataModule,
 )
+from lightning_info.data.multiview import TensorViewsDataModule
 from lightning_info.data.synthetic import GaussianMixtureDataModule
 from lightning_info.lm.tiny_lm import tiny_causal_lm
 from lightning_info.methods.diffusion_fisher.module import DiffusionModel
 from lightning_info.methods.prism.audit import FragmentExtractionAudit
 from lightning_info.methods.prism.fragments import build_attack_set, synthetic_records
+from lightning_info.methods.sdcib import SDCIB, ClusteringViewsDataModule
 from lightning_info.methods.train_test_overlap.callback import TrainTestOverlap
 from lightning_info.methods.train_test_overlap.functional import TestInstance
 from tests import tiny_lm
@@ -144,6 +147,12 @@ def tiny_fragment_audit() -> FragmentExtractionAudit:
     return FragmentExtractionAudit(attack, model(1), [model(2)], tokenizer, n_splits=2)
 
 
+def tiny_tensor_views(batch_size: int) -> TensorViewsDataModule:
+    g = torch.Generator().manual_seed(0)
+    views = [torch.randn(48, 5, generator=g), torch.randn(48, 3, generator=g)]
+    return TensorViewsDataModule(views, torch.arange(48) % 3, batch_size=batch_size)
+
+
 EXEMPT = {
     "DocstringSFTDataModule": "the FisherSFT recipe's data module: it trains a BPE tokenizer and "
     "pretrains a base model on the standard library's docstrings (minutes), so "
@@ -228,6 +237,18 @@ PLUGINS = [
         id="MLPClassifier-DigitsDataModule",
         make_model=lambda: MLPClassifier(64, 3, hidden=[8]),
         make_data=tiny_digits,
+    ),
+    PluginCase(
+        id="SDCIB-ClusteringViewsDataModule",
+        make_model=lambda: SDCIB([32, 32, 32], 3, hidden=(8, 4)),
+        make_data=lambda batch_size: ClusteringViewsDataModule(
+            "synthetic", num_samples=48, num_clusters=3, batch_size=batch_size
+        ),
+    ),
+    PluginCase(
+        id="SDCIB-TensorViewsDataModule",
+        make_model=lambda: SDCIB([5, 3], 3, hidden=(6,), deep=False),
+        make_data=tiny_tensor_views,
     ),
     PluginCase(
         id="AsymmetricActorCritic-CartPole", make_model=tiny_deep_actor_critic, make_data=None

@@ -1,10 +1,12 @@
-"""Samplers whose order is a pure function of (seed, epoch), so runs resume exactly."""
+"""Samplers and random generators that are pure functions of (seed, epoch or step), so runs
+resume exactly."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import torch
 from torch.utils.data import Sampler
 
@@ -43,3 +45,15 @@ class EpochShuffleSampler(Sampler[int]):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.epoch = int(state_dict["epoch"])
         self.seed = int(state_dict["seed"])
+
+
+def keyed_generator(*entropy: int) -> torch.Generator:
+    """A CPU generator seeded by a hash of ``entropy`` (e.g. ``seed, stage, step, rank``).
+
+    A model that draws noise in its training step from ``keyed_generator(seed, step, rank)``
+    draws the same noise in a run resumed from a checkpoint as in the uninterrupted run, and
+    different noise on every rank; ``numpy``'s ``SeedSequence`` mixes the keys so that nearby
+    keys give unrelated streams. Draw on the CPU and move the tensor to the model's device.
+    """
+    state = np.random.SeedSequence([int(key) for key in entropy]).generate_state(1)[0]
+    return torch.Generator().manual_seed(int(state))

@@ -29,11 +29,11 @@ import math
 from typing import Any
 
 import lightning.pytorch as pl
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from lightning_info.core.sampling import keyed_generator
 from lightning_info.core.validation import require_int, require_non_negative, require_positive
 from lightning_info.diffusion.noise_schedules import NoiseSchedule, noise_schedule
 from lightning_info.methods.diffusion_fisher.functional import trace_matching_loss
@@ -161,10 +161,7 @@ class DiffusionModel(pl.LightningModule):
         return losses
 
     def _generator(self, stage: int, step: int) -> torch.Generator:
-        entropy = [self.seed, stage, step, self.global_rank]
-        return torch.Generator().manual_seed(
-            int(np.random.SeedSequence(entropy).generate_state(1)[0])
-        )
+        return keyed_generator(self.seed, stage, step, self.global_rank)
 
     def _total(self, losses: dict[str, Tensor]) -> Tensor:
         return losses["denoising"] + self.trace_weight * losses.get("trace_matching", 0.0)

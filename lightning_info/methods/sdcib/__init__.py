@@ -1,0 +1,23 @@
+"""SDCIB: super deep contrastive information bottleneck for multi-view clustering (ICML 2025)."""
+
+from lightning_info.methods.sdcib.datamodule import ClusteringViewsDataModule
+from lightning_info.methods.sdcib.functional import (
+    aligned_vote,
+    assignment_mi,
+    cluster_contrast,
+    prior_kl,
+    sdcib_loss,
+)
+from lightning_info.methods.sdcib.metrics import AlignedVoteClustering
+from lightning_info.methods.sdcib.module import SDCIB
+
+__all__ = [
+    "SDCIB",
+    "AlignedVoteClustering",
+    "ClusteringViewsDataModule",
+    "aligned_vote",
+    "assignment_mi",
+    "cluster_contrast",
+    "prior_kl",
+    "sdcib_loss",
+]

@@ -1,0 +1,144 @@
+"""SDCIB: the super deep contrastive information bottleneck of multi-view clustering (functional).
+
+Lou, Zhang, Wu & Hu, "Super Deep Contrastive Information Bottleneck for Multi-modal Clustering",
+ICML 2025. Every view ``i`` has an encoder whose hidden layers ``k = 1..L`` each end in a Gaussian
+head, ``h_i^k ~ N(mu_i^k, diag (sigma_i^k)^2)``, and a cluster head gives the soft assignment
+``c_i = softmax(W h_i^L)``. The loss of view ``i`` is
+
+    L_i = alpha [ sum_k KL(softmax(eps_k) || softmax(h_i^k)) - beta sum_k I_JS(c_i; h_i^k) ]
+        + (1 - alpha) [ sum_{j != i} sum_k NTXent(h_i^k, h_j^k) + sum_{j != i} CC(c_i, c_j) ]
+                                                                                        (SD)
+
+with ``eps_k ~ N(0, I)`` (the compression term: every layer's representation is pulled towards a
+random prior), ``I_JS`` the Jensen-Shannon mutual-information bound of Deep InfoMax between the
+assignment and each layer's representation, *maximised* (the reference code minimises it: its sign
+is wrong), ``NTXent`` SimCLR's loss between the views of a layer (at every layer: the "super deep"
+part) and ``CC`` the cluster-level contrast of Contrastive Clustering, NT-Xent between the columns
+of two assignment matrices. The total is ``sum_i L_i``. ``deep=False`` keeps the last layer only
+(the paper's ablation).
+
+The shared bounds come from :mod:`lightning_info.measures.mutual_information`
+(``jensen_shannon_mi``, ``nt_xent``); the critic is a module given here, always called with the
+same argument order ``critic(c, h)`` (the reference swaps it between its warm-up and its loss).
+Inference aligns every view's assignments to a reference view by Hungarian matching and sums the
+aligned probabilities (:func:`aligned_vote`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+from torch.nn import functional as F
+
+from lightning_info.core.validation import require_fraction, require_non_negative
+from lightning_info.measures.clustering import align_probabilities
+from lightning_info.measures.mutual_information import jensen_shannon_mi, nt_xent
+
+Critic = Callable[[Tensor, Tensor], Tensor]
+
+
+def prior_kl(h: Tensor, generator: torch.Generator | None = None) -> Tensor:
+    """``KL(softmax(eps) || softmax(h))`` averaged over the batch, ``eps ~ N(0, I)`` of ``h``'s
+    shape: the compression term of (SD) for one view and layer."""
+    eps = torch.randn(h.shape, generator=generator, dtype=h.dtype).to(h.device)
+    return F.kl_div(F.log_softmax(h, dim=1), F.log_softmax(eps, dim=1), log_target=True,
+                    reduction="batchmean")  # fmt: skip
+
+
+def assignment_mi(critic: Critic, c: Tensor, h: Tensor) -> Tensor:
+    """``I_JS(c; h)`` of (SD): the critic on the batch's pairs ``(c_b, h_b)`` (joint) and on
+    ``(c_b, h_{b+1})`` (the batch rolled by one: product of marginals)."""
+    if c.shape[0] != h.shape[0] or c.shape[0] < 2:
+        raise ValueError("`c` and `h` need the same batch of at least 2 samples.")
+    joint = critic(c, h)
+    marginal = critic(c, h.roll(1, dims=0))
+    return jensen_shannon_mi(joint, marginal)
+
+
+def cluster_contrast(c_i: Tensor, c_j: Tensor, temperature: float = 0.1) -> Tensor:
+    """``CC(c_i, c_j)``: NT-Xent between the ``K`` assignment columns of two views (Li et al.,
+    "Contrastive Clustering", AAAI 2021, eq. 6): column ``k`` of one view is the positive of
+    column ``k`` of the other."""
+    return nt_xent(c_i.T, c_j.T, temperature)
+
+
+@dataclass
+class SDCIBLoss:
+    """The terms of (SD) summed over views (and layers), and the total."""
+
+    total: Tensor
+    prior: Tensor
+    mutual_information: Tensor
+    view_contrast: Tensor
+    cluster_contrast: Tensor
+
+
+def sdcib_loss(
+    layers: Sequence[Sequence[Tensor]],
+    assignments: Sequence[Tensor],
+    critics: Sequence[Sequence[Critic]],
+    alpha: float = 0.1,
+    beta: float = 1.0,
+    temperature: float = 0.1,
+    cluster_temperature: float = 0.1,
+    deep: bool = True,
+    generator: torch.Generator | None = None,
+) -> SDCIBLoss:
+    """(SD) over ``V`` views.
+
+    Args:
+        layers: ``layers[i][k]`` the sampled representation ``h_i^k`` ``(B, r_k)`` of view ``i``
+            at layer ``k`` (the same ``r_k`` in every view).
+        assignments: ``c_i`` ``(B, K)``, rows summing to 1.
+        critics: ``critics[i][k](c, h)`` the critic of ``I_JS(c_i; h_i^k)``, one score per row.
+        alpha, beta: the weights of (SD); ``alpha`` in ``[0, 1]``.
+        temperature, cluster_temperature: of NT-Xent between views and of ``CC``.
+        deep: every layer (``True``) or the last one only.
+    """
+    views = len(layers)
+    if views < 2:
+        raise ValueError(f"SDCIB contrasts views with each other: give at least 2, got {views}.")
+    if len(assignments) != views or len(critics) != views:
+        raise ValueError("`layers`, `assignments` and `critics` need one entry per view.")
+    depth = len(layers[0])
+    if any(len(view) != depth for view in layers) or any(len(c) != depth for c in critics):
+        raise ValueError("every view needs the same number of layers and one critic per layer.")
+    alpha = require_fraction(alpha, "alpha")
+    beta = require_non_negative(beta, "beta")
+    kept = range(depth) if deep else range(depth - 1, depth)
+    zero = assignments[0].new_zeros(())
+    prior, information, views_term, clusters = zero, zero, zero, zero
+    for i in range(views):
+        for k in kept:
+            prior = prior + prior_kl(layers[i][k], generator)
+            information = information + assignment_mi(critics[i][k], assignments[i], layers[i][k])
+        for j in range(views):
+            if j == i:
+                continue
+            for k in kept:
+                views_term = views_term + nt_xent(layers[i][k], layers[j][k], temperature)
+            clusters = clusters + cluster_contrast(assignments[i], assignments[j],
+                                                   cluster_temperature)  # fmt: skip
+    total = alpha * (prior - beta * information) + (1 - alpha) * (views_term + clusters)
+    return SDCIBLoss(total, prior, information, views_term, clusters)
+
+
+def aligned_vote(probabilities: Sequence[Tensor], reference: int = 0) -> tuple[Tensor, Tensor]:
+    """The fused clustering: every view's ``(N, K)`` soft assignments with their clusters
+    relabelled to agree with view ``reference`` (Hungarian matching of the argmax assignments),
+    summed; returns ``(argmax labels (N,), summed aligned probabilities (N, K))``."""
+    probabilities = list(probabilities)
+    if not probabilities:
+        raise ValueError("no views to vote.")
+    if not 0 <= reference < len(probabilities):
+        raise ValueError(f"`reference` must index one of the {len(probabilities)} views.")
+    anchor = probabilities[reference]
+    total = torch.zeros_like(anchor)
+    for view in probabilities:
+        if view.shape != anchor.shape:
+            raise ValueError("every view's probabilities must have the same shape (N, K).")
+        total = total + align_probabilities(anchor, view)
+    return total.argmax(1), total
