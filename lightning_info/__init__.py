@@ -36,6 +36,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "evaluate_policy",
         "t_maze",
     ),
+    "lightning_info.methods.cmv_nd": (
+        "AttributeMissingGraphDataModule",
+        "NeighbourhoodDifferentiation",
+        "neighbourhood_views",
+        "sign_views",
+    ),
     "lightning_info.methods.diffusion_fisher": (
         "DiffusionModel",
         "diffusion_fisher_matrix",

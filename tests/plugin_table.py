@@ -35,6 +35,7 @@ from lightning_info import (
 from lightning_info.data.multiview import TensorViewsDataModule
 from lightning_info.data.synthetic import GaussianMixtureDataModule
 from lightning_info.lm.tiny_lm import tiny_causal_lm
+from lightning_info.methods.cmv_nd import AttributeMissingGraphDataModule
 from lightning_info.methods.diffusion_fisher.module import DiffusionModel
 from lightning_info.methods.prism.audit import FragmentExtractionAudit
 from lightning_info.methods.prism.fragments import build_attack_set, synthetic_records
@@ -242,13 +243,20 @@ PLUGINS = [
         id="SDCIB-ClusteringViewsDataModule",
         make_model=lambda: SDCIB([32, 32, 32], 3, hidden=(8, 4)),
         make_data=lambda batch_size: ClusteringViewsDataModule(
-            "synthetic", num_samples=48, num_clusters=3, batch_size=batch_size
+            "synthetic", num_samples=48, latent_clusters=3, batch_size=batch_size
         ),
     ),
     PluginCase(
         id="SDCIB-TensorViewsDataModule",
         make_model=lambda: SDCIB([5, 3], 3, hidden=(6,), deep=False),
         make_data=tiny_tensor_views,
+    ),
+    PluginCase(
+        id="SDCIB-AttributeMissingGraphDataModule-cmv_nd",
+        make_model=lambda: SDCIB([8, 8, 8], 3, hidden=(8, 4)),
+        make_data=lambda batch_size: AttributeMissingGraphDataModule(
+            num_nodes=60, num_classes=3, feature_dim=8, num_hops=2, batch_size=batch_size
+        ),
     ),
     PluginCase(
         id="AsymmetricActorCritic-CartPole", make_model=tiny_deep_actor_critic, make_data=None

@@ -418,3 +418,55 @@ def test_every_recipe_is_a_comparison_cli_whose_config_resolves(name, monkeypatc
     assert cli.has_grid or studies  # a recipe without a grid is its studies
     if cli.has_grid:
         assert cli._arms and cli.config.compare.seeds
+
+
+def test_clustering_recipe_puts_sdcib_next_to_kmeans_on_views_and_graph_views(tmp_path, capsys):
+    threads = torch.get_num_threads()  # the recipe sets one thread
+    graph = "lightning_info.methods.cmv_nd.AttributeMissingGraphDataModule"
+    sources = {
+        name: {"class_path": graph, "init_args": {"num_nodes": 120, "num_classes": 3,
+               "views": name, "batch_size": 16, "feature_dim": 8}}
+        for name in ("imputed", "sign", "cmv_nd")
+    }  # fmt: skip
+    cli = _recipe("clustering").main(
+        [
+            "--compare.grid=[synthetic]",
+            "--compare.seeds=[0, 1]",
+            "--trainer.max_epochs=1",
+            "--trainer.logger=false",
+            "--trainer.enable_progress_bar=false",
+            f"--trainer.default_root_dir={tmp_path}",
+            "--model.hidden=[8, 4]",
+            "--data.num_samples=96",
+            "--data.batch_size=16",
+            "--studies.views.runs=[[synthetic, kmeans]]",
+            "--studies.views.sources="
+            + json.dumps(
+                {
+                    "synthetic": {
+                        "class_path": "lightning_info.methods.sdcib.ClusteringViewsDataModule",
+                        "init_args": {"name": "synthetic", "num_samples": 96, "batch_size": 16},
+                    }
+                }
+            ),  # fmt: skip
+            f"--studies.graph.sources={json.dumps(sources)}",
+            "--studies.graph.sdcib={hidden: [8, 4]}",
+            "--studies.graph.max_epochs=1",
+            f"--compare.output_dir={tmp_path}",
+        ]
+    )
+    torch.set_num_threads(threads)
+    assert {r.metric for r in cli.results} == {"test/acc", "test/nmi", "test/ari"}
+    (columns, rows), = cli.study_results["views"].tables.values()  # fmt: skip
+    assert [r[1] for r in rows] == ["SDCIB", "SDCIB (last layer only)", "k-means (views joined)"]
+    assert all(r[-1] == 2 for r in rows)  # the grid's two seeds, also in the study
+    (columns, rows), = cli.study_results["graph"].tables.values()  # fmt: skip
+    assert [(r[0], r[1]) for r in rows] == [
+        ("imputed", "k-means (views joined)"),
+        ("sign", "k-means (views joined)"),
+        ("cmv_nd", "k-means (views joined)"),
+        ("cmv_nd", "SDCIB"),
+    ]
+    assert (tmp_path / "clustering_graph_embedding_cmv_nd.png").stat().st_size > 0
+    assert (tmp_path / "clustering_views_embedding_grid_synthetic.png").stat().st_size > 0
+    assert "attribute-missing SBM graph" in capsys.readouterr().out

@@ -10,6 +10,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "tsc": ("aeon",),
     "plots": ("matplotlib",),
     "audit": ("dask",),
+    "graph": ("torch_geometric",),
 }
 """The extras of ``pyproject.toml`` the package imports from, and the modules each installs."""
 

@@ -74,10 +74,13 @@ class ClusteringViewsDataModule(MultiViewDataModule):
     Args:
         name: ``"digits"`` or ``"synthetic"``.
         classes: digit classes kept (``digits``).
-        num_samples, num_clusters, num_views, latent_dim, view_dim, separation, noise: of
-            ``synthetic`` (:func:`shared_latent_views`).
-        batch_size, seed, standardize: as in ``MultiViewDataModule``; ``seed`` also draws the
-            synthetic data.
+        num_samples, latent_clusters, num_views, latent_dim, view_dim, separation, noise: of
+            ``synthetic`` (:func:`shared_latent_views`; ``latent_clusters`` is its
+            ``num_clusters``, named apart from a model's ``num_clusters``, since both sit in one
+            logger's hyperparameters).
+        batch_size, standardize: as in ``MultiViewDataModule``.
+        data_seed: its ``seed`` (the shuffling, and the draw of the synthetic data), named apart
+            from a model's ``seed``.
     """
 
     def __init__(
@@ -85,14 +88,14 @@ class ClusteringViewsDataModule(MultiViewDataModule):
         name: str = "digits",
         classes: int = 10,
         num_samples: int = 1500,
-        num_clusters: int = 5,
+        latent_clusters: int = 5,
         num_views: int = 3,
         latent_dim: int = 8,
         view_dim: int = 32,
         separation: float = 3.0,
         noise: float = 0.5,
         batch_size: int = 128,
-        seed: int = 0,
+        data_seed: int = 0,
         standardize: bool = True,
     ) -> None:
         if name not in SOURCES:
@@ -100,7 +103,7 @@ class ClusteringViewsDataModule(MultiViewDataModule):
         self.name = name
         self._synthetic = dict(
             num_samples=num_samples,
-            num_clusters=num_clusters,
+            num_clusters=latent_clusters,
             num_views=num_views,
             latent_dim=latent_dim,
             view_dim=view_dim,
@@ -108,7 +111,7 @@ class ClusteringViewsDataModule(MultiViewDataModule):
             noise=noise,
         )
         self.classes = classes
-        super().__init__(batch_size, seed, standardize)
+        super().__init__(batch_size, data_seed, standardize)
         self.save_hyperparameters()
 
     def build_views(self) -> tuple[list[Tensor], Tensor]:

@@ -5,8 +5,8 @@ given by class path and arguments (so a recipe can feed it the hop views of a gr
 method's data module without this code importing it), with k-means on the concatenated views
 and/or SDCIB, over seeds, and reports ACC / NMI / ARI as mean ± std. With ``grid_arms`` it also
 places the recipe grid's own SDCIB arms in the table (same data, same seeds), and it draws the
-2-D embedding of the last SDCIB run (principal components of the views' last-layer means,
-coloured by fused cluster).
+2-D embedding of the last SDCIB run of each source and of the grid's last cell (principal
+components of the views' last-layer means, coloured by fused cluster).
 """
 
 from __future__ import annotations
@@ -145,6 +145,12 @@ class ViewsClusteringStudy(Study):
                     last_model, data, f"SDCIB on {source}"
                 )
         rows = self._grid_rows(cli)
+        last_grid_model = getattr(cli, "model", None) if self.grid_arms else None
+        if isinstance(last_grid_model, SDCIB) and isinstance(cli.datamodule, MultiViewDataModule):
+            name = getattr(cli.datamodule, "name", "grid")
+            figures[f"embedding_grid_{name}"] = embedding_figure(
+                last_grid_model, cli.datamodule, f"SDCIB on {name} (last grid cell)"
+            )
         for (source, method), values in scores.items():
             label = "k-means (views joined)" if method == "kmeans" else "SDCIB"
             rows.append([source, label, *(mean_std([v[m] for v in values]) for m in METRICS),

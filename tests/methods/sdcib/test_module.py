@@ -44,7 +44,7 @@ def test_shared_latent_views_are_seeded_and_balanced():
 
 
 def test_data_module_standardises_each_view_and_keeps_the_labels_apart():
-    data = ClusteringViewsDataModule("synthetic", num_samples=60, num_clusters=3, batch_size=8)
+    data = ClusteringViewsDataModule("synthetic", num_samples=60, latent_clusters=3, batch_size=8)
     assert data.view_dims == [32, 32, 32] and data.num_classes == 3 and data.num_views == 3
     for view in data.views:
         torch.testing.assert_close(view.mean(0), torch.zeros(32), atol=1e-5, rtol=0)
@@ -71,8 +71,10 @@ def test_user_views_are_checked_and_not_modified():
 def test_sdcib_separates_well_separated_synthetic_clusters():
     accuracies = []
     for seed in range(3):
-        data = ClusteringViewsDataModule("synthetic", num_samples=150, num_clusters=3,
-                                         separation=6.0, noise=0.2, batch_size=50, seed=seed)  # fmt: skip
+        data = ClusteringViewsDataModule(
+            "synthetic", num_samples=150, latent_clusters=3, separation=6.0, noise=0.2,
+            batch_size=50, data_seed=seed,
+        )  # fmt: skip
         pl.seed_everything(seed)
         model = SDCIB(data.view_dims, 3, hidden=(32, 16), lr=3e-3, seed=seed)
         trainer = pl.Trainer(max_epochs=15, limit_val_batches=0, **QUIET)
