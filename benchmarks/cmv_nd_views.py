@@ -54,7 +54,7 @@ import torch
 
 from lightning_info.core.logging import markdown_table
 from lightning_info.core.threads import torch_threads
-from lightning_info.core.timing import format_ratio, peak_memory
+from lightning_info.core.timing import format_ratio, peak_memory, run_measurement
 from lightning_info.methods.cmv_nd.datamodule import missing_mask, stochastic_block_model
 from lightning_info.methods.cmv_nd.functional import (
     graph_adjacency,
@@ -119,15 +119,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
 def measure_in_fresh_process(spec: dict[str, Any]) -> dict[str, Any]:
     """:func:`measure` in a new interpreter, so that its peak memory is its own."""
-    done = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--measure", json.dumps(spec)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"measurement {spec} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_measurement(__file__, spec)
 
 
 def bfs_layer_means(graph_nx, x: np.ndarray, observed: np.ndarray, nodes, num_hops: int):

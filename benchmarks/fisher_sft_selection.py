@@ -69,11 +69,9 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -83,7 +81,7 @@ from torch import Tensor
 from lightning_info.core.blocks import TokenBlocks
 from lightning_info.core.logging import markdown_table
 from lightning_info.core.threads import torch_threads
-from lightning_info.core.timing import format_ratio, peak_memory, timed
+from lightning_info.core.timing import format_ratio, peak_memory, run_measurement, timed
 from lightning_info.methods.fisher_sft.functional import Selection, fisher_greedy_select
 from lightning_info.methods.fisher_sft.sampler import select_subset
 
@@ -389,15 +387,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
 def measure_in_fresh_process(spec: dict[str, Any]) -> dict[str, Any]:
     """:func:`measure` in a new interpreter, so that its peak memory is its own."""
-    done = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--measure", json.dumps(spec)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"measurement {spec} failed:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_measurement(__file__, spec)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -3,7 +3,10 @@ written for a table."""
 
 from __future__ import annotations
 
+import json
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -57,3 +60,17 @@ def peak_memory(fn: Callable[[], T]) -> tuple[float, T, int | None]:
     seconds, result = timed(fn)
     peak = _status_kib("VmHWM") if before is not None else None
     return seconds, result, None if peak is None else 1024 * (peak - before)
+
+
+def run_measurement(script: str | Path, spec: dict) -> dict:
+    """Run ``python script --measure '<spec as JSON>'`` in a new interpreter, so that the peak
+    memory it reports is its own, and return the JSON object on the last line of its output."""
+    done = subprocess.run(
+        [sys.executable, str(Path(script).resolve()), "--measure", json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"measurement {spec} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
