@@ -41,11 +41,9 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -162,15 +160,7 @@ def bfs_sample(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def bfs_in_fresh_process(spec: dict[str, Any]) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--bfs", json.dumps(spec)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"BFS sample {spec} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_measurement(__file__, spec, flag="--bfs")
 
 
 def reference_check(seed: int) -> float:

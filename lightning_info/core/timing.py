@@ -62,11 +62,11 @@ def peak_memory(fn: Callable[[], T]) -> tuple[float, T, int | None]:
     return seconds, result, None if peak is None else 1024 * (peak - before)
 
 
-def run_measurement(script: str | Path, spec: dict) -> dict:
-    """Run ``python script --measure '<spec as JSON>'`` in a new interpreter, so that the peak
+def run_measurement(script: str | Path, spec: dict, flag: str = "--measure") -> dict:
+    """Run ``python script <flag> '<spec as JSON>'`` in a new interpreter, so that the peak
     memory it reports is its own, and return the JSON object on the last line of its output."""
     done = subprocess.run(
-        [sys.executable, str(Path(script).resolve()), "--measure", json.dumps(spec)],
+        [sys.executable, str(Path(script).resolve()), flag, json.dumps(spec)],
         capture_output=True,
         text=True,
         check=False,
