@@ -75,6 +75,12 @@ def main(strategy_name: str, out: str, accelerator: str = "cpu") -> None:
         params[name] = value.detach().cpu().flatten().tolist()
     if trainer.is_global_zero:
         Path(out).write_text(json.dumps({"traces": record.traces, "params": params}))
+    # Tear the process group down before the interpreter exits: gloo's threads still running at
+    # exit can abort the process ("terminate called without an active exception") after a run
+    # that succeeded.
+    trainer.strategy.barrier()
+    if torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":
