@@ -1,4 +1,5 @@
-"""Optional dependencies, imported where they are needed with an error that names the extra."""
+"""Imports: optional dependencies, imported where they are needed with an error that names the
+extra, and objects named by a dotted path in a config."""
 
 from __future__ import annotations
 
@@ -27,3 +28,11 @@ def require_extra(module: str, extra: str, needed_by: str) -> ModuleType:
             f"{needed_by} need the optional dependency {module.split('.')[0]}; install it with "
             f"pip install 'lightning-info[{extra}]'"
         ) from err
+
+
+def import_object(path: str):
+    """The object a dotted path names (``"package.module.Name"``), as a config's ``class_path``."""
+    module, _, name = path.rpartition(".")
+    if not module:
+        raise ValueError(f"{path!r} is not a dotted path `package.module.Name`.")
+    return getattr(importlib.import_module(module), name)

@@ -40,7 +40,6 @@ cell grouped under ``compare.name``. The table is printed and written to ``compa
 from __future__ import annotations
 
 import copy
-import importlib
 import json
 import statistics
 from dataclasses import asdict, dataclass
@@ -58,6 +57,7 @@ from lightning_info.core.logging import (
     markdown_table,
     mean_std,
 )
+from lightning_info.core.optional import import_object
 from lightning_info.recipes.study import Study, StudyResult
 
 BASELINE, METHOD = "baseline", "method"
@@ -323,8 +323,7 @@ class ComparisonCLI(LightningCLI):
         for name, spec in self.config.studies.items():
             if spec is None:
                 continue
-            module, _, class_name = spec.class_path.rpartition(".")
-            study_class = getattr(importlib.import_module(module), class_name)
+            study_class = import_object(spec.class_path)
             init_args = spec.get("init_args")
             studies[name] = study_class(**(init_args.as_dict() if init_args else {}))
         return studies
@@ -397,8 +396,7 @@ class ComparisonCLI(LightningCLI):
             return
         data_class = self.datamodule_class
         if "class_path" in data:
-            module, _, name = data.class_path.rpartition(".")
-            data_class = getattr(importlib.import_module(module), name)
+            data_class = import_object(data.class_path)
         for grid_value in grid:
             for arm in self._arms:
                 seed = config.compare.seeds[0]

@@ -11,7 +11,6 @@ components of the views' last-layer means, coloured by fused cluster).
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +18,7 @@ import lightning.pytorch as pl
 import torch
 
 from lightning_info.core.logging import mean_std
+from lightning_info.core.optional import import_object
 from lightning_info.core.plotting import pyplot
 from lightning_info.data.multiview import MultiViewDataModule
 from lightning_info.measures.clustering import clustering_scores
@@ -32,9 +32,7 @@ METHODS = ("kmeans", "sdcib")
 
 def build_data_module(spec: dict[str, Any]) -> MultiViewDataModule:
     """A data module from ``{"class_path": "pkg.Class", "init_args": {...}}``."""
-    module_name, _, class_name = spec["class_path"].rpartition(".")
-    cls = getattr(importlib.import_module(module_name), class_name)
-    data = cls(**spec.get("init_args", {}))
+    data = import_object(spec["class_path"])(**spec.get("init_args", {}))
     if not isinstance(data, MultiViewDataModule):
         raise TypeError(f"{spec['class_path']} is not a MultiViewDataModule.")
     return data

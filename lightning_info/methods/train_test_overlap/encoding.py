@@ -222,7 +222,7 @@ class TokenTable:
         # Two long tokens of one hash would make one of them unreachable; with 64 bits a clash
         # within a test vocabulary is ~1e-10, and such a table declines every chunk.
         self.unique = bool(np.unique(keys).size == keys.size)
-        self.index = HashTable(keys if self.unique else np.arange(keys.size), values)
+        self.index = HashTable(keys, values) if self.unique else None
         # Per id: the length and first word of each long test token, for the verification.
         size = int(values.max(initial=0)) + 1
         self.lengths = np.zeros(size, dtype=np.int64)
