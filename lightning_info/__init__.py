@@ -36,6 +36,16 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "evaluate_policy",
         "t_maze",
     ),
+    "lightning_info.methods.cacti": (
+        "CACTI",
+        "CACTIImputer",
+        "ImputationMAE",
+        "ImputationR2",
+        "ImputationRMSE",
+        "ImputationWasserstein",
+        "TabularImputationDataModule",
+        "simulate_missing",
+    ),
     "lightning_info.methods.cmv_nd": (
         "AttributeMissingGraphDataModule",
         "NeighbourhoodDifferentiation",

@@ -1,99 +1,96 @@
-"""Simulated missingness for imputation benchmarks: MCAR, MAR and MNAR at a target rate.
+"""Median truncated copy masking (MT-CM) and the token layouts of CACTI's encoder.
 
-The mechanisms of the evaluation protocol CACTI (Gorla et al., ICML 2025) follows, in the style of
-hyperimpute's simulators; every function returns a boolean mask ``(n, d)`` (``True`` = missing)
-and never touches the data it is given.
+CACTI (Gorla et al., ICML 2025) trains a masked autoencoder on a table whose own missingness is
+the template of its training masks:
 
-- ``mcar``: every entry missing independently with probability ``rate``.
-- ``mar``: a share ``observed_share`` of the columns is always observed; every other column ``j``
-  is missing with probability ``sigmoid(x_obs @ w_j + b_j)``, a logistic model of the *observed*
-  columns only, ``w_j`` random and scaled so that ``x_obs @ w_j`` has unit standard deviation, and
-  the intercept ``b_j`` solved by bisection so that the mean probability over the rows is
-  ``rate``. The missingness then depends only on values that stay observed.
-- ``mnar``: the same logistic model, but its inputs are columns that are themselves masked
-  (completely at random, at ``rate``): the missingness depends on values that may be missing.
+1. *Copy masking*: each row ``i`` takes, with probability ``p_cm``, the missingness pattern of
+   another row ``j`` as an extra mask, ``mask_i = miss_i | miss_j``; if fewer than two of its
+   observed values would stay visible the copy mask is dropped for that row (``mask_i =
+   miss_i``).
+2. *Median truncation*: the batch's encoder length is ``L = floor(median_i(#visible_i))``; a row
+   with more visible values keeps ``L`` of them in random order (the rest are re-masked), a row
+   with fewer fills its surplus slots with padding. ``kept`` (the paper's ``omask``) marks the
+   values the encoder sees.
 
-``rate`` is the expected share of missing entries among the columns that can be missing (all
-columns for ``mcar``; the non-observed ones for ``mar``; every column for ``mnar``).
+A layout is ``(positions, padding)``: ``positions[b, s]`` is the column in slot ``s`` of row
+``b`` and ``padding[b, s]`` marks a slot that holds no value. The encoder is given ``padding``
+as its key-padding mask, so a padded slot never changes a row's encoding. (The reference code
+attends to a frozen pad token instead, and at inference truncates every row of a batch to the
+batch's shortest, which is why it predicts one row at a time; with key-padding masks any batch
+gives the one-row predictions.)
 """
 
 from __future__ import annotations
 
-import numpy as np
+import torch
+from torch import Tensor
 
-from lightning_info.core.validation import require_fraction, require_int
-
-MECHANISMS = ("mcar", "mar", "mnar")
-
-
-def _table(x) -> np.ndarray:
-    table = np.asarray(x, dtype=np.float64)
-    if table.ndim != 2 or table.shape[0] < 2 or table.shape[1] < 2:
-        raise ValueError(f"need a 2-D table of at least 2 rows and 2 columns, got {table.shape}.")
-    if not np.isfinite(table).all():
-        raise ValueError("the table must be complete and finite to simulate missingness on it.")
-    return table
+__all__ = ["copy_masks", "encoder_length", "inference_layout", "median_truncation", "kept_mask"]
 
 
-def _rate(rate: float) -> float:
-    rate = require_fraction(rate, "rate")
-    if not 0 < rate < 1:
-        raise ValueError(f"`rate` must lie in (0, 1), got {rate!r}.")
-    return rate
+def _check_mask(mask: Tensor, name: str) -> None:
+    if mask.ndim != 2 or mask.dtype != torch.bool:
+        raise ValueError(f"`{name}` must be a 2-D boolean tensor (rows, columns), got "
+                         f"{tuple(mask.shape)} of {mask.dtype}.")  # fmt: skip
 
 
-def solve_intercepts(scores: np.ndarray, rate: float, steps: int = 60) -> np.ndarray:
-    """Per column ``j``, ``b_j`` with ``mean_i sigmoid(scores[i, j] + b_j) = rate`` (bisection;
-    the mean is increasing in ``b``)."""
-    low = np.full(scores.shape[1], -50.0)
-    high = np.full(scores.shape[1], 50.0)
-    for _ in range(steps):
-        middle = (low + high) / 2
-        mean = (1 / (1 + np.exp(-(scores + middle)))).mean(0)
-        too_high = mean > rate
-        high = np.where(too_high, middle, high)
-        low = np.where(too_high, low, middle)
-    return (low + high) / 2
+def copy_masks(
+    missing: Tensor, probability: float, generator: torch.Generator | None = None
+) -> Tensor:
+    """MT-CM step 1: ``missing | missing[donor]`` per row with probability ``probability``
+    (``donor`` a uniformly drawn *other* row of the batch), unless that leaves the row fewer
+    than two visible values; ``True`` = masked. Draws on the CPU with ``generator``."""
+    _check_mask(missing, "missing")
+    rows = missing.shape[0]
+    if rows < 2 or probability <= 0:
+        return missing.clone()
+    draw = torch.rand(rows, generator=generator).to(missing.device) < probability
+    offsets = torch.randint(1, rows, (rows,), generator=generator).to(missing.device)
+    donors = (torch.arange(rows, device=missing.device) + offsets) % rows
+    masked = missing | (missing[donors] & draw[:, None])
+    too_few_visible = (~masked).sum(1) < 2
+    return torch.where(too_few_visible[:, None], missing, masked)
 
 
-def _logistic_mask(
-    inputs: np.ndarray, outputs: int, rate: float, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
-    """Missing-indicator draws of ``outputs`` columns from a logistic model of ``inputs``, and
-    their probabilities."""
-    weights = rng.standard_normal((inputs.shape[1], outputs))
-    centred = inputs - inputs.mean(0)
-    scores = centred @ weights
-    spread = scores.std(0)
-    scores = scores / np.where(spread > 0, spread, 1.0)
-    probabilities = 1 / (1 + np.exp(-(scores + solve_intercepts(scores, rate))))
-    return rng.random(probabilities.shape) < probabilities, probabilities
+def encoder_length(visible_counts: Tensor) -> int:
+    """``floor(median)`` of the per-row visible counts, the median of an even number of rows
+    being the mean of the two middle ones (the reference's ``torch.median`` takes the lower)."""
+    ordered = visible_counts.sort().values
+    rows = ordered.numel()
+    return int((ordered[(rows - 1) // 2] + ordered[rows // 2]) // 2)
 
 
-def simulate_missing(
-    x,
-    rate: float = 0.3,
-    mechanism: str = "mcar",
-    observed_share: float = 0.3,
-    seed: int = 0,
-) -> np.ndarray:
-    """A boolean missing mask ``(n, d)`` for the complete table ``x`` (see the module
-    docstring); ``observed_share`` is the share of always-observed columns of ``mar`` (at least
-    one) and of input columns of ``mnar``."""
-    table = _table(x)
-    rate = _rate(rate)
-    if mechanism not in MECHANISMS:
-        raise ValueError(f"`mechanism` must be one of {MECHANISMS}, got {mechanism!r}.")
-    observed_share = require_fraction(observed_share, "observed_share")
-    rng = np.random.default_rng(require_int(seed, "seed", 0))
-    n, d = table.shape
-    if mechanism == "mcar":
-        return rng.random((n, d)) < rate
-    inputs_count = min(max(1, round(observed_share * d)), d - 1)
-    order = rng.permutation(d)
-    inputs, outputs = order[:inputs_count], order[inputs_count:]
-    mask = np.zeros((n, d), dtype=bool)
-    mask[:, outputs], _ = _logistic_mask(table[:, inputs], len(outputs), rate, rng)
-    if mechanism == "mnar":  # the model's inputs are themselves missing, at random
-        mask[:, inputs] = rng.random((n, len(inputs))) < rate
-    return mask
+def median_truncation(
+    mask: Tensor, generator: torch.Generator | None = None
+) -> tuple[Tensor, Tensor]:
+    """MT-CM step 2: the layout ``(positions, padding)`` of ``L = encoder_length`` slots per
+    row, each row's visible columns (``~mask``) in random order, truncated to ``L`` or padded."""
+    _check_mask(mask, "mask")
+    visible = (~mask).sum(1)
+    length = max(encoder_length(visible), 1)
+    noise = torch.rand(mask.shape, generator=generator).to(mask.device)
+    noise = noise.masked_fill(mask, 2.0)  # masked columns sort after every visible one
+    positions = noise.argsort(dim=1)[:, :length]
+    padding = torch.arange(length, device=mask.device)[None, :] >= visible[:, None]
+    return positions, padding
+
+
+def inference_layout(missing: Tensor) -> tuple[Tensor, Tensor]:
+    """Every observed column of every row in column order, padded to the batch's longest row:
+    no copy mask, no truncation."""
+    _check_mask(missing, "missing")
+    observed = (~missing).sum(1)
+    length = max(int(observed.max()), 1)
+    order = missing.to(torch.uint8).argsort(dim=1, stable=True)  # observed first, in order
+    positions = order[:, :length]
+    padding = torch.arange(length, device=missing.device)[None, :] >= observed[:, None]
+    return positions, padding
+
+
+def kept_mask(positions: Tensor, padding: Tensor, num_columns: int) -> Tensor:
+    """``kept[b, j]``: column ``j`` of row ``b`` sits in an unpadded slot (the paper's
+    ``omask``)."""
+    kept = torch.zeros(positions.shape[0], num_columns + 1, dtype=torch.bool,
+                       device=positions.device)  # fmt: skip
+    kept.scatter_(1, positions.masked_fill(padding, num_columns), True)
+    return kept[:, :num_columns]

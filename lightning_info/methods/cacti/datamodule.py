@@ -1,0 +1,279 @@
+"""``TabularImputationDataModule``: a table, its (simulated) missingness, a split and a scaling.
+
+The table is one of scikit-learn's bundled data sets (``diabetes``, ``wine``, ``breast_cancer``,
+``iris``, ``linnerud``; no download), a CSV file, or any array / DataFrame
+(:meth:`TabularImputationDataModule.from_table`). A complete table gets simulated missingness
+(:func:`~lightning_info.methods.cacti.missingness.simulate_missing`, the evaluation protocol);
+a table with its own NaN is imputed as it is (``mechanism="none"``). The rows are split
+train / validation / test by ``data_seed``; every column is min-max scaled to ``[0, 1]`` with the
+*training* split's observed minimum and maximum only (standardising first, as the paper does,
+changes nothing after a min-max map). Batches are the dicts
+:class:`~lightning_info.methods.cacti.module.CACTI` reads: ``values`` (0 at unobserved entries),
+``observed``, ``truth`` (the scaled complete values, NaN where unknown) and ``target`` (entries
+hidden by the simulation, whose truth is known). The source table is never modified.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from lightning_info.core.validation import require_fraction, require_int
+from lightning_info.methods.cacti.context import column_descriptions, context_texts, embed_columns
+from lightning_info.methods.cacti.missingness import MECHANISMS, simulate_missing
+
+__all__ = ["BUNDLED_TABLES", "MinMaxScaling", "TabularImputationDataModule", "load_table"]
+
+BUNDLED_TABLES = ("diabetes", "wine", "breast_cancer", "iris", "linnerud")
+
+
+def load_table(source: str | Path, encode_categorical: bool = False) -> tuple[np.ndarray, list[str]]:
+    """A bundled sklearn table by name, or a CSV file with a header row, as ``(values,
+    column names)``. Non-numeric CSV columns need ``encode_categorical`` (ordinal codes of the
+    sorted categories; empty cells stay missing)."""
+    if str(source) in BUNDLED_TABLES:
+        import sklearn.datasets
+
+        bunch = getattr(sklearn.datasets, f"load_{source}")()
+        return np.asarray(bunch.data, dtype=np.float64), [str(c) for c in bunch.feature_names]
+    path = Path(source)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{source!r} is neither a bundled table {BUNDLED_TABLES} nor a CSV file."
+        )
+    import pandas as pd
+
+    return frame_values(pd.read_csv(path), encode_categorical)
+
+
+def frame_values(frame, encode_categorical: bool = False) -> tuple[np.ndarray, list[str]]:
+    """A DataFrame's values as float64 and its column names; non-numeric columns are refused
+    unless ``encode_categorical`` turns them into ordinal codes."""
+    import pandas as pd
+
+    columns = []
+    for name in frame.columns:
+        column = frame[name]
+        if not pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+            if not encode_categorical:
+                raise ValueError(
+                    f"column {name!r} is not numeric ({column.dtype}): encode it first (one-hot "
+                    "or ordinal codes), or pass encode_categorical=True for ordinal codes."
+                )
+            codes = pd.Categorical(column.astype("string"), ordered=False).codes
+            column = pd.Series(np.where(codes < 0, np.nan, codes), index=column.index)
+        columns.append(column.to_numpy(dtype=np.float64, na_value=np.nan))
+    return np.stack(columns, axis=1), [str(c) for c in frame.columns]
+
+
+class MinMaxScaling:
+    """``(x - low) / (high - low)`` per column, ``low`` and ``high`` the observed minimum and
+    maximum of the rows it is fit on (a constant column maps to 0)."""
+
+    def __init__(self, table: np.ndarray, observed: np.ndarray) -> None:
+        observed_values = np.where(observed, table, np.nan)
+        self.low = np.nanmin(observed_values, axis=0)
+        span = np.nanmax(observed_values, axis=0) - self.low
+        self.span = np.where(span > 0, span, 1.0)
+
+    def forward(self, table: np.ndarray) -> np.ndarray:
+        return (table - self.low) / self.span
+
+    def inverse(self, scaled: np.ndarray) -> np.ndarray:
+        return scaled * self.span + self.low
+
+
+def check_missingness(observed: np.ndarray, columns: list[str], what: str) -> None:
+    """Refuse a table CACTI cannot learn from: fewer than 2 columns, or a column or a row
+    without any observed value."""
+    if observed.shape[1] < 2:
+        raise ValueError(f"{what} has {observed.shape[1]} column(s): an imputer needs at least 2.")
+    empty_columns = [columns[j] for j in np.flatnonzero(~observed.any(0))]
+    if empty_columns:
+        raise ValueError(f"{what}: column(s) {empty_columns[:10]} have no observed value; drop "
+                         "them (nothing can be learned about them).")  # fmt: skip
+    check_rows(observed, what)
+
+
+def check_rows(observed: np.ndarray, what: str) -> None:
+    """Refuse rows without any observed value (there is nothing to impute them from)."""
+    empty_rows = np.flatnonzero(~observed.any(1))
+    if empty_rows.size:
+        raise ValueError(
+            f"{what}: {empty_rows.size} row(s) (e.g. {empty_rows[:5].tolist()}) have no observed "
+            "value; CACTI imputes a row from its observed values: drop these rows, or lower the "
+            "simulated missing rate."
+        )
+
+
+class ImputationRows(Dataset):
+    """Rows as the dicts CACTI reads (see the module docstring)."""
+
+    def __init__(self, scaled_truth: np.ndarray, observed: np.ndarray, target: np.ndarray) -> None:
+        self.truth = torch.as_tensor(scaled_truth, dtype=torch.float32)
+        self.observed = torch.as_tensor(observed)
+        self.values = torch.where(self.observed, self.truth, 0.0)
+        self.target = torch.as_tensor(target)
+
+    def __len__(self) -> int:
+        return self.truth.shape[0]
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        return {"values": self.values[index], "observed": self.observed[index],
+                "truth": self.truth[index], "target": self.target[index]}  # fmt: skip
+
+    def __getitems__(self, indices: list[int]) -> dict[str, torch.Tensor]:
+        """A whole batch by one gather per tensor (the DataLoader's per-row fetch and collate
+        cost more than a small model's step)."""
+        return self[torch.as_tensor(indices)]
+
+
+def collate_batch(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The DataLoader's ``collate_fn`` for :meth:`ImputationRows.__getitems__`: the batch is
+    already assembled."""
+    return batch
+
+
+class TabularImputationDataModule(pl.LightningDataModule):
+    """A table with missing values for CACTI (see the module docstring).
+
+    Args:
+        name: a bundled table (``diabetes``, ``wine``, ``breast_cancer``, ``iris``,
+            ``linnerud``) or the path of a CSV file with a header row.
+        mechanism: ``mcar``, ``mar``, ``mnar`` (simulated on a complete table) or ``none``
+            (the table's own NaN are the missing entries).
+        rate: the simulated missing rate.
+        observed_share: the share of always-observed (MAR) or input (MNAR) columns.
+        data_seed: seeds the missingness and the split (named apart from a model's ``seed``).
+        test_fraction, val_fraction: shares of the rows held out (test rows are scored on
+            their simulated entries; validation rows likewise, when there are any).
+        descriptions: column -> description for the context texts; default: parsed from the
+            bundled table's documentation, or the column names.
+        context: the text encoder of the context embeddings: ``auto`` (the packaged
+            all-MiniLM-L6-v2 when the ``context`` extra is installed, else TF-IDF + SVD),
+            ``tfidf``, ``minilm``, any sentence-transformers model name, or ``none``.
+        context_dim: the TF-IDF + SVD width.
+        encode_categorical: ordinal codes for a CSV's non-numeric columns.
+    """
+
+    def __init__(
+        self,
+        name: str = "diabetes",
+        mechanism: str = "mnar",
+        rate: float = 0.3,
+        observed_share: float = 0.3,
+        data_seed: int = 0,
+        test_fraction: float = 0.2,
+        val_fraction: float = 0.0,
+        batch_size: int = 128,
+        descriptions: dict[str, str] | None = None,
+        context: str = "auto",
+        context_dim: int = 32,
+        encode_categorical: bool = False,
+        num_workers: int = 0,
+        _table: tuple[np.ndarray, list[str]] | None = None,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters(ignore=["_table", "descriptions"])
+        if mechanism not in (*MECHANISMS, "none"):
+            raise ValueError(f"`mechanism` must be one of {(*MECHANISMS, 'none')}, got {mechanism!r}.")
+        self.name = name
+        self.batch_size = require_int(batch_size, "batch_size", 1)
+        self.num_workers = require_int(num_workers, "num_workers", 0)
+        table, self.columns = _table if _table is not None else load_table(name, encode_categorical)
+        self.table = np.array(table, dtype=np.float64)  # a copy: the source is never touched
+        if self.table.ndim != 2 or self.table.shape[0] < 2:
+            raise ValueError(f"need a 2-D table of at least 2 rows, got {self.table.shape}.")
+        if np.isinf(self.table).any():
+            raise ValueError("the table holds infinite values: replace them (NaN = missing).")
+        own_missing = np.isnan(self.table)
+        if mechanism == "none":
+            self.simulated = np.zeros_like(own_missing)
+        elif own_missing.any():
+            raise ValueError(
+                f"the table already has {int(own_missing.sum())} missing value(s): use "
+                "mechanism='none' to impute them, or drop incomplete rows to simulate missingness."
+            )
+        else:
+            self.simulated = simulate_missing(self.table, rate, mechanism, observed_share, data_seed)
+        self.observed = ~own_missing & ~self.simulated
+        check_missingness(self.observed, self.columns, f"table {name!r}")
+        self.splits = self._split(require_fraction(test_fraction, "test_fraction"),
+                                  require_fraction(val_fraction, "val_fraction"), data_seed)  # fmt: skip
+        train = self.splits["train"]
+        check_missingness(self.observed[train], self.columns, f"the training rows of {name!r}")
+        self.scaling = MinMaxScaling(self.table[train], self.observed[train])
+        if descriptions is None and name in BUNDLED_TABLES:
+            descriptions = column_descriptions(name)
+        self.descriptions = descriptions
+        self.context_texts = context_texts(self.columns, descriptions)
+        self.context_embeddings = (
+            None if context == "none"
+            else torch.as_tensor(embed_columns(self.context_texts, context, context_dim, data_seed))
+        )  # fmt: skip
+
+    @classmethod
+    def from_table(cls, table, columns=None, **kwargs: Any) -> TabularImputationDataModule:
+        """From an array ``(n, d)`` (NaN = missing) or a DataFrame; ``columns`` names an array's
+        columns (default ``column_0`` ...)."""
+        if hasattr(table, "columns") and hasattr(table, "dtypes"):
+            values, names = frame_values(table, kwargs.pop("encode_categorical", False))
+        else:
+            values = np.asarray(table, dtype=np.float64)
+            if values.ndim != 2:
+                raise ValueError(f"need a 2-D table, got shape {values.shape}.")
+            names = [f"column_{j}" for j in range(values.shape[1])]
+        names = [str(c) for c in columns] if columns is not None else names
+        if len(names) != values.shape[1]:
+            raise ValueError(f"{len(names)} column names for {values.shape[1]} columns.")
+        kwargs.setdefault("name", "table")
+        return cls(_table=(values, names), **kwargs)
+
+    def _split(self, test_fraction: float, val_fraction: float, seed: int) -> dict[str, np.ndarray]:
+        rows = self.table.shape[0]
+        order = np.random.default_rng(seed).permutation(rows)
+        test = round(test_fraction * rows)
+        val = round(val_fraction * rows)
+        if rows - test - val < 2:
+            raise ValueError(f"{rows} rows leave fewer than 2 for training with test_fraction="
+                             f"{test_fraction} and val_fraction={val_fraction}.")  # fmt: skip
+        return {"test": np.sort(order[:test]), "val": np.sort(order[test:test + val]),
+                "train": np.sort(order[test + val:])}  # fmt: skip
+
+    @property
+    def num_columns(self) -> int:
+        return self.table.shape[1]
+
+    def rows(self, split: str) -> ImputationRows:
+        """The split's rows, scaled, as a Dataset."""
+        index = self.splits[split]
+        truth = self.scaling.forward(self.table[index])
+        return ImputationRows(truth, self.observed[index], self.simulated[index])
+
+    def arrays(self, split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(scaled table with NaN at unobserved entries, scaled truth, target)`` of a split:
+        what a baseline imputer gets and is scored against."""
+        index = self.splits[split]
+        truth = self.scaling.forward(self.table[index])
+        return np.where(self.observed[index], truth, np.nan), truth, self.simulated[index]
+
+    def _loader(self, split: str, shuffle: bool) -> DataLoader:
+        return DataLoader(self.rows(split), batch_size=self.batch_size, shuffle=shuffle,
+                          num_workers=self.num_workers, collate_fn=collate_batch)  # fmt: skip
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader("train", shuffle=True)
+
+    def val_dataloader(self):
+        return self._loader("val", shuffle=False) if self.splits["val"].size else []
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader("test", shuffle=False)
+
+    def predict_dataloader(self) -> DataLoader:
+        return self._loader("test", shuffle=False)

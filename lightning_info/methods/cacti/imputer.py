@@ -1,0 +1,157 @@
+"""``CACTIImputer``: CACTI as a scikit-learn transformer, trained through a Lightning ``Trainer``.
+
+``fit(X)`` learns the training rows' min-max scaling and the model from ``X``'s observed values
+(NaN = missing); ``transform(X)`` imputes any rows, seen or not (inductive), in batches with
+key-padding masks, and returns ``X`` with only its missing entries filled: every observed entry
+is returned bit for bit. It works in a ``Pipeline`` and with ``clone`` / ``get_params``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from lightning_info.core.validation import require_int
+from lightning_info.methods.cacti.context import context_texts, embed_columns
+from lightning_info.methods.cacti.datamodule import (
+    MinMaxScaling,
+    TabularImputationDataModule,
+    check_missingness,
+    check_rows,
+    frame_values,
+)
+from lightning_info.methods.cacti.module import CACTI
+
+__all__ = ["CACTIImputer"]
+
+
+class CACTIImputer(TransformerMixin, BaseEstimator):
+    """Fill missing values with CACTI (see the module docstring).
+
+    Args:
+        descriptions: column -> description for the context texts (default: the names).
+        context: text encoder (``auto``, ``tfidf``, ``minilm``, a sentence-transformers model
+            name, or ``none`` for the no-context ablation).
+        context_dim: TF-IDF + SVD width.
+        model: further :class:`~lightning_info.methods.cacti.module.CACTI` arguments.
+        max_epochs, batch_size: training.
+        gradient_clip_val: the trainer's gradient clipping (the paper's 5).
+        accelerator, devices, strategy, precision: the Lightning ``Trainer``'s.
+        trainer: further ``Trainer`` arguments (e.g. a logger or callbacks).
+        seed: seeds Lightning, the model's masks and the TF-IDF projection.
+    """
+
+    def __init__(
+        self,
+        descriptions: dict[str, str] | None = None,
+        context: str = "auto",
+        context_dim: int = 32,
+        model: dict[str, Any] | None = None,
+        max_epochs: int = 100,
+        batch_size: int = 128,
+        gradient_clip_val: float = 5.0,
+        accelerator: str = "cpu",
+        devices: Any = 1,
+        strategy: str = "auto",
+        precision: Any = "32-true",
+        trainer: dict[str, Any] | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.descriptions = descriptions
+        self.context = context
+        self.context_dim = context_dim
+        self.model = model
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.gradient_clip_val = gradient_clip_val
+        self.accelerator = accelerator
+        self.devices = devices
+        self.strategy = strategy
+        self.precision = precision
+        self.trainer = trainer
+        self.seed = seed
+
+    def _table(self, X, fitting: bool) -> np.ndarray:
+        if hasattr(X, "columns") and hasattr(X, "dtypes"):
+            values, names = frame_values(X)
+        else:
+            values = np.array(X, dtype=np.float64)
+            names = None
+        if values.ndim != 2:
+            raise ValueError(f"X must be 2-D (rows, columns), got shape {values.shape}.")
+        if np.isinf(values).any():
+            raise ValueError("X holds infinite values: replace them (NaN marks a missing value).")
+        if fitting:
+            self.n_features_in_ = values.shape[1]
+            if names is not None:
+                self.feature_names_in_ = np.asarray(names, dtype=object)
+        elif values.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {values.shape[1]} columns; the imputer was fit on "
+                             f"{self.n_features_in_}.")  # fmt: skip
+        return values
+
+    def fit(self, X, y=None) -> CACTIImputer:
+        """Train on ``X``'s observed values."""
+        table = self._table(X, fitting=True)
+        observed = ~np.isnan(table)
+        names = [str(c) for c in getattr(self, "feature_names_in_", [])] or [
+            f"column_{j}" for j in range(table.shape[1])
+        ]
+        check_missingness(observed, names, "X")
+        seed = require_int(self.seed, "seed", 0)
+        data = TabularImputationDataModule.from_table(
+            table, names, mechanism="none", test_fraction=0.0, batch_size=self.batch_size,
+            descriptions=self.descriptions, context="none", data_seed=seed,
+        )  # fmt: skip
+        self.scaling_ = data.scaling
+        texts = context_texts(names, self.descriptions)
+        embeddings = None if self.context == "none" else embed_columns(
+            texts, self.context, self.context_dim, seed
+        )  # fmt: skip
+        pl.seed_everything(seed, verbose=False)
+        self.module_ = CACTI(table.shape[1], embeddings, use_context=self.context != "none",
+                             seed=seed, **(self.model or {}))  # fmt: skip
+        settings = {"logger": False, "enable_checkpointing": False, "enable_model_summary": False,
+                    "enable_progress_bar": False, **(self.trainer or {})}  # fmt: skip
+        trainer = pl.Trainer(
+            max_epochs=require_int(self.max_epochs, "max_epochs", 1),
+            accelerator=self.accelerator,
+            devices=self.devices,
+            strategy=self.strategy,
+            precision=self.precision,
+            gradient_clip_val=self.gradient_clip_val,
+            limit_val_batches=0,
+            **settings,
+        )
+        trainer.fit(self.module_, train_dataloaders=data.train_dataloader())
+        self.module_.cpu().eval()
+        return self
+
+    def predict_scaled(self, scaled: np.ndarray, observed: np.ndarray) -> np.ndarray:
+        """The model's imputation of min-max-scaled rows, in batches of ``batch_size``."""
+        check_is_fitted(self, "module_")
+        device = next(self.module_.parameters()).device
+        out = []
+        for start in range(0, scaled.shape[0], self.batch_size):
+            rows = slice(start, start + self.batch_size)
+            values = torch.as_tensor(np.where(observed[rows], scaled[rows], 0.0), dtype=torch.float32)
+            mask = torch.as_tensor(observed[rows])
+            out.append(self.module_.impute(values.to(device), mask.to(device)).cpu().numpy())
+        return np.concatenate(out).astype(np.float64) if out else np.empty((0, scaled.shape[1]))
+
+    def transform(self, X) -> np.ndarray:
+        """``X`` with its missing entries imputed; observed entries unchanged (bit for bit)."""
+        check_is_fitted(self, "module_")
+        table = self._table(X, fitting=False)
+        observed = ~np.isnan(table)
+        check_rows(observed, "X")
+        scaling: MinMaxScaling = self.scaling_
+        prediction = scaling.inverse(self.predict_scaled(scaling.forward(table), observed))
+        imputed = table.copy()
+        imputed[~observed] = prediction[~observed]
+        return imputed

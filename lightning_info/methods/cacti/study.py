@@ -1,0 +1,218 @@
+"""The imputation recipe's study: CACTI, its no-context ablation and classical imputers on the
+same tables, masks, splits and seeds.
+
+For every table x mechanism x seed one :class:`TabularImputationDataModule` simulates the
+missingness at ``rate`` and splits the rows 80/20; every method is fit on the training rows (their
+observed values only) and imputes the held-out rows (inductive), scored over the held-out rows'
+simulated entries by :func:`~lightning_info.methods.cacti.metrics.imputation_scores` on the
+training split's min-max scale. Baselines: column mean, ``KNNImputer(5)`` and
+``IterativeImputer`` (scikit-learn). Runs are independent, so ``workers`` processes share them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from typing import Any
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+
+from lightning_info.core.logging import mean_std
+from lightning_info.core.plotting import pyplot
+from lightning_info.methods.cacti.datamodule import TabularImputationDataModule
+from lightning_info.methods.cacti.metrics import imputation_scores
+from lightning_info.methods.cacti.missingness import MECHANISMS
+from lightning_info.methods.cacti.module import CACTI
+from lightning_info.recipes.study import Study, StudyResult
+
+METHODS = {
+    "mean": "mean",
+    "knn": "KNN (5)",
+    "iterative": "IterativeImputer",
+    "cacti": "CACTI",
+    "cacti_no_context": "CACTI (no context)",
+}
+BASELINES = ("mean", "knn", "iterative")
+
+
+def baseline_imputer(method: str, seed: int):
+    """A scikit-learn imputer by name."""
+    from sklearn.experimental import enable_iterative_imputer  # noqa: F401
+    from sklearn.impute import IterativeImputer, KNNImputer, SimpleImputer
+
+    if method == "mean":
+        return SimpleImputer(strategy="mean")
+    if method == "knn":
+        return KNNImputer(n_neighbors=5)
+    return IterativeImputer(max_iter=10, random_state=seed)
+
+
+def train_cacti(data: TabularImputationDataModule, use_context: bool, seed: int,
+                model: dict[str, Any], max_epochs: int) -> CACTI:  # fmt: skip
+    """CACTI fit on the training rows (no logger, no checkpoints, clipping 5)."""
+    pl.seed_everything(seed, verbose=False)
+    module = CACTI(data.num_columns, data.context_embeddings if use_context else None,
+                   use_context=use_context, seed=seed, **model)  # fmt: skip
+    trainer = pl.Trainer(max_epochs=max_epochs, accelerator="cpu", devices=1, logger=False,
+                         enable_checkpointing=False, enable_progress_bar=False,
+                         enable_model_summary=False, gradient_clip_val=5.0,
+                         limit_val_batches=0)  # fmt: skip
+    trainer.fit(module, train_dataloaders=data.train_dataloader())
+    return module.eval()
+
+
+def run_setting(job: dict[str, Any]) -> dict[str, Any]:
+    """Every method on one ``(table, mechanism, seed)``: scores and fit-and-impute seconds."""
+    torch.set_num_threads(1)
+    warnings.filterwarnings("ignore", module="sklearn")
+    logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)  # no per-fit banners
+    table, mechanism, seed = job["table"], job["mechanism"], job["seed"]
+    data = TabularImputationDataModule(table, mechanism=mechanism, rate=job["rate"],
+                                       data_seed=seed, context=job["context"])  # fmt: skip
+    train, _, _ = data.arrays("train")
+    test, truth, target = data.arrays("test")
+    scores, seconds = {}, {}
+    for method in job["methods"]:
+        start = time.perf_counter()
+        if method in BASELINES:
+            imputed = baseline_imputer(method, seed).fit(train).transform(test)
+        else:
+            module = train_cacti(data, method == "cacti", seed, job["model"], job["max_epochs"])
+            rows = data.rows("test")
+            imputed = module.impute(rows.values, rows.observed).double().numpy()
+        seconds[method] = time.perf_counter() - start
+        scores[method] = imputation_scores(truth, imputed, target)
+    return {"table": table, "mechanism": mechanism, "seed": seed, "scores": scores,
+            "seconds": seconds}  # fmt: skip
+
+
+@dataclass
+class ImputationStudy(Study):
+    """CACTI and baselines over tables x mechanisms x seeds (see the module docstring).
+
+    Args:
+        tables: bundled tables (or CSV paths of complete tables).
+        mechanisms: of ``mcar``, ``mar``, ``mnar``.
+        rate: the simulated missing rate.
+        seeds: seeds of the masks, splits and models.
+        methods: of ``mean``, ``knn``, ``iterative``, ``cacti``, ``cacti_no_context``.
+        ablation_mechanisms: the mechanisms the no-context ablation runs under (``None``: all).
+        model: CACTI's arguments (besides the columns, context and seed).
+        max_epochs: CACTI's epochs.
+        context: the text encoder of the context tokens (see ``TabularImputationDataModule``).
+        workers: processes running settings side by side (1: in this process).
+    """
+
+    tables: list[str] = field(default_factory=lambda: ["diabetes", "wine", "breast_cancer"])
+    mechanisms: list[str] = field(default_factory=lambda: list(MECHANISMS))
+    rate: float = 0.3
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    methods: list[str] = field(default_factory=lambda: list(METHODS))
+    ablation_mechanisms: list[str] | None = None
+    model: dict[str, Any] = field(default_factory=dict)
+    max_epochs: int = 300
+    context: str = "auto"
+    workers: int = 1
+
+    def __post_init__(self) -> None:
+        for method in self.methods:
+            if method not in METHODS:
+                raise ValueError(f"unknown method {method!r}: choose from {list(METHODS)}.")
+        for mechanism in [*self.mechanisms, *(self.ablation_mechanisms or [])]:
+            if mechanism not in MECHANISMS:
+                raise ValueError(f"unknown mechanism {mechanism!r}: choose from {MECHANISMS}.")
+        if not (self.tables and self.mechanisms and self.seeds and self.methods):
+            raise ValueError("`tables`, `mechanisms`, `seeds` and `methods` must be non-empty.")
+        if self.workers < 1:
+            raise ValueError(f"`workers` must be at least 1, got {self.workers}.")
+
+    def _jobs(self) -> list[dict[str, Any]]:
+        jobs = []
+        for table in self.tables:
+            for mechanism in self.mechanisms:
+                methods = [m for m in self.methods if m != "cacti_no_context"
+                           or self.ablation_mechanisms is None
+                           or mechanism in self.ablation_mechanisms]  # fmt: skip
+                for seed in self.seeds:
+                    jobs.append({"table": table, "mechanism": mechanism, "seed": seed,
+                                 "rate": self.rate, "methods": methods, "model": self.model,
+                                 "max_epochs": self.max_epochs, "context": self.context})  # fmt: skip
+        return jobs
+
+    def run(self, cli=None) -> StudyResult:
+        jobs = self._jobs()
+        start = time.perf_counter()
+        if self.workers == 1:
+            outcomes = map(run_setting, jobs)
+        else:
+            pool = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"))
+            outcomes = pool.map(run_setting, jobs)
+        records = []
+        for index, outcome in enumerate(outcomes, start=1):
+            records.append(outcome)
+            cacti = outcome["scores"].get("cacti", {}).get("r2", float("nan"))
+            print(f"[{index}/{len(jobs)}] {outcome['table']} {outcome['mechanism']} seed="
+                  f"{outcome['seed']}: CACTI R^2 {cacti:.3f} ({time.perf_counter() - start:.0f} s)",
+                  flush=True)  # fmt: skip
+        if self.workers > 1:
+            pool.shutdown()
+        tables = {
+            f"R^2 (squared Pearson over the missing entries), {self.rate:.0%} missing":
+                self._table(records, "r2"),
+            f"RMSE on the [0, 1] training scale, {self.rate:.0%} missing": self._table(records, "rmse"),
+            "seconds per fit and imputation": self._table(records, "seconds"),
+        }  # fmt: skip
+        return StudyResult(tables, {"r2": self._figure(records)}, records)
+
+    def _values(self, records, table, mechanism, method, metric) -> list[float]:
+        values = []
+        for r in records:
+            if r["table"] == table and r["mechanism"] == mechanism and method in r["scores"]:
+                values.append(r["seconds"][method] if metric == "seconds"
+                              else r["scores"][method][metric])  # fmt: skip
+        return values
+
+    def _table(self, records, metric: str):
+        columns = ["table", "mechanism", *(METHODS[m] for m in self.methods)]
+        baselines = [m for m in self.methods if m in BASELINES and m != "mean"]
+        compare = "cacti" in self.methods and baselines and metric != "seconds"
+        if compare:
+            columns.append("CACTI - best baseline")
+        rows = []
+        for table in self.tables:
+            for mechanism in self.mechanisms:
+                cells = {m: self._values(records, table, mechanism, m, metric) for m in self.methods}
+                row = [table, mechanism, *(mean_std(v) if v and not np.isnan(v).all() else "—"
+                                           for v in cells.values())]  # fmt: skip
+                if compare:
+                    best = (max if metric == "r2" else min)(np.mean(cells[m]) for m in baselines)
+                    row.append(f"{np.mean(cells['cacti']) - best:+.3f}")
+                rows.append(row)
+        return columns, rows
+
+    def _figure(self, records):
+        plt = pyplot()
+        figure, axes = plt.subplots(1, len(self.tables), figsize=(4.5 * len(self.tables), 3.8),
+                                    squeeze=False)  # fmt: skip
+        methods = [m for m in self.methods if m != "mean"]  # a constant fill has no correlation
+        width = 0.8 / max(len(methods), 1)
+        for axis, table in zip(axes[0], self.tables):
+            for k, method in enumerate(methods):
+                means = [np.mean(self._values(records, table, mech, method, "r2") or [np.nan])
+                         for mech in self.mechanisms]  # fmt: skip
+                stds = [np.std(self._values(records, table, mech, method, "r2") or [np.nan])
+                        for mech in self.mechanisms]  # fmt: skip
+                axis.bar(np.arange(len(self.mechanisms)) + k * width, means, width, yerr=stds,
+                         label=METHODS[method])  # fmt: skip
+            axis.set_xticks(np.arange(len(self.mechanisms)) + width * (len(methods) - 1) / 2,
+                            [m.upper() for m in self.mechanisms])  # fmt: skip
+            axis.set(title=table, ylabel="R^2 over missing entries")
+        axes[0][0].legend(fontsize=8)
+        figure.tight_layout()
+        return figure
