@@ -35,6 +35,7 @@ from lightning_info import (
 from lightning_info.data.multiview import TensorViewsDataModule
 from lightning_info.data.synthetic import GaussianMixtureDataModule
 from lightning_info.lm.tiny_lm import tiny_causal_lm
+from lightning_info.methods.cacti import CACTI, TabularImputationDataModule
 from lightning_info.methods.cmv_nd import AttributeMissingGraphDataModule
 from lightning_info.methods.diffusion_fisher.module import DiffusionModel
 from lightning_info.methods.prism.audit import FragmentExtractionAudit
@@ -101,6 +102,19 @@ def tiny_rome() -> ROMEDistillation:
         width=4,
         eval_epochs=2,
     )
+
+
+def tiny_tabular_imputation(batch_size: int) -> TabularImputationDataModule:
+    """Wine with 30% MNAR missingness and 6-wide TF-IDF context embeddings."""
+    return TabularImputationDataModule("wine", context="tfidf", context_dim=6,
+                                       val_fraction=0.1, batch_size=batch_size)  # fmt: skip
+
+
+def tiny_cacti() -> CACTI:
+    context = tiny_tabular_imputation(8).context_embeddings
+    return CACTI(
+        13, context, embed_dim=8, encoder_depth=1, decoder_depth=1, num_heads=2, schedule_steps=40
+    )  # the resume test continues a 2-epoch run to 4 epochs
 
 
 def tiny_deep_actor_critic() -> AsymmetricActorCritic:
@@ -257,6 +271,11 @@ PLUGINS = [
         make_data=lambda batch_size: AttributeMissingGraphDataModule(
             num_nodes=60, num_classes=3, feature_dim=8, num_hops=2, batch_size=batch_size
         ),
+    ),
+    PluginCase(
+        id="CACTI-TabularImputationDataModule",
+        make_model=tiny_cacti,
+        make_data=tiny_tabular_imputation,
     ),
     PluginCase(
         id="AsymmetricActorCritic-CartPole", make_model=tiny_deep_actor_critic, make_data=None

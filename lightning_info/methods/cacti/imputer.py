@@ -91,8 +91,9 @@ class CACTIImputer(TransformerMixin, BaseEstimator):
             if names is not None:
                 self.feature_names_in_ = np.asarray(names, dtype=object)
         elif values.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {values.shape[1]} columns; the imputer was fit on "
-                             f"{self.n_features_in_}.")  # fmt: skip
+            raise ValueError(
+                f"X has {values.shape[1]} columns; the imputer was fit on {self.n_features_in_}."
+            )
         return values
 
     def fit(self, X, y=None) -> CACTIImputer:
@@ -105,19 +106,37 @@ class CACTIImputer(TransformerMixin, BaseEstimator):
         check_missingness(observed, names, "X")
         seed = require_int(self.seed, "seed", 0)
         data = TabularImputationDataModule.from_table(
-            table, names, mechanism="none", test_fraction=0.0, batch_size=self.batch_size,
-            descriptions=self.descriptions, context="none", data_seed=seed,
-        )  # fmt: skip
+            table,
+            names,
+            mechanism="none",
+            test_fraction=0.0,
+            batch_size=self.batch_size,
+            descriptions=self.descriptions,
+            context="none",
+            data_seed=seed,
+        )
         self.scaling_ = data.scaling
         texts = context_texts(names, self.descriptions)
-        embeddings = None if self.context == "none" else embed_columns(
-            texts, self.context, self.context_dim, seed
-        )  # fmt: skip
+        embeddings = (
+            None
+            if self.context == "none"
+            else embed_columns(texts, self.context, self.context_dim, seed)
+        )
         pl.seed_everything(seed, verbose=False)
-        self.module_ = CACTI(table.shape[1], embeddings, use_context=self.context != "none",
-                             seed=seed, **(self.model or {}))  # fmt: skip
-        settings = {"logger": False, "enable_checkpointing": False, "enable_model_summary": False,
-                    "enable_progress_bar": False, **(self.trainer or {})}  # fmt: skip
+        self.module_ = CACTI(
+            table.shape[1],
+            embeddings,
+            use_context=self.context != "none",
+            seed=seed,
+            **(self.model or {}),
+        )
+        settings = {
+            "logger": False,
+            "enable_checkpointing": False,
+            "enable_model_summary": False,
+            "enable_progress_bar": False,
+            **(self.trainer or {}),
+        }
         trainer = pl.Trainer(
             max_epochs=require_int(self.max_epochs, "max_epochs", 1),
             accelerator=self.accelerator,
@@ -139,7 +158,9 @@ class CACTIImputer(TransformerMixin, BaseEstimator):
         out = []
         for start in range(0, scaled.shape[0], self.batch_size):
             rows = slice(start, start + self.batch_size)
-            values = torch.as_tensor(np.where(observed[rows], scaled[rows], 0.0), dtype=torch.float32)
+            values = torch.as_tensor(
+                np.where(observed[rows], scaled[rows], 0.0), dtype=torch.float32
+            )
             mask = torch.as_tensor(observed[rows])
             out.append(self.module_.impute(values.to(device), mask.to(device)).cpu().numpy())
         return np.concatenate(out).astype(np.float64) if out else np.empty((0, scaled.shape[1]))

@@ -32,7 +32,12 @@ import torch
 from torch import Tensor, nn
 
 from lightning_info.core.sampling import keyed_generator
-from lightning_info.core.validation import require_fraction, require_int, require_positive
+from lightning_info.core.validation import (
+    _all_finite,
+    require_fraction,
+    require_int,
+    require_positive,
+)
 from lightning_info.methods.cacti.functional import (
     copy_masks,
     inference_layout,
@@ -41,7 +46,7 @@ from lightning_info.methods.cacti.functional import (
 )
 from lightning_info.methods.cacti.metrics import imputation_metrics
 
-__all__ = ["CACTI", "reconstruction_loss", "sincos_positions"]
+__all__ = ["CACTI", "check_batch", "reconstruction_loss", "sincos_positions"]
 
 
 def sincos_positions(length: int, dim: int, scale: float = 10000.0) -> Tensor:
@@ -52,7 +57,9 @@ def sincos_positions(length: int, dim: int, scale: float = 10000.0) -> Tensor:
     return torch.cat([angles.sin(), angles.cos()], dim=1).float()
 
 
-def reconstruction_loss(prediction: Tensor, values: Tensor, observed: Tensor, kept: Tensor) -> Tensor:
+def reconstruction_loss(
+    prediction: Tensor, values: Tensor, observed: Tensor, kept: Tensor
+) -> Tensor:
     """``mean_{kept} (x_hat - x)^2 + mean_{observed & ~kept} (x_hat - x)^2``, unobserved values
     never read; a term over no entry is dropped."""
     squared = torch.where(observed, prediction - values, 0.0) ** 2
@@ -64,11 +71,35 @@ def reconstruction_loss(prediction: Tensor, values: Tensor, observed: Tensor, ke
     return loss
 
 
+def check_batch(values: Tensor, observed: Tensor, num_columns: int) -> None:
+    """Refuse a batch CACTI would silently learn or predict nonsense from: wrong shapes, a
+    non-boolean mask, or NaN / infinity at an entry the mask calls observed."""
+    if values.ndim != 2 or values.shape != observed.shape or values.shape[1] != num_columns:
+        raise ValueError(
+            f"`values` and `observed` must both be (rows, {num_columns}), got "
+            f"{tuple(values.shape)} and {tuple(observed.shape)}."
+        )
+    if observed.dtype != torch.bool:
+        raise ValueError(f"`observed` must be a boolean mask, got {observed.dtype}.")
+    if not _all_finite(torch.where(observed, values, 0.0)):
+        raise ValueError(
+            "`values` hold NaN or infinity at entries `observed` marks as observed: mark them "
+            "unobserved (False) or fix the data."
+        )
+
+
 def _blocks(dim: int, heads: int, depth: int, mlp_ratio: float) -> nn.ModuleList:
     return nn.ModuleList(
-        nn.TransformerEncoderLayer(dim, heads, int(dim * mlp_ratio), dropout=0.0,
-                                   activation="gelu", layer_norm_eps=1e-6, batch_first=True,
-                                   norm_first=True)  # fmt: skip
+        nn.TransformerEncoderLayer(
+            dim,
+            heads,
+            int(dim * mlp_ratio),
+            dropout=0.0,
+            activation="gelu",
+            layer_norm_eps=1e-6,
+            batch_first=True,
+            norm_first=True,
+        )
         for _ in range(depth)
     )
 
@@ -90,6 +121,9 @@ class CACTI(pl.LightningModule):
         copy_probability: ``p_cm`` of MT-CM.
         lr, min_lr, weight_decay, betas: AdamW with a linear warmup from ``min_lr`` over
             ``warmup_fraction`` of the steps, then a cosine decay to ``min_lr``.
+        schedule_steps: the schedule's length in optimizer steps; ``None``: the trainer's
+            estimate for its ``max_epochs`` / ``max_steps`` (a run continued to a larger
+            ``max_epochs`` than it started with then follows another schedule: fix it here).
         seed: keys the MT-CM draws (with the step and rank), so a resumed run draws the same.
     """
 
@@ -110,6 +144,7 @@ class CACTI(pl.LightningModule):
         weight_decay: float = 0.01,
         betas: tuple[float, float] = (0.9, 0.95),
         warmup_fraction: float = 0.1,
+        schedule_steps: int | None = None,
         seed: int = 0,
     ) -> None:
         super().__init__()
@@ -117,8 +152,10 @@ class CACTI(pl.LightningModule):
         embed_dim = require_int(embed_dim, "embed_dim", 4)
         heads = num_heads if num_heads is not None else (embed_dim // 8 if embed_dim >= 64 else 4)
         if embed_dim % 4 or embed_dim % heads:
-            raise ValueError(f"`embed_dim` ({embed_dim}) must be a multiple of 4 and of the "
-                             f"number of heads ({heads}).")  # fmt: skip
+            raise ValueError(
+                f"`embed_dim` ({embed_dim}) must be a multiple of 4 and of the "
+                f"number of heads ({heads})."
+            )
         self.copy_probability = require_fraction(copy_probability, "copy_probability")
         self.warmup_fraction = require_fraction(warmup_fraction, "warmup_fraction")
         self.lr = require_positive(lr, "lr")
@@ -134,22 +171,26 @@ class CACTI(pl.LightningModule):
         self.value_embed = nn.Conv1d(1, value_dim, kernel_size=1)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
         self.mask_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
-        self.register_buffer("positions", sincos_positions(num_columns + 1, embed_dim), persistent=False)
-        self.encoder = _blocks(embed_dim, heads, require_int(encoder_depth, "encoder_depth", 1),
-                               mlp_ratio)  # fmt: skip
+        self.register_buffer(
+            "positions", sincos_positions(num_columns + 1, embed_dim), persistent=False
+        )
+        self.encoder = _blocks(
+            embed_dim, heads, require_int(encoder_depth, "encoder_depth", 1), mlp_ratio
+        )
         self.encoder_norm = nn.LayerNorm(embed_dim, eps=1e-6)
         self.decoder_embed = nn.Linear(embed_dim, embed_dim)
         self.decoder_project = nn.Linear(embed_dim, value_dim)
-        self.decoder = _blocks(embed_dim, heads, require_int(decoder_depth, "decoder_depth", 1),
-                               mlp_ratio)  # fmt: skip
+        self.decoder = _blocks(
+            embed_dim, heads, require_int(decoder_depth, "decoder_depth", 1), mlp_ratio
+        )
         self.decoder_norm = nn.LayerNorm(embed_dim, eps=1e-6)
         self.head = nn.Linear(embed_dim, 1)
         if self.use_context:
             self.context_encoder = nn.Linear(context.shape[1], embed_dim // 4)
             self.context_decoder = nn.Linear(context.shape[1], embed_dim // 4)
         self._initialise()
-        self.val_metrics = imputation_metrics(num_columns).clone(prefix="val/")
-        self.test_metrics = imputation_metrics(num_columns).clone(prefix="test/")
+        self.val_metrics = imputation_metrics(num_columns, prefix="val/")
+        self.test_metrics = imputation_metrics(num_columns, prefix="test/")
 
     def _context_buffer(self, embeddings: Any, dim: int | None, use_context: bool) -> Tensor | None:
         if not use_context:
@@ -163,8 +204,10 @@ class CACTI(pl.LightningModule):
             return torch.zeros(self.num_columns, require_int(dim, "context_dim", 1))
         context = torch.as_tensor(np.asarray(embeddings), dtype=torch.float32)
         if context.ndim != 2 or context.shape[0] != self.num_columns:
-            raise ValueError(f"`context_embeddings` must be (num_columns={self.num_columns}, E), "
-                             f"got {tuple(context.shape)}.")  # fmt: skip
+            raise ValueError(
+                f"`context_embeddings` must be (num_columns={self.num_columns}, E), "
+                f"got {tuple(context.shape)}."
+            )
         if not torch.isfinite(context).all():
             raise ValueError("`context_embeddings` hold NaN or infinite values.")
         return context
@@ -186,7 +229,9 @@ class CACTI(pl.LightningModule):
             tokens = torch.cat([tokens, context], dim=2)
         return tokens + self.positions[1:]
 
-    def forward(self, values: Tensor, observed: Tensor, positions: Tensor, padding: Tensor) -> Tensor:
+    def forward(
+        self, values: Tensor, observed: Tensor, positions: Tensor, padding: Tensor
+    ) -> Tensor:
         """Predictions ``(B, d)`` in ``[0, 1]`` of every column from the values of the layout's
         unpadded slots; unobserved values are never read."""
         rows, columns = values.shape
@@ -194,8 +239,9 @@ class CACTI(pl.LightningModule):
         tokens = self._column_tokens(values)
         pad_row = tokens.new_zeros(rows, 1, tokens.shape[2])  # the frozen pad token
         slots = positions.masked_fill(padding, columns)
-        encoded = torch.gather(torch.cat([tokens, pad_row], 1), 1,
-                               slots[..., None].expand(-1, -1, tokens.shape[2]))  # fmt: skip
+        encoded = torch.gather(
+            torch.cat([tokens, pad_row], 1), 1, slots[..., None].expand(-1, -1, tokens.shape[2])
+        )
         cls = (self.cls_token + self.positions[:1]).expand(rows, -1, -1)
         sequence = torch.cat([cls, encoded], dim=1)
         key_padding = torch.cat([padding.new_zeros(rows, 1), padding], dim=1)
@@ -219,6 +265,7 @@ class CACTI(pl.LightningModule):
         """``values`` with every unobserved entry replaced by the model's prediction from the
         row's observed values (no copy mask, no truncation); observed entries are returned
         as given."""
+        check_batch(values, observed, self.num_columns)
         positions, padding = inference_layout(~observed)
         prediction = self(values, observed, positions, padding)
         return torch.where(observed, values, prediction.to(values.dtype))
@@ -226,14 +273,22 @@ class CACTI(pl.LightningModule):
     # ---------------------------------------------------------------------------- training
     def training_step(self, batch: dict[str, Tensor], batch_index: int) -> Tensor:
         values, observed = batch["values"], batch["observed"]
+        check_batch(values, observed, self.num_columns)
         generator = keyed_generator(self.seed, self.global_step, self.global_rank)
         mask = copy_masks(~observed, self.copy_probability, generator)
         positions, padding = median_truncation(mask, generator)
         prediction = self(values, observed, positions, padding)
-        loss = reconstruction_loss(prediction, values, observed,
-                                   kept_mask(positions, padding, self.num_columns))  # fmt: skip
-        self.log("train/loss", loss, prog_bar=True, on_step=False, on_epoch=True,
-                 batch_size=values.shape[0])  # fmt: skip
+        loss = reconstruction_loss(
+            prediction, values, observed, kept_mask(positions, padding, self.num_columns)
+        )
+        self.log(
+            "train/loss",
+            loss,
+            prog_bar=True,
+            on_step=False,
+            on_epoch=True,
+            batch_size=values.shape[0],
+        )
         return loss
 
     def _score(self, batch: dict[str, Tensor], metrics) -> None:
@@ -251,9 +306,14 @@ class CACTI(pl.LightningModule):
         return self.impute(batch["values"], batch["observed"])
 
     def configure_optimizers(self):
-        optimizer = torch.optim.AdamW(self.parameters(), lr=self.lr, betas=tuple(self.hparams.betas),
-                                      weight_decay=self.hparams.weight_decay)  # fmt: skip
-        total = max(int(self.trainer.estimated_stepping_batches), 1)
+        optimizer = torch.optim.AdamW(
+            self.parameters(),
+            lr=self.lr,
+            betas=tuple(self.hparams.betas),
+            weight_decay=self.hparams.weight_decay,
+        )
+        steps = self.hparams.schedule_steps
+        total = max(int(self.trainer.estimated_stepping_batches if steps is None else steps), 1)
         warmup = int(self.warmup_fraction * total)
         floor = self.min_lr / self.lr
 

@@ -53,16 +53,33 @@ def baseline_imputer(method: str, seed: int):
     return IterativeImputer(max_iter=10, random_state=seed)
 
 
-def train_cacti(data: TabularImputationDataModule, use_context: bool, seed: int,
-                model: dict[str, Any], max_epochs: int) -> CACTI:  # fmt: skip
+def train_cacti(
+    data: TabularImputationDataModule,
+    use_context: bool,
+    seed: int,
+    model: dict[str, Any],
+    max_epochs: int,
+) -> CACTI:
     """CACTI fit on the training rows (no logger, no checkpoints, clipping 5)."""
     pl.seed_everything(seed, verbose=False)
-    module = CACTI(data.num_columns, data.context_embeddings if use_context else None,
-                   use_context=use_context, seed=seed, **model)  # fmt: skip
-    trainer = pl.Trainer(max_epochs=max_epochs, accelerator="cpu", devices=1, logger=False,
-                         enable_checkpointing=False, enable_progress_bar=False,
-                         enable_model_summary=False, gradient_clip_val=5.0,
-                         limit_val_batches=0)  # fmt: skip
+    module = CACTI(
+        data.num_columns,
+        data.context_embeddings if use_context else None,
+        use_context=use_context,
+        seed=seed,
+        **model,
+    )
+    trainer = pl.Trainer(
+        max_epochs=max_epochs,
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        gradient_clip_val=5.0,
+        limit_val_batches=0,
+    )
     trainer.fit(module, train_dataloaders=data.train_dataloader())
     return module.eval()
 
@@ -72,9 +89,16 @@ def run_setting(job: dict[str, Any]) -> dict[str, Any]:
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore", module="sklearn")
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)  # no per-fit banners
+    warnings.filterwarnings("ignore", message=".*(no `val_dataloader`|LeafSpec).*")
     table, mechanism, seed = job["table"], job["mechanism"], job["seed"]
-    data = TabularImputationDataModule(table, mechanism=mechanism, rate=job["rate"],
-                                       data_seed=seed, context=job["context"])  # fmt: skip
+    data = TabularImputationDataModule(
+        table,
+        mechanism=mechanism,
+        rate=job["rate"],
+        data_seed=seed,
+        context=job["context"],
+        batch_size=job.get("batch_size", 128),
+    )
     train, _, _ = data.arrays("train")
     test, truth, target = data.arrays("test")
     scores, seconds = {}, {}
@@ -88,8 +112,13 @@ def run_setting(job: dict[str, Any]) -> dict[str, Any]:
             imputed = module.impute(rows.values, rows.observed).double().numpy()
         seconds[method] = time.perf_counter() - start
         scores[method] = imputation_scores(truth, imputed, target)
-    return {"table": table, "mechanism": mechanism, "seed": seed, "scores": scores,
-            "seconds": seconds}  # fmt: skip
+    return {
+        "table": table,
+        "mechanism": mechanism,
+        "seed": seed,
+        "scores": scores,
+        "seconds": seconds,
+    }
 
 
 @dataclass
@@ -104,7 +133,7 @@ class ImputationStudy(Study):
         methods: of ``mean``, ``knn``, ``iterative``, ``cacti``, ``cacti_no_context``.
         ablation_mechanisms: the mechanisms the no-context ablation runs under (``None``: all).
         model: CACTI's arguments (besides the columns, context and seed).
-        max_epochs: CACTI's epochs.
+        max_epochs, batch_size: CACTI's epochs and batch size.
         context: the text encoder of the context tokens (see ``TabularImputationDataModule``).
         workers: processes running settings side by side (1: in this process).
     """
@@ -117,6 +146,7 @@ class ImputationStudy(Study):
     ablation_mechanisms: list[str] | None = None
     model: dict[str, Any] = field(default_factory=dict)
     max_epochs: int = 300
+    batch_size: int = 128
     context: str = "auto"
     workers: int = 1
 
@@ -136,13 +166,27 @@ class ImputationStudy(Study):
         jobs = []
         for table in self.tables:
             for mechanism in self.mechanisms:
-                methods = [m for m in self.methods if m != "cacti_no_context"
-                           or self.ablation_mechanisms is None
-                           or mechanism in self.ablation_mechanisms]  # fmt: skip
+                methods = [
+                    m
+                    for m in self.methods
+                    if m != "cacti_no_context"
+                    or self.ablation_mechanisms is None
+                    or mechanism in self.ablation_mechanisms
+                ]
                 for seed in self.seeds:
-                    jobs.append({"table": table, "mechanism": mechanism, "seed": seed,
-                                 "rate": self.rate, "methods": methods, "model": self.model,
-                                 "max_epochs": self.max_epochs, "context": self.context})  # fmt: skip
+                    jobs.append(
+                        {
+                            "table": table,
+                            "mechanism": mechanism,
+                            "seed": seed,
+                            "rate": self.rate,
+                            "methods": methods,
+                            "model": self.model,
+                            "max_epochs": self.max_epochs,
+                            "context": self.context,
+                            "batch_size": self.batch_size,
+                        }
+                    )
         return jobs
 
     def run(self, cli=None) -> StudyResult:
@@ -157,25 +201,31 @@ class ImputationStudy(Study):
         for index, outcome in enumerate(outcomes, start=1):
             records.append(outcome)
             cacti = outcome["scores"].get("cacti", {}).get("r2", float("nan"))
-            print(f"[{index}/{len(jobs)}] {outcome['table']} {outcome['mechanism']} seed="
-                  f"{outcome['seed']}: CACTI R^2 {cacti:.3f} ({time.perf_counter() - start:.0f} s)",
-                  flush=True)  # fmt: skip
+            print(
+                f"[{index}/{len(jobs)}] {outcome['table']} {outcome['mechanism']} seed="
+                f"{outcome['seed']}: CACTI R^2 {cacti:.3f} ({time.perf_counter() - start:.0f} s)",
+                flush=True,
+            )
         if self.workers > 1:
             pool.shutdown()
         tables = {
-            f"R^2 (squared Pearson over the missing entries), {self.rate:.0%} missing":
-                self._table(records, "r2"),
-            f"RMSE on the [0, 1] training scale, {self.rate:.0%} missing": self._table(records, "rmse"),
+            f"R^2 (squared Pearson over the missing entries), {self.rate:.0%} missing": self._table(
+                records, "r2"
+            ),
+            f"RMSE on the [0, 1] training scale, {self.rate:.0%} missing": self._table(
+                records, "rmse"
+            ),
             "seconds per fit and imputation": self._table(records, "seconds"),
-        }  # fmt: skip
+        }
         return StudyResult(tables, {"r2": self._figure(records)}, records)
 
     def _values(self, records, table, mechanism, method, metric) -> list[float]:
         values = []
         for r in records:
             if r["table"] == table and r["mechanism"] == mechanism and method in r["scores"]:
-                values.append(r["seconds"][method] if metric == "seconds"
-                              else r["scores"][method][metric])  # fmt: skip
+                values.append(
+                    r["seconds"][method] if metric == "seconds" else r["scores"][method][metric]
+                )
         return values
 
     def _table(self, records, metric: str):
@@ -187,9 +237,14 @@ class ImputationStudy(Study):
         rows = []
         for table in self.tables:
             for mechanism in self.mechanisms:
-                cells = {m: self._values(records, table, mechanism, m, metric) for m in self.methods}
-                row = [table, mechanism, *(mean_std(v) if v and not np.isnan(v).all() else "—"
-                                           for v in cells.values())]  # fmt: skip
+                cells = {
+                    m: self._values(records, table, mechanism, m, metric) for m in self.methods
+                }
+                row = [
+                    table,
+                    mechanism,
+                    *(mean_std(v) if v and not np.isnan(v).all() else "-" for v in cells.values()),
+                ]
                 if compare:
                     best = (max if metric == "r2" else min)(np.mean(cells[m]) for m in baselines)
                     row.append(f"{np.mean(cells['cacti']) - best:+.3f}")
@@ -198,20 +253,27 @@ class ImputationStudy(Study):
 
     def _figure(self, records):
         plt = pyplot()
-        figure, axes = plt.subplots(1, len(self.tables), figsize=(4.5 * len(self.tables), 3.8),
-                                    squeeze=False)  # fmt: skip
+        figure, axes = plt.subplots(
+            1, len(self.tables), figsize=(4.5 * len(self.tables), 3.8), squeeze=False
+        )
         methods = [m for m in self.methods if m != "mean"]  # a constant fill has no correlation
         width = 0.8 / max(len(methods), 1)
         for axis, table in zip(axes[0], self.tables):
             for k, method in enumerate(methods):
-                means = [np.mean(self._values(records, table, mech, method, "r2") or [np.nan])
-                         for mech in self.mechanisms]  # fmt: skip
-                stds = [np.std(self._values(records, table, mech, method, "r2") or [np.nan])
-                        for mech in self.mechanisms]  # fmt: skip
-                axis.bar(np.arange(len(self.mechanisms)) + k * width, means, width, yerr=stds,
-                         label=METHODS[method])  # fmt: skip
-            axis.set_xticks(np.arange(len(self.mechanisms)) + width * (len(methods) - 1) / 2,
-                            [m.upper() for m in self.mechanisms])  # fmt: skip
+                cells = [self._values(records, table, m, method, "r2") for m in self.mechanisms]
+                means = [np.mean(v) if v else np.nan for v in cells]
+                stds = [np.std(v, ddof=1) if len(v) > 1 else 0.0 for v in cells]  # as the table
+                axis.bar(
+                    np.arange(len(self.mechanisms)) + k * width,
+                    means,
+                    width,
+                    yerr=stds,
+                    label=METHODS[method],
+                )
+            axis.set_xticks(
+                np.arange(len(self.mechanisms)) + width * (len(methods) - 1) / 2,
+                [m.upper() for m in self.mechanisms],
+            )
             axis.set(title=table, ylabel="R^2 over missing entries")
         axes[0][0].legend(fontsize=8)
         figure.tight_layout()

@@ -188,7 +188,7 @@ def test_bad_input_is_refused():
 
 def test_missing_sentence_transformers_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import raises ImportError
-    with pytest.raises(ImportError, match=r'pip install "lightning-info\[context\]"'):
+    with pytest.raises(ImportError, match=r"pip install 'lightning-info\[context\]'"):
         sentence_embeddings([BMI], model="some/model-not-loaded-before")
     assert not context.minilm_available()
     assert embed_columns([BMI, WEIGHT], encoder="auto", dim=16).shape == (2, 16)

@@ -36,9 +36,9 @@ def test_copy_masks_are_a_union_with_another_rows_pattern_or_nothing():
         copied += 1
         extra = mask[i] & ~missing[i]
         # the added entries are a donor pattern restricted to the row's observed columns
-        assert any(
-            (torch.tensor(p) & ~missing[i]).equal(extra) for p in patterns
-        ), f"row {i}: the added mask is no row's missingness pattern"
+        assert any((torch.tensor(p) & ~missing[i]).equal(extra) for p in patterns), (
+            f"row {i}: the added mask is no row's missingness pattern"
+        )
         assert (~mask[i]).sum() >= 2, "a copied row keeps at least two visible values"
     assert copied > 0.5 * missing.shape[0]
 
@@ -59,8 +59,9 @@ def test_copy_probability_sets_the_share_of_copied_rows():
     assert changed == pytest.approx(0.6 * adds, abs=0.015)
 
 
-@pytest.mark.parametrize("counts, expected", [([3, 5, 4], 4), ([2, 5], 3), ([2, 4, 4, 7], 4),
-                                              ([1, 2], 1), ([6], 6)])  # fmt: skip
+@pytest.mark.parametrize(
+    "counts, expected", [([3, 5, 4], 4), ([2, 5], 3), ([2, 4, 4, 7], 4), ([1, 2], 1), ([6], 6)]
+)
 def test_encoder_length_is_the_floor_of_the_median(counts, expected):
     assert encoder_length(torch.tensor(counts)) == expected == int(np.floor(np.median(counts)))
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lightning_info.methods.cacti.missingness import simulate_missing, solve_intercepts
 from lightning_info.methods.cacti.metrics import imputation_scores
+from lightning_info.methods.cacti.missingness import simulate_missing, solve_intercepts
 
 
 def _table(n=20000, d=6, seed=0):
@@ -78,14 +78,16 @@ def test_scores_equal_their_definitions():
     missing[:, 2] = False
     missing[0, 2] = True  # one missing entry: no correlation, still a distance
     scores = imputation_scores(truth, imputed, missing)
-    r2 = [np.corrcoef(truth[missing[:, j], j], imputed[missing[:, j], j])[0, 1] ** 2
-          for j in (0, 1)]  # fmt: skip
+    r2 = [
+        np.corrcoef(truth[missing[:, j], j], imputed[missing[:, j], j])[0, 1] ** 2 for j in (0, 1)
+    ]
     assert scores["r2"] == pytest.approx(np.mean(r2), rel=1e-12)
     diff = (imputed - truth)[missing]
     assert scores["rmse"] == pytest.approx(np.sqrt((diff**2).mean()), rel=1e-12)
     assert scores["mae"] == pytest.approx(np.abs(diff).mean(), rel=1e-12)
-    distances = [wasserstein_distance(truth[missing[:, j], j], imputed[missing[:, j], j])
-                 for j in range(3)]  # fmt: skip
+    distances = [
+        wasserstein_distance(truth[missing[:, j], j], imputed[missing[:, j], j]) for j in range(3)
+    ]
     assert scores["wasserstein"] == pytest.approx(np.mean(distances), rel=1e-12)
     with pytest.raises(ValueError, match="nothing to score"):
         imputation_scores(truth, imputed, np.zeros_like(missing))
