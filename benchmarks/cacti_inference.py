@@ -35,6 +35,7 @@ import torch
 
 from lightning_info.core.logging import markdown_table
 from lightning_info.core.timing import format_ratio, median_time
+from lightning_info.core.trainers import quiet_trainer
 from lightning_info.methods.cacti import CACTI, TabularImputationDataModule
 
 
@@ -130,12 +131,8 @@ def main(args=None) -> dict:
 
     timer = EpochTimer()
     pl.seed_everything(options.seed, verbose=False)
-    trainer = pl.Trainer(
+    trainer = quiet_trainer(
         max_epochs=options.epochs,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
         callbacks=[timer],
         gradient_clip_val=5.0,
         limit_val_batches=0,

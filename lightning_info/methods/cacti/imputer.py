@@ -16,6 +16,7 @@ import torch
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from lightning_info.core.trainers import quiet_trainer
 from lightning_info.core.validation import require_int
 from lightning_info.methods.cacti.context import context_texts, embed_columns
 from lightning_info.methods.cacti.datamodule import (
@@ -131,22 +132,15 @@ class CACTIImputer(TransformerMixin, BaseEstimator):
             **(self.model or {}),
         )
         settings = {
-            "logger": False,
-            "enable_checkpointing": False,
-            "enable_model_summary": False,
-            "enable_progress_bar": False,
-            **(self.trainer or {}),
+            "max_epochs": require_int(self.max_epochs, "max_epochs", 1),
+            "accelerator": self.accelerator,
+            "devices": self.devices,
+            "strategy": self.strategy,
+            "precision": self.precision,
+            "gradient_clip_val": self.gradient_clip_val,
+            "limit_val_batches": 0,
         }
-        trainer = pl.Trainer(
-            max_epochs=require_int(self.max_epochs, "max_epochs", 1),
-            accelerator=self.accelerator,
-            devices=self.devices,
-            strategy=self.strategy,
-            precision=self.precision,
-            gradient_clip_val=self.gradient_clip_val,
-            limit_val_batches=0,
-            **settings,
-        )
+        trainer = quiet_trainer(**{**settings, **(self.trainer or {})})
         trainer.fit(self.module_, train_dataloaders=data.train_dataloader())
         self.module_.cpu().eval()
         return self

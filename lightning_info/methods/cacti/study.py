@@ -25,6 +25,7 @@ import torch
 
 from lightning_info.core.logging import mean_std
 from lightning_info.core.plotting import pyplot
+from lightning_info.core.trainers import quiet_trainer
 from lightning_info.methods.cacti.datamodule import TabularImputationDataModule
 from lightning_info.methods.cacti.metrics import imputation_scores
 from lightning_info.methods.cacti.missingness import MECHANISMS
@@ -69,14 +70,10 @@ def train_cacti(
         seed=seed,
         **model,
     )
-    trainer = pl.Trainer(
+    trainer = quiet_trainer(
         max_epochs=max_epochs,
         accelerator="cpu",
         devices=1,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
         gradient_clip_val=5.0,
         limit_val_batches=0,
     )

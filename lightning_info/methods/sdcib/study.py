@@ -20,6 +20,7 @@ import torch
 from lightning_info.core.logging import mean_std
 from lightning_info.core.optional import import_object
 from lightning_info.core.plotting import pyplot
+from lightning_info.core.trainers import quiet_trainer
 from lightning_info.data.multiview import MultiViewDataModule
 from lightning_info.measures.clustering import clustering_scores
 from lightning_info.methods.sdcib.functional import aligned_vote
@@ -53,15 +54,7 @@ def fit_sdcib(
     """Train SDCIB on ``data`` (no logger, no checkpoints) and score its fused clustering."""
     pl.seed_everything(seed, verbose=False)
     model = SDCIB(data.view_dims, data.num_classes, seed=seed, **model_args)
-    trainer = pl.Trainer(
-        max_epochs=max_epochs,
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        limit_val_batches=0,
-    )
+    trainer = quiet_trainer(max_epochs=max_epochs, accelerator="cpu", limit_val_batches=0)
     trainer.fit(model, datamodule=data)
     (scores,) = trainer.test(model, datamodule=data, verbose=False)
     return {m: scores[f"test/{m}"] for m in METRICS}, model
