@@ -70,6 +70,16 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "FisherSubsetDataModule",
         "FisherSubsetSampler",
     ),
+    "lightning_info.methods.prodiff": (
+        "MaxTrajectoryDeviation",
+        "MeanTrajectoryDeviation",
+        "TimeMAE",
+        "TrajectoryCoverage",
+        "TrajectoryDataModule",
+        "great_circle_interpolation",
+        "haversine_metres",
+        "linear_interpolation",
+    ),
     "lightning_info.methods.prism": (
         "FragmentAuditor",
         "FragmentExtractionAudit",

@@ -19,13 +19,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import lightning.pytorch as pl
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset
 
-from lightning_info.core.sampling import EpochShuffleSampler
 from lightning_info.core.validation import require_fraction, require_int
+from lightning_info.data.splits import SplitDataModule, TensorRows
 from lightning_info.methods.cacti.context import column_descriptions, context_texts, embed_columns
 from lightning_info.methods.cacti.missingness import MECHANISMS, simulate_missing
 
@@ -140,39 +138,18 @@ def check_rows(observed: np.ndarray, what: str) -> None:
         )
 
 
-class ImputationRows(Dataset):
-    """Rows as the dicts CACTI reads (see the module docstring)."""
-
-    def __init__(self, scaled_truth: np.ndarray, observed: np.ndarray, target: np.ndarray) -> None:
-        self.truth = torch.as_tensor(scaled_truth, dtype=torch.float32)
-        self.observed = torch.as_tensor(observed)
-        self.values = torch.where(self.observed, self.truth, 0.0)
-        self.target = torch.as_tensor(target)
-
-    def __len__(self) -> int:
-        return self.truth.shape[0]
-
-    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
-        return {
-            "values": self.values[index],
-            "observed": self.observed[index],
-            "truth": self.truth[index],
-            "target": self.target[index],
-        }
-
-    def __getitems__(self, indices: list[int]) -> dict[str, torch.Tensor]:
-        """A whole batch by one gather per tensor (the DataLoader's per-row fetch and collate
-        cost more than a small model's step)."""
-        return self[torch.as_tensor(indices)]
+def imputation_rows(
+    scaled_truth: np.ndarray, observed: np.ndarray, target: np.ndarray
+) -> TensorRows:
+    """Rows as the dicts CACTI reads: ``values`` (0 at unobserved entries), ``observed``,
+    ``truth`` and ``target`` (see the module docstring)."""
+    truth = torch.as_tensor(scaled_truth, dtype=torch.float32)
+    observed = torch.as_tensor(observed)
+    values = torch.where(observed, truth, 0.0)
+    return TensorRows(values=values, observed=observed, truth=truth, target=torch.as_tensor(target))
 
 
-def collate_batch(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """The DataLoader's ``collate_fn`` for :meth:`ImputationRows.__getitems__`: the batch is
-    already assembled."""
-    return batch
-
-
-class TabularImputationDataModule(pl.LightningDataModule):
+class TabularImputationDataModule(SplitDataModule):
     """A table with missing values for CACTI (see the module docstring).
 
     Args:
@@ -220,6 +197,7 @@ class TabularImputationDataModule(pl.LightningDataModule):
             )
         self.name = name
         self.batch_size = require_int(batch_size, "batch_size", 1)
+        self.shuffle_seed = require_int(data_seed, "data_seed", 0)
         self.num_workers = require_int(num_workers, "num_workers", 0)
         table, self.columns = _table if _table is not None else load_table(name, encode_categorical)
         self.table = np.array(table, dtype=np.float64)  # a copy: the source is never touched
@@ -296,11 +274,11 @@ class TabularImputationDataModule(pl.LightningDataModule):
     def num_columns(self) -> int:
         return self.table.shape[1]
 
-    def rows(self, split: str) -> ImputationRows:
-        """The split's rows, scaled, as a Dataset."""
+    def dataset(self, split: str) -> TensorRows:
+        """The split's rows, scaled, as a Dataset (the loaders' source)."""
         index = self.splits[split]
         truth = self.scaling.forward(self.table[index])
-        return ImputationRows(truth, self.observed[index], self.simulated[index])
+        return imputation_rows(truth, self.observed[index], self.simulated[index])
 
     def arrays(self, split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(scaled table with NaN at unobserved entries, scaled truth, target)`` of a split:
@@ -308,26 +286,3 @@ class TabularImputationDataModule(pl.LightningDataModule):
         index = self.splits[split]
         truth = self.scaling.forward(self.table[index])
         return np.where(self.observed[index], truth, np.nan), truth, self.simulated[index]
-
-    def _loader(self, split: str, shuffle: bool) -> DataLoader:
-        rows = self.rows(split)
-        sampler = EpochShuffleSampler(len(rows), self.hparams.data_seed) if shuffle else None
-        return DataLoader(
-            rows,
-            batch_size=self.batch_size,
-            sampler=sampler,
-            num_workers=self.num_workers,
-            collate_fn=collate_batch,
-        )
-
-    def train_dataloader(self) -> DataLoader:
-        return self._loader("train", shuffle=True)  # an epoch's order is fixed: exact resume
-
-    def val_dataloader(self):
-        return self._loader("val", shuffle=False) if self.splits["val"].size else []
-
-    def test_dataloader(self) -> DataLoader:
-        return self._loader("test", shuffle=False)
-
-    def predict_dataloader(self) -> DataLoader:
-        return self._loader("test", shuffle=False)

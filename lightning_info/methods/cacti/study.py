@@ -105,8 +105,8 @@ def run_setting(job: dict[str, Any]) -> dict[str, Any]:
             imputed = baseline_imputer(method, seed).fit(train).transform(test)
         else:
             module = train_cacti(data, method == "cacti", seed, job["model"], job["max_epochs"])
-            rows = data.rows("test")
-            imputed = module.impute(rows.values, rows.observed).double().numpy()
+            rows = data.dataset("test").tensors
+            imputed = module.impute(rows["values"], rows["observed"]).double().numpy()
         seconds[method] = time.perf_counter() - start
         scores[method] = imputation_scores(truth, imputed, target)
     return {

@@ -8,7 +8,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from lightning_info.methods.cacti.datamodule import ImputationRows, collate_batch
+from lightning_info.data.splits import gathered_batch
+from lightning_info.methods.cacti.datamodule import imputation_rows
 from lightning_info.methods.cacti.functional import inference_layout, kept_mask
 from lightning_info.methods.cacti.module import CACTI, reconstruction_loss, sincos_positions
 
@@ -29,8 +30,8 @@ def tiny(columns=7, context=True, **kwargs):
 
 
 def loader(values, observed, batch_size):
-    rows = ImputationRows(values.numpy(), observed.numpy(), torch.zeros_like(observed).numpy())
-    return DataLoader(rows, batch_size=batch_size, collate_fn=collate_batch)
+    rows = imputation_rows(values.numpy(), observed.numpy(), torch.zeros_like(observed).numpy())
+    return DataLoader(rows, batch_size=batch_size, collate_fn=gathered_batch)
 
 
 def table(rows=40, columns=7, seed=0):

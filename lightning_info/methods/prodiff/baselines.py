@@ -1,0 +1,113 @@
+"""Endpoint-only baselines for trajectory imputation: fill a window's interior from its two
+endpoints (ProDiff's "linear interpolation" baseline, Bu et al., ICML 2025).
+
+A window is ``(B, k, 3)`` of (time, lat, lng), ``k >= 3``. Both baselines return a new tensor
+whose first and last points are copies of the input's (bit for bit) and whose ``k - 2`` interior
+points are placed at fractions ``f_j`` of the way from the start to the end:
+
+- ``interior_times="interpolate"`` (default, the imputation task): only the two endpoints are
+  read -- the interior may hold anything, NaN included. The interior times are spaced evenly
+  between the endpoint times, ``t_j = t_0 + f_j (t_{k-1} - t_0)`` with ``f_j = j / (k - 1)``,
+  and the positions sit at the same fractions, so the fill is linear in time (constant speed)
+  and linear in the index alike.
+- ``interior_times="given"`` (imputing positions at known timestamps): the window's interior
+  times are kept as they are and the positions follow them, ``f_j = (t_j - t_0) /
+  (t_{k-1} - t_0)``, falling back to ``j / (k - 1)`` for a window whose endpoint times are
+  equal. A time before ``t_0`` or after ``t_{k-1}`` extrapolates along the same line / circle.
+
+:func:`linear_interpolation` moves linearly in (lat, lng) degrees (a rhumb-like straight line on
+the plate carree map; a window across the antimeridian goes the long way round, use the
+great-circle version there); :func:`great_circle_interpolation` moves along the great circle
+(:func:`~lightning_info.methods.prodiff.geometry.great_circle_interpolate`) at constant speed.
+Over a city the two differ by centimetres.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from lightning_info.core.validation import require_finite_tensor, require_real_tensor
+from lightning_info.methods.prodiff.geometry import great_circle_interpolate
+
+__all__ = [
+    "INTERIOR_TIMES",
+    "great_circle_interpolation",
+    "interior_fractions",
+    "linear_interpolation",
+]
+
+INTERIOR_TIMES = ("interpolate", "given")
+
+
+def _check_window(window: Tensor, interior_times: str) -> None:
+    require_real_tensor(window, "window")
+    if not window.is_floating_point():
+        raise TypeError(f"`window` must be a floating tensor, got dtype {window.dtype}.")
+    if window.dim() != 3 or window.shape[2] != 3:
+        raise ValueError(
+            f"`window` must be (B, k, 3) of (time, lat, lng), got shape {tuple(window.shape)}."
+        )
+    if window.shape[1] < 3:
+        raise ValueError(
+            f"a window of length {window.shape[1]} has no interior point to fill: k must be >= 3."
+        )
+    if interior_times not in INTERIOR_TIMES:
+        raise ValueError(
+            f"`interior_times` must be one of {INTERIOR_TIMES}, got {interior_times!r}."
+        )
+    require_finite_tensor(window[:, [0, -1]], "window's endpoints")
+    if interior_times == "given":
+        require_finite_tensor(window[:, 1:-1, 0], "window's interior times")
+
+
+def interior_fractions(window: Tensor, interior_times: str = "interpolate") -> Tensor:
+    """``(B, k - 2)`` fractions of the interior points between the endpoints (module docstring),
+    in the window's dtype."""
+    _check_window(window, interior_times)
+    batch, k, _ = window.shape
+    index = torch.arange(1, k - 1, dtype=window.dtype, device=window.device) / (k - 1)
+    index = index.expand(batch, k - 2)
+    if interior_times == "interpolate":
+        return index
+    start, end = window[:, :1, 0], window[:, -1:, 0]
+    span = end - start
+    same = span == 0
+    by_time = (window[:, 1:-1, 0] - start) / torch.where(same, torch.ones_like(span), span)
+    return torch.where(same, index, by_time)
+
+
+def _with_endpoints(window: Tensor, interior: Tensor) -> Tensor:
+    out = torch.empty_like(window)
+    out[:, 0] = window[:, 0]
+    out[:, -1] = window[:, -1]
+    out[:, 1:-1] = interior
+    return out
+
+
+def _interior_times(window: Tensor, fractions: Tensor, interior_times: str) -> Tensor:
+    if interior_times == "given":
+        return window[:, 1:-1, 0]
+    start, end = window[:, :1, 0], window[:, -1:, 0]
+    return start + fractions * (end - start)
+
+
+def linear_interpolation(window: Tensor, *, interior_times: str = "interpolate") -> Tensor:
+    """The window with its interior filled linearly between its endpoints in time, lat and lng
+    (module docstring); endpoints copied bit for bit, the input left unchanged."""
+    fractions = interior_fractions(window, interior_times)
+    start, end = window[:, :1, 1:], window[:, -1:, 1:]
+    positions = start + fractions.unsqueeze(-1) * (end - start)
+    times = _interior_times(window, fractions, interior_times)
+    return _with_endpoints(window, torch.cat((times.unsqueeze(-1), positions), -1))
+
+
+def great_circle_interpolation(window: Tensor, *, interior_times: str = "interpolate") -> Tensor:
+    """The window with its interior filled along the great circle between its endpoints at
+    constant speed, times as in :func:`linear_interpolation` (module docstring); endpoints
+    copied bit for bit, the input left unchanged."""
+    fractions = interior_fractions(window, interior_times)
+    positions = great_circle_interpolate(window[:, 0, 1:], window[:, -1, 1:], fractions)
+    times = _interior_times(window, fractions, interior_times)
+    interior = torch.cat((times.unsqueeze(-1), positions.to(window.dtype)), -1)
+    return _with_endpoints(window, interior)

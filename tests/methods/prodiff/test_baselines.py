@@ -1,0 +1,119 @@
+"""The endpoint-only baselines: endpoints bit for bit, nothing but the endpoints read, exact on
+a constant-speed straight (linear) or great-circle (great-circle) trajectory."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from lightning_info.methods.prodiff.baselines import (
+    great_circle_interpolation,
+    interior_fractions,
+    linear_interpolation,
+)
+from lightning_info.methods.prodiff.geometry import great_circle_interpolate
+
+BASELINES = (linear_interpolation, great_circle_interpolation)
+
+
+def _random_windows(batch: int = 6, k: int = 9, seed: int = 0, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    hours = 7.0 + torch.rand(batch, k, generator=g).cumsum(1) / 3.0
+    lat = 40.0 + 0.05 * torch.randn(batch, k, generator=g)
+    lng = 116.3 + 0.05 * torch.randn(batch, k, generator=g)
+    return torch.stack((hours, lat, lng), -1).to(dtype)
+
+
+@pytest.mark.parametrize("baseline", BASELINES)
+@pytest.mark.parametrize("interior_times", ["interpolate", "given"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_endpoints_bit_exact_and_input_untouched(baseline, interior_times, dtype):
+    window = _random_windows(dtype=dtype)
+    window[0, -1, 0] = window[0, 0, 0]  # equal endpoint times: the index fallback
+    before = window.clone()
+    out = baseline(window, interior_times=interior_times)
+    assert out.shape == window.shape and out.dtype == dtype
+    assert torch.equal(out[:, 0], window[:, 0]) and torch.equal(out[:, -1], window[:, -1])
+    assert torch.equal(window, before)
+    assert torch.isfinite(out).all()
+
+
+@pytest.mark.parametrize("baseline", BASELINES)
+def test_only_the_endpoints_are_read(baseline):
+    window = _random_windows()
+    hidden = window.clone()
+    hidden[:, 1:-1] = float("nan")
+    torch.testing.assert_close(baseline(hidden), baseline(window), rtol=0, atol=0)
+
+
+def test_linear_is_exact_on_a_straight_constant_speed_trajectory():
+    k = 12
+    f = torch.linspace(0, 1, k, dtype=torch.float64)
+    start = torch.tensor([8.0, 40.01, 116.28], dtype=torch.float64)
+    end = torch.tensor([8.25, 39.97, 116.35], dtype=torch.float64)
+    straight = (start + f.unsqueeze(-1) * (end - start)).unsqueeze(0)  # evenly timed
+    for mode in ("interpolate", "given"):
+        torch.testing.assert_close(
+            linear_interpolation(straight, interior_times=mode), straight, rtol=0, atol=1e-12
+        )
+    # irregular fixes of a constant speed: exact once the times are given
+    g = torch.Generator().manual_seed(1)
+    steps = torch.rand(k - 1, generator=g, dtype=torch.float64) + 0.2
+    f = torch.cat((torch.zeros(1, dtype=torch.float64), steps.cumsum(0) / steps.sum()))
+    irregular = (start + f.unsqueeze(-1) * (end - start)).unsqueeze(0)
+    out = linear_interpolation(irregular, interior_times="given")
+    torch.testing.assert_close(out, irregular, rtol=0, atol=1e-12)
+    assert not torch.allclose(linear_interpolation(irregular), irregular, atol=1e-6)
+
+
+def test_great_circle_is_exact_on_a_great_circle_constant_speed_trajectory():
+    k = 10
+    f = torch.linspace(0, 1, k, dtype=torch.float64)
+    start = torch.tensor([[40.0, 116.3], [-33.9, 151.2]], dtype=torch.float64)
+    end = torch.tensor([[40.08, 116.41], [-20.0, 170.0]], dtype=torch.float64)  # 13 km, 2,500 km
+    positions = great_circle_interpolate(start, end, f)
+    positions[:, 0], positions[:, -1] = start, end
+    times = 9.0 + 0.5 * f.expand(2, k)
+    window = torch.cat((times.unsqueeze(-1), positions), -1)
+    torch.testing.assert_close(great_circle_interpolation(window), window, rtol=0, atol=1e-9)
+    # the linear baseline is not: on the long segment it is kilometres off
+    assert float((linear_interpolation(window) - window)[1].abs().max()) > 0.1
+
+
+def test_fractions_follow_times_and_fall_back_to_the_index():
+    window = torch.zeros(2, 5, 3, dtype=torch.float64)
+    window[0, :, 0] = torch.tensor([1.0, 1.1, 1.5, 1.6, 2.0])
+    window[1, :, 0] = 3.0  # equal endpoint times
+    given = interior_fractions(window, "given")
+    torch.testing.assert_close(given[0], torch.tensor([0.1, 0.5, 0.6], dtype=torch.float64))
+    torch.testing.assert_close(given[1], torch.tensor([0.25, 0.5, 0.75], dtype=torch.float64))
+    torch.testing.assert_close(interior_fractions(window), given[1].expand(2, 3))
+    out = linear_interpolation(window, interior_times="given")
+    assert torch.equal(out[:, :, 0], window[:, :, 0])  # given times are kept
+    out = linear_interpolation(window)
+    torch.testing.assert_close(
+        out[0, :, 0], torch.tensor([1.0, 1.25, 1.5, 1.75, 2.0], dtype=torch.float64)
+    )
+
+
+def test_errors():
+    window = _random_windows()
+    with pytest.raises(ValueError, match="k must be >= 3"):
+        linear_interpolation(window[:, :2])
+    with pytest.raises(ValueError, match=r"\(B, k, 3\)"):
+        linear_interpolation(window[..., :2])
+    with pytest.raises(ValueError, match="interior_times"):
+        linear_interpolation(window, interior_times="known")
+    with pytest.raises(TypeError, match="floating"):
+        great_circle_interpolation(window.long())
+    bad = window.clone()
+    bad[2, -1, 1] = math.nan
+    with pytest.raises(ValueError, match="endpoints"):
+        great_circle_interpolation(bad)
+    bad = window.clone()
+    bad[2, 3, 0] = math.nan
+    linear_interpolation(bad)  # the interior time is not read ...
+    with pytest.raises(ValueError, match="interior times"):
+        linear_interpolation(bad, interior_times="given")  # ... unless it is given
