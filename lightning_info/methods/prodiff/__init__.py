@@ -30,6 +30,7 @@ from lightning_info.methods.prodiff.metrics import (
     trajectory_metrics,
     trajectory_scores,
 )
+from lightning_info.methods.prodiff.pseudo_labels import kmeans
 
 __all__ = [
     "ARCHETYPES",
@@ -45,6 +46,7 @@ __all__ = [
     "great_circle_interpolate",
     "great_circle_interpolation",
     "haversine_metres",
+    "kmeans",
     "interior_fractions",
     "linear_interpolation",
     "read_trajectory_csv",
