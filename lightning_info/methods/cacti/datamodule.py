@@ -23,13 +23,13 @@ import numpy as np
 import torch
 
 from lightning_info.core.validation import require_fraction, require_int
+from lightning_info.data.scaling import MinMaxScaling
 from lightning_info.data.splits import SplitDataModule, TensorRows
 from lightning_info.methods.cacti.context import column_descriptions, context_texts, embed_columns
 from lightning_info.methods.cacti.missingness import MECHANISMS, simulate_missing
 
 __all__ = [
     "BUNDLED_TABLES",
-    "MinMaxScaling",
     "TabularImputationDataModule",
     "load_table",
     "synthetic_table",
@@ -94,23 +94,6 @@ def frame_values(frame, encode_categorical: bool = False) -> tuple[np.ndarray, l
             column = pd.Series(np.where(codes < 0, np.nan, codes), index=column.index)
         columns.append(column.to_numpy(dtype=np.float64, na_value=np.nan))
     return np.stack(columns, axis=1), [str(c) for c in frame.columns]
-
-
-class MinMaxScaling:
-    """``(x - low) / (high - low)`` per column, ``low`` and ``high`` the observed minimum and
-    maximum of the rows it is fit on (a constant column maps to 0)."""
-
-    def __init__(self, table: np.ndarray, observed: np.ndarray) -> None:
-        observed_values = np.where(observed, table, np.nan)
-        self.low = np.nanmin(observed_values, axis=0)
-        span = np.nanmax(observed_values, axis=0) - self.low
-        self.span = np.where(span > 0, span, 1.0)
-
-    def forward(self, table: np.ndarray) -> np.ndarray:
-        return (table - self.low) / self.span
-
-    def inverse(self, scaled: np.ndarray) -> np.ndarray:
-        return scaled * self.span + self.low
 
 
 def check_missingness(observed: np.ndarray, columns: list[str], what: str) -> None:

@@ -18,11 +18,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from lightning_info.core.trainers import quiet_trainer
 from lightning_info.core.validation import require_int
-from lightning_info.methods.cacti.context import context_texts, embed_columns
+from lightning_info.data.scaling import MinMaxScaling
 from lightning_info.methods.cacti.datamodule import (
-    MinMaxScaling,
     TabularImputationDataModule,
-    check_missingness,
     check_rows,
     frame_values,
 )
@@ -100,33 +98,27 @@ class CACTIImputer(TransformerMixin, BaseEstimator):
     def fit(self, X, y=None) -> CACTIImputer:
         """Train on ``X``'s observed values."""
         table = self._table(X, fitting=True)
-        observed = ~np.isnan(table)
         names = [str(c) for c in getattr(self, "feature_names_in_", [])] or [
             f"column_{j}" for j in range(table.shape[1])
         ]
-        check_missingness(observed, names, "X")
         seed = require_int(self.seed, "seed", 0)
-        data = TabularImputationDataModule.from_table(
+        data = TabularImputationDataModule.from_table(  # refuses empty rows / columns
             table,
             names,
+            name="X",
             mechanism="none",
             test_fraction=0.0,
             batch_size=self.batch_size,
             descriptions=self.descriptions,
-            context="none",
+            context=self.context,
+            context_dim=self.context_dim,
             data_seed=seed,
         )
         self.scaling_ = data.scaling
-        texts = context_texts(names, self.descriptions)
-        embeddings = (
-            None
-            if self.context == "none"
-            else embed_columns(texts, self.context, self.context_dim, seed)
-        )
         pl.seed_everything(seed, verbose=False)
         self.module_ = CACTI(
             table.shape[1],
-            embeddings,
+            data.context_embeddings,
             use_context=self.context != "none",
             seed=seed,
             **(self.model or {}),

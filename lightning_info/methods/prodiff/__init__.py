@@ -1,19 +1,21 @@
 """ProDiff: prototype-guided diffusion for trajectory imputation from two endpoints (Bu et al.,
 ICML 2025). In progress: the geometry (haversine, great-circle interpolation), the evaluation
-Metrics, the interpolation baselines and the trajectory DataModule (see README.md).
+Metrics, the interpolation baselines and k-means pseudo-labels (``functional``) and the
+trajectory DataModule (see README.md).
 """
 
-from lightning_info.methods.prodiff.baselines import (
-    great_circle_interpolation,
-    interior_fractions,
-    linear_interpolation,
-)
 from lightning_info.methods.prodiff.datamodule import (
     ARCHETYPES,
     TrajectoryDataModule,
     cut_windows,
     read_trajectory_csv,
     synthetic_city,
+)
+from lightning_info.methods.prodiff.functional import (
+    great_circle_interpolation,
+    interior_fractions,
+    kmeans,
+    linear_interpolation,
 )
 from lightning_info.methods.prodiff.geometry import (
     EARTH_RADIUS_M,
@@ -30,7 +32,6 @@ from lightning_info.methods.prodiff.metrics import (
     trajectory_metrics,
     trajectory_scores,
 )
-from lightning_info.methods.prodiff.pseudo_labels import kmeans
 
 __all__ = [
     "ARCHETYPES",

@@ -24,6 +24,7 @@ from lightning_info.core.validation import (
     require_non_negative,
     require_positive,
 )
+from lightning_info.data.scaling import MinMaxScaling
 from lightning_info.data.splits import SplitDataModule, TensorRows
 from lightning_info.methods.prodiff.geometry import METRES_PER_DEGREE
 
@@ -403,11 +404,9 @@ class TrajectoryDataModule(SplitDataModule):
         )
         self.windows = {name: torch.from_numpy(windows[i]) for name, i in self.splits.items()}
         self.origins = {name: torch.from_numpy(origins[i]) for name, i in self.splits.items()}
-        train = self.windows["train"].reshape(-1, 3)
-        self.scale_min = train.min(0).values
-        self.scale_max = train.max(0).values
-        span = self.scale_max - self.scale_min
-        self.scale_span = torch.where(span > 0, span, torch.ones_like(span))
+        self.scaling = MinMaxScaling(self.windows["train"])
+        self.scale_min, self.scale_max = self.scaling.low, self.scaling.high
+        self.scale_span = self.scaling.span
 
     def _split(
         self, groups: np.ndarray | None, count: int, val_fraction: float, test_fraction: float
@@ -433,16 +432,12 @@ class TrajectoryDataModule(SplitDataModule):
     def scale(self, x: Tensor) -> Tensor:
         """``(x - scale_min) / scale_span`` per channel of ``(..., 3)`` windows, float64 on
         ``x``'s device."""
-        x = torch.as_tensor(x)
-        low, span = self.scale_min.to(x.device), self.scale_span.to(x.device)
-        return (x.double() - low) / span
+        return self.scaling.forward(torch.as_tensor(x))
 
     def unscale(self, x: Tensor) -> Tensor:
         """The inverse of :meth:`scale`: ``x * scale_span + scale_min``, float64 on ``x``'s
         device (a model's float32 output comes back in float64 degrees)."""
-        x = torch.as_tensor(x)
-        low, span = self.scale_min.to(x.device), self.scale_span.to(x.device)
-        return x.double() * span + low
+        return self.scaling.inverse(torch.as_tensor(x))
 
     def dataset(self, split: str) -> TensorRows:
         """A split's windows (``train``, ``val`` or ``test``) as a Dataset of ``window``

@@ -112,7 +112,7 @@ def great_circle_interpolate(start: Tensor, end: Tensor, fractions: Tensor) -> T
     angular (and metric) steps. Where ``w`` is below 1e-10 rad (0.6 mm) the weights are their
     limits ``1 - f`` and ``f``. Antipodal endpoints (within 1e-6 rad, 6 m) have no unique great
     circle and raise. The endpoints come back up to rounding (~1e-14 degrees in float64), not bit
-    for bit: :func:`~lightning_info.methods.prodiff.baselines.great_circle_interpolation` copies
+    for bit: :func:`~lightning_info.methods.prodiff.functional.great_circle_interpolation` copies
     them.
     """
     for name, tensor in (("start", start), ("end", end), ("fractions", fractions)):

@@ -11,12 +11,12 @@ import pytest
 import torch
 
 from lightning_info.core.sampling import EpochShuffleSampler
-from lightning_info.methods.prodiff.baselines import linear_interpolation
 from lightning_info.methods.prodiff.datamodule import (
     ARCHETYPES,
     TrajectoryDataModule,
     synthetic_city,
 )
+from lightning_info.methods.prodiff.functional import linear_interpolation
 from lightning_info.methods.prodiff.geometry import METRES_PER_DEGREE, haversine_metres
 
 CENTER = (40.0, 116.3)
