@@ -73,6 +73,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "lightning_info.methods.prodiff": (
         "MaxTrajectoryDeviation",
         "MeanTrajectoryDeviation",
+        "ProDiff",
         "TimeMAE",
         "TrajectoryCoverage",
         "TrajectoryDataModule",

@@ -40,6 +40,7 @@ from lightning_info.methods.cmv_nd import AttributeMissingGraphDataModule
 from lightning_info.methods.diffusion_fisher.module import DiffusionModel
 from lightning_info.methods.prism.audit import FragmentExtractionAudit
 from lightning_info.methods.prism.fragments import build_attack_set, synthetic_records
+from lightning_info.methods.prodiff import ProDiff, TrajectoryDataModule
 from lightning_info.methods.sdcib import SDCIB, ClusteringViewsDataModule
 from lightning_info.methods.train_test_overlap.callback import TrainTestOverlap
 from lightning_info.methods.train_test_overlap.functional import TestInstance
@@ -117,6 +118,33 @@ def tiny_cacti() -> CACTI:
     )  # the resume test continues a 2-epoch run to 4 epochs
 
 
+def tiny_trajectories(batch_size: int) -> TrajectoryDataModule:
+    """48 synthetic-city windows of 6 points."""
+    return TrajectoryDataModule(num_trajectories=48, window_length=6, batch_size=batch_size)
+
+
+def tiny_prodiff() -> ProDiff:
+    """No dropout (resuming restores weights and data order, not the global RNG); a fixed
+    schedule horizon for the resume test; a 20-step diffusion."""
+    return ProDiff(
+        6,
+        num_prototypes=4,
+        embed_dim=8,
+        encoder_layers=1,
+        encoder_heads=2,
+        encoder_feedforward=8,
+        encoder_dropout=0.0,
+        unet_channels=4,
+        unet_multipliers=(1, 2),
+        unet_res_blocks=1,
+        attention_lengths=(),
+        unet_dropout=0.0,
+        num_steps=20,
+        sampling_steps=4,
+        schedule_steps=40,
+    )
+
+
 def tiny_deep_actor_critic() -> AsymmetricActorCritic:
     """Masked CartPole (no velocities), a 2-observation window, short episodes."""
     return AsymmetricActorCritic(
@@ -174,9 +202,6 @@ EXEMPT = {
     "tests/methods/fisher_sft/test_study.py runs it end to end once; its FisherSubsetDataModule "
     "base has a row",
     "_TextChunks": "private pretraining data of DocstringSFTDataModule",
-    "TrajectoryDataModule": "ProDiff's data module (in progress): its row comes with the ProDiff "
-    "LightningModule; tests/methods/prodiff/test_datamodule.py checks its splits, scaling and "
-    "loaders",
 }
 """Lightning classes of the package without a row, and why (checked by discovery)."""
 
@@ -279,6 +304,11 @@ PLUGINS = [
         id="CACTI-TabularImputationDataModule",
         make_model=tiny_cacti,
         make_data=tiny_tabular_imputation,
+    ),
+    PluginCase(
+        id="ProDiff-TrajectoryDataModule",
+        make_model=tiny_prodiff,
+        make_data=tiny_trajectories,
     ),
     PluginCase(
         id="AsymmetricActorCritic-CartPole", make_model=tiny_deep_actor_critic, make_data=None

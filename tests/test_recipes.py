@@ -516,3 +516,57 @@ def test_cacti_recipe_puts_cacti_next_to_baselines_on_the_same_masks(tmp_path, c
     assert len(records) == 4 and all(np.isfinite(r["scores"]["cacti"]["rmse"]) for r in records)
     assert (tmp_path / "cacti_imputation_r2.png").exists()
     assert (tmp_path / "cacti_imputation.md").read_text().strip() in capsys.readouterr().out
+
+
+def test_prodiff_recipe_puts_prodiff_next_to_interpolation_on_the_same_windows(tmp_path, capsys):
+    from lightning_info.methods.prodiff import (
+        TrajectoryDataModule,
+        linear_interpolation,
+        trajectory_scores,
+    )
+
+    threads = torch.get_num_threads()  # the recipe sets one thread
+    model = (
+        '{"embed_dim": 8, "encoder_layers": 1, "encoder_heads": 2, "encoder_feedforward": 8, '
+        '"unet_channels": 4, "unet_multipliers": [1], "unet_res_blocks": 1, '
+        '"attention_lengths": [], "num_steps": 20, "sampling_steps": 4, "num_prototypes": 4}'
+    )
+    cli = _recipe("prodiff").main(
+        [
+            f"--compare.output_dir={tmp_path}",
+            "--trainer.logger=false",
+            "--studies.trajectories.window_lengths=[5, 6]",
+            "--studies.trajectories.seeds=[0, 1]",
+            "--studies.trajectories.num_trajectories=64",
+            "--studies.trajectories.max_epochs=1",
+            "--studies.trajectories.batch_size=16",
+            "--studies.trajectories.workers=1",
+            f"--studies.trajectories.model={model}",
+        ]
+    )
+    torch.set_num_threads(threads)
+    tables = cli.study_results["trajectories"].tables
+    columns, rows = next(iter(tables.values()))  # mean deviation
+    assert columns == ["k", "linear interpolation", "great-circle interpolation", "ProDiff",
+                       "ProDiff (no prototypes)"]  # fmt: skip
+    assert [row[0] for row in rows] == [5, 6]
+    # the linear cell is the oracle's: linear interpolation of the same test windows
+    expected = []
+    for seed in (0, 1):
+        data = TrajectoryDataModule(
+            window_length=6,
+            num_trajectories=64,
+            data_seed=seed,
+            synthetic_kwargs={"left_side_probability": 1.0},
+        )
+        truth = data.windows["test"]
+        expected.append(
+            trajectory_scores(linear_interpolation(truth).numpy(), truth.numpy())["mtd"]
+        )
+    mean, std = (float(v) for v in rows[1][1].split(" ± "))
+    assert mean == pytest.approx(np.mean(expected), abs=1e-3)
+    assert std == pytest.approx(np.std(expected, ddof=1), abs=1e-3)
+    records = cli.study_results["trajectories"].records
+    assert len(records) == 4 and all(np.isfinite(r["scores"]["prodiff"]["mtd"]) for r in records)
+    assert (tmp_path / "prodiff_trajectories_map.png").exists()
+    assert (tmp_path / "prodiff_trajectories.md").read_text().strip() in capsys.readouterr().out

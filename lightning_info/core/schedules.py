@@ -85,3 +85,25 @@ class ExponentialSchedule(_RampSchedule):
 
     def __call__(self, step: int) -> float:
         return self.start * (self.end / self.start) ** self._progress(step)
+
+
+def warmup_cosine(optimizer, total_steps: int, warmup_steps: int, floor: float = 0.0):
+    """A per-step learning-rate factor: linear warmup from ``floor`` to 1 over ``warmup_steps``,
+    then cosine decay from 1 to ``floor`` at ``total_steps`` (held at ``floor`` after it).
+
+    ``factor(t) = floor + (1 - floor) t / W`` for ``t < W``, else ``floor + (1 - floor)
+    (1 + cos(pi min((t - W) / (N - W), 1))) / 2``. Step it every optimizer step (Lightning's
+    ``"interval": "step"``); a fixed ``total_steps`` makes a resumed run see the same rates.
+    """
+    import torch
+
+    total = max(int(total_steps), 1)
+    warmup = max(int(warmup_steps), 0)
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return floor + (1 - floor) * step / warmup
+        progress = min((step - warmup) / max(total - warmup, 1), 1.0)
+        return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)

@@ -16,6 +16,15 @@ NeurIPS 2020):
   ``abar_{-1} = 1``; ``eta = 0`` is deterministic, ``eta = 1`` has DDPM's variance;
 - classifier-free guidance (Ho & Salimans, 2022): ``eps = eps_c + w (eps_c - eps_u)``.
 
+Clipping (``clip_x0=(low, high)``, DDPM's ``clip_denoised``): each step's ``x0_hat`` is clamped
+to the data's range before it is used, and DDIM re-derives its noise from the clamped estimate,
+``eps = (x_t - sqrt(abar_t) x0_hat) / sqrt(1 - abar_t)``, so the step stays on one trajectory
+(diffusers' ``clip_sample`` with ``use_clipped_model_output``). On a schedule whose last
+``abar_T`` is tiny, ``x0_hat = (x_t - sqrt(1 - abar_t) eps_hat) / sqrt(abar_t)`` multiplies the
+noise predictor's error by ``sqrt((1 - abar_t) / abar_t)`` (about 600 at ProDiff's ``T = 500``,
+``beta_T = 0.05``); deterministic DDIM integrates that error without forgetting it, and the
+clamp bounds it.
+
 Imputation conditions on known entries (e.g. a trajectory's two endpoints): ``known`` marks them
 and ``values`` holds them; both samplers start from ``x_T`` with the known entries set and set
 them again after every step, so the returned sample holds them bit for bit.
@@ -95,6 +104,19 @@ def ddim_timesteps(num_steps: int, sampling_steps: int) -> list[int]:
     return grid.tolist()
 
 
+def _clip(x0: Tensor, clip_x0: tuple[float, float] | None) -> Tensor:
+    return x0 if clip_x0 is None else x0.clamp(clip_x0[0], clip_x0[1])
+
+
+def _check_clip(clip_x0: tuple[float, float] | None) -> tuple[float, float] | None:
+    if clip_x0 is None:
+        return None
+    low, high = (float(v) for v in clip_x0)
+    if not low < high:
+        raise ValueError(f"`clip_x0` must be (low, high) with low < high, got {clip_x0}.")
+    return low, high
+
+
 def _pin(x: Tensor, known: Tensor | None, values: Tensor | None) -> Tensor:
     return x if known is None else torch.where(known, values, x)
 
@@ -120,13 +142,16 @@ def ddpm_sample(
     generator: torch.Generator | None = None,
     device: torch.device | str = "cpu",
     dtype: torch.dtype = torch.float32,
+    clip_x0: tuple[float, float] | None = None,
 ) -> Tensor:
     """Ancestral DDPM sampling over all ``T`` steps (see the module docstring); noise from
-    ``generator`` (CPU), known entries re-pinned after every step."""
+    ``generator`` (CPU), ``x0_hat`` clamped to ``clip_x0``, known entries re-pinned after
+    every step."""
+    clip_x0 = _check_clip(clip_x0)
     x = _start(shape, known, values, generator, device, dtype)
     for step in range(schedule.num_steps - 1, -1, -1):
         t = torch.full((shape[0],), step, dtype=torch.long, device=x.device)
-        x0 = schedule.predict_x0(x, t, denoiser(x, t))
+        x0 = _clip(schedule.predict_x0(x, t, denoiser(x, t)), clip_x0)
         if step == 0:
             x = x0
         else:
@@ -156,9 +181,12 @@ def ddim_sample(
     generator: torch.Generator | None = None,
     device: torch.device | str = "cpu",
     dtype: torch.dtype = torch.float32,
+    clip_x0: tuple[float, float] | None = None,
 ) -> Tensor:
     """DDIM sampling over ``sampling_steps`` of the schedule's steps (``eta`` 0: deterministic
-    given ``x_T``); known entries re-pinned after every step."""
+    given ``x_T``); ``x0_hat`` clamped to ``clip_x0`` (and the noise re-derived from it),
+    known entries re-pinned after every step."""
+    clip_x0 = _check_clip(clip_x0)
     eta = require_non_negative(eta, "eta")
     if eta > 1:
         raise ValueError(
@@ -171,6 +199,9 @@ def ddim_sample(
         eps = denoiser(x, t)
         x0 = schedule.predict_x0(x, t, eps)
         abar = schedule.alpha_bars[current]
+        if clip_x0 is not None:
+            x0 = _clip(x0, clip_x0)
+            eps = (x - abar.sqrt() * x0) / (1 - abar).sqrt()
         abar_next = schedule.alpha_bars[following] if following >= 0 else abar.new_ones(())
         sigma = eta * ((1 - abar_next) / (1 - abar)).sqrt() * (1 - abar / abar_next).sqrt()
         x = abar_next.sqrt() * x0 + (1 - abar_next - sigma**2).clamp_min(0).sqrt() * eps

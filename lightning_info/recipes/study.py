@@ -19,7 +19,11 @@ trainer's logger is W&B.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing import get_context
 from typing import Any
 
 Table = tuple[list[str], list[list]]
@@ -53,3 +57,31 @@ class Study:
                 and ``cli.config`` apply.
         """
         raise NotImplementedError(f"{type(self).__name__} must implement `run(cli)`.")
+
+
+def run_jobs(
+    function: Callable[[dict[str, Any]], dict[str, Any]],
+    jobs: list[dict[str, Any]],
+    workers: int,
+    describe: Callable[[dict[str, Any]], str],
+) -> list[dict[str, Any]]:
+    """``function`` on every job, in order, in this process (``workers == 1``) or in that many
+    spawned processes (``function`` must then be importable at module level); after each
+    outcome a progress line ``[i/n] describe(outcome) (seconds since the start)``."""
+    if workers < 1:
+        raise ValueError(f"`workers` must be at least 1, got {workers}.")
+    start = time.perf_counter()
+    pool = None
+    if workers > 1:
+        pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+    outcomes = map(function, jobs) if pool is None else pool.map(function, jobs)
+    records = []
+    try:
+        for index, outcome in enumerate(outcomes, start=1):
+            records.append(outcome)
+            seconds = time.perf_counter() - start
+            print(f"[{index}/{len(jobs)}] {describe(outcome)} ({seconds:.0f} s)", flush=True)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    return records

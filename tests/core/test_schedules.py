@@ -39,3 +39,19 @@ def test_as_schedule_wraps_numbers_and_rejects_the_rest():
 def test_invalid_arguments(make):
     with pytest.raises(ValueError):
         make()
+
+
+@pytest.mark.parametrize("step", [0, 3, 10, 55, 100, 140])
+def test_warmup_cosine_closed_form(step):
+    import torch
+
+    from lightning_info.core.schedules import warmup_cosine
+
+    optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=2.0)
+    schedule = warmup_cosine(optimizer, total_steps=100, warmup_steps=10, floor=0.1)
+    if step < 10:
+        expected = 0.1 + 0.9 * step / 10
+    else:
+        expected = 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min((step - 10) / 90, 1.0)))
+    assert schedule.lr_lambdas[0](step) == pytest.approx(expected)
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(2.0 * 0.1)  # factor(0) at start

@@ -164,3 +164,37 @@ def test_ddim_timesteps_span_the_schedule_and_guidance_is_its_formula():
     eps = guided(lambda x, t: 2 * x, lambda x, t: x, 2.0)(x, t)
     assert torch.allclose(eps, 2 * x + 2.0 * (2 * x - x))
     assert torch.equal(guided(lambda x, t: 2 * x, lambda x, t: x, 0.0)(x, t), 2 * x)
+
+
+def _noisy_denoiser(x0: torch.Tensor, schedule: BetaSchedule, error: float):
+    """The point mass's exact noise plus a constant error (a biased noise predictor)."""
+    exact = point_mass_denoiser(x0, schedule)
+    return lambda x, t: exact(x, t) + error
+
+
+@pytest.mark.parametrize("sampler", ["ddpm", "ddim"])
+def test_clipping_bounds_each_clean_estimate_and_leaves_an_exact_model_alone(sampler):
+    x0 = torch.full((64, 6), 0.5, dtype=torch.float64)
+
+    def run(denoiser, clip):
+        g = torch.Generator().manual_seed(2)
+        if sampler == "ddpm":
+            return ddpm_sample(denoiser, SCHEDULE, x0.shape, generator=g, dtype=torch.float64,
+                               clip_x0=clip)  # fmt: skip
+        return ddim_sample(denoiser, SCHEDULE, x0.shape, 50, 0.0, generator=g,
+                           dtype=torch.float64, clip_x0=clip)  # fmt: skip
+
+    exact = point_mass_denoiser(x0, SCHEDULE)
+    assert torch.allclose(run(exact, (0.0, 1.0)), x0, atol=1e-8)
+    torch.testing.assert_close(run(exact, (-1e9, 1e9)), run(exact, None))
+    # a biased predictor: every clean estimate is off by error * sqrt((1 - abar) / abar),
+    # hundreds at the first steps; the clamp keeps the sample inside the range
+    biased = _noisy_denoiser(x0, SCHEDULE, 0.05)
+    clipped, unclipped = run(biased, (0.0, 1.0)), run(biased, None)
+    assert clipped.min() >= 0.0 and clipped.max() <= 1.0
+    assert (unclipped - x0).abs().mean() > (clipped - x0).abs().mean()
+
+
+def test_clipping_range_must_be_ordered():
+    with pytest.raises(ValueError, match="low < high"):
+        ddim_sample(lambda x, t: x, SCHEDULE, (2, 3), 5, clip_x0=(1.0, 0.0))

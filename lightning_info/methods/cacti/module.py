@@ -23,7 +23,6 @@ Validation and test log ``{val,test}/r2``, ``/rmse``, ``/mae`` and ``/wasserstei
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import lightning.pytorch as pl
@@ -32,6 +31,7 @@ import torch
 from torch import Tensor, nn
 
 from lightning_info.core.sampling import keyed_generator
+from lightning_info.core.schedules import warmup_cosine
 from lightning_info.core.validation import (
     _all_finite,
     require_fraction,
@@ -314,14 +314,7 @@ class CACTI(pl.LightningModule):
         )
         steps = self.hparams.schedule_steps
         total = max(int(self.trainer.estimated_stepping_batches if steps is None else steps), 1)
-        warmup = int(self.warmup_fraction * total)
-        floor = self.min_lr / self.lr
-
-        def factor(step: int) -> float:
-            if step < warmup:
-                return floor + (1 - floor) * step / warmup
-            progress = min((step - warmup) / max(total - warmup, 1), 1.0)
-            return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
-
-        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+        schedule = warmup_cosine(
+            optimizer, total, int(self.warmup_fraction * total), self.min_lr / self.lr
+        )
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}

@@ -14,9 +14,7 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from typing import Any
 
 import lightning.pytorch as pl
@@ -30,7 +28,7 @@ from lightning_info.methods.cacti.datamodule import TabularImputationDataModule
 from lightning_info.methods.cacti.metrics import imputation_scores
 from lightning_info.methods.cacti.missingness import MECHANISMS
 from lightning_info.methods.cacti.module import CACTI
-from lightning_info.recipes.study import Study, StudyResult
+from lightning_info.recipes.study import Study, StudyResult, run_jobs
 
 METHODS = {
     "mean": "mean",
@@ -187,24 +185,14 @@ class ImputationStudy(Study):
         return jobs
 
     def run(self, cli=None) -> StudyResult:
-        jobs = self._jobs()
-        start = time.perf_counter()
-        if self.workers == 1:
-            outcomes = map(run_setting, jobs)
-        else:
-            pool = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"))
-            outcomes = pool.map(run_setting, jobs)
-        records = []
-        for index, outcome in enumerate(outcomes, start=1):
-            records.append(outcome)
+        def describe(outcome: dict[str, Any]) -> str:
             cacti = outcome["scores"].get("cacti", {}).get("r2", float("nan"))
-            print(
-                f"[{index}/{len(jobs)}] {outcome['table']} {outcome['mechanism']} seed="
-                f"{outcome['seed']}: CACTI R^2 {cacti:.3f} ({time.perf_counter() - start:.0f} s)",
-                flush=True,
+            return (
+                f"{outcome['table']} {outcome['mechanism']} seed={outcome['seed']}: "
+                f"CACTI R^2 {cacti:.3f}"
             )
-        if self.workers > 1:
-            pool.shutdown()
+
+        records = run_jobs(run_setting, self._jobs(), self.workers, describe)
         tables = {
             f"R^2 (squared Pearson over the missing entries), {self.rate:.0%} missing": self._table(
                 records, "r2"

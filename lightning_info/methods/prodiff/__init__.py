@@ -1,7 +1,6 @@
 """ProDiff: prototype-guided diffusion for trajectory imputation from two endpoints (Bu et al.,
-ICML 2025). In progress: the geometry (haversine, great-circle interpolation), the evaluation
-Metrics, the interpolation baselines and k-means pseudo-labels (``functional``) and the
-trajectory DataModule (see README.md).
+ICML 2025): the ``ProDiff`` LightningModule, the trajectory DataModule, the evaluation Metrics
+in metres, the interpolation baselines and the prototype math (see README.md).
 """
 
 from lightning_info.methods.prodiff.datamodule import (
@@ -11,11 +10,22 @@ from lightning_info.methods.prodiff.datamodule import (
     read_trajectory_csv,
     synthetic_city,
 )
+from lightning_info.methods.prodiff.denoiser import (
+    EndpointCondition,
+    TrajectoryUNet,
+    timestep_embedding,
+)
+from lightning_info.methods.prodiff.encoder import TrajectoryEncoder
 from lightning_info.methods.prodiff.functional import (
+    endpoints_only,
     great_circle_interpolation,
     interior_fractions,
     kmeans,
     linear_interpolation,
+    match_clusters,
+    prototype_attention,
+    prototype_contrastive_loss,
+    prototype_cross_entropy,
 )
 from lightning_info.methods.prodiff.geometry import (
     EARTH_RADIUS_M,
@@ -32,17 +42,24 @@ from lightning_info.methods.prodiff.metrics import (
     trajectory_metrics,
     trajectory_scores,
 )
+from lightning_info.methods.prodiff.module import ProDiff, check_window
 
 __all__ = [
     "ARCHETYPES",
     "DEFAULT_THRESHOLDS_KM",
     "EARTH_RADIUS_M",
     "METRES_PER_DEGREE",
+    "EndpointCondition",
     "MaxTrajectoryDeviation",
     "MeanTrajectoryDeviation",
+    "ProDiff",
     "TimeMAE",
     "TrajectoryCoverage",
     "TrajectoryDataModule",
+    "TrajectoryEncoder",
+    "TrajectoryUNet",
+    "check_window",
+    "endpoints_only",
     "cut_windows",
     "great_circle_interpolate",
     "great_circle_interpolation",
@@ -50,8 +67,13 @@ __all__ = [
     "kmeans",
     "interior_fractions",
     "linear_interpolation",
+    "match_clusters",
+    "prototype_attention",
+    "prototype_contrastive_loss",
+    "prototype_cross_entropy",
     "read_trajectory_csv",
     "synthetic_city",
     "trajectory_metrics",
+    "timestep_embedding",
     "trajectory_scores",
 ]

@@ -49,15 +49,18 @@ def _polyline(vertices: np.ndarray, s: np.ndarray) -> np.ndarray:
     return np.stack([np.interp(s, cumulative, vertices[:, a]) for a in (0, 1)], -1)
 
 
-def _route(kind: int, length_m: float, s: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _route(
+    kind: int, length_m: float, s: np.ndarray, rng: np.random.Generator, left: float
+) -> np.ndarray:
     """``(len(s), 2)`` east / north metres of a route of the given archetype and length, starting
-    at the origin heading east, at arc lengths ``s`` in ``[0, length_m]``."""
-    side = rng.choice((-1.0, 1.0))
+    at the origin heading east, at arc lengths ``s`` in ``[0, length_m]``; a bent route runs on
+    the left (north) of its chord with probability ``left``."""
+    side = 1.0 if rng.random() < left else -1.0  # the side of the chord the route runs on
     if kind == 0:  # straight
         return np.stack((s, np.zeros_like(s)), -1)
     if kind == 1:  # L-shaped: two legs with a 60-120 degree turn
         first = rng.uniform(0.3, 0.7) * length_m
-        turn = side * math.radians(rng.uniform(60.0, 120.0))
+        turn = -side * math.radians(rng.uniform(60.0, 120.0))  # a right turn runs left
         corner = np.array([first, 0.0])
         end = corner + (length_m - first) * np.array([math.cos(turn), math.sin(turn)])
         return _polyline(np.stack((np.zeros(2), corner, end)), s)
@@ -65,7 +68,7 @@ def _route(kind: int, length_m: float, s: np.ndarray, rng: np.random.Generator) 
         sweep = math.radians(rng.uniform(60.0, 240.0))
         radius = length_m / sweep
         angle = s / radius
-        return np.stack((radius * np.sin(angle), side * radius * (1.0 - np.cos(angle))), -1)
+        return np.stack((radius * np.sin(angle), -side * radius * (1.0 - np.cos(angle))), -1)
     # detour: along a road, out to one side, onward, back to the road, onward
     lead, tail, offset = rng.uniform(0.1, 0.25), rng.uniform(0.1, 0.25), rng.uniform(0.1, 0.2)
     along = 1.0 - lead - tail - 2.0 * offset
@@ -87,21 +90,25 @@ def synthetic_city(
     sampling_jitter: float = 0.3,
     start_hours: tuple[float, float] = (6.0, 22.0),
     margin_m: float = 100.0,
+    left_side_probability: float = 0.5,
 ) -> tuple[Tensor, Tensor]:
     """Seeded trajectories in a square city of side ``box_km`` around ``center`` (lat, lng).
 
     Each trajectory follows one of :data:`ARCHETYPES` (labels ``0 .. 3``, as equal in number as
     ``num_trajectories`` allows, in random order): a straight road, an L (two legs, a 60-120
     degree turn), an arc (a circular segment of 60-240 degrees) or a detour (a road with a
-    rectangular bypass to one side), with a random heading and a nominal length of 30-80% of the
-    box, shrunk where needed so the whole route fits inside the box less a margin of ``margin_m``
-    (which must cover 5 standard deviations of the noise, so the noisy points stay in the box
-    too), and placed at random inside it. The vehicle moves at a constant speed drawn
-    per trajectory from ``mean_speed_kmh * U(1 - speed_variation, 1 + speed_variation)``; the
-    ``length`` fixes are taken at irregular times (intervals ``U(1 - sampling_jitter,
-    1 + sampling_jitter)`` times the mean) from a start hour ``U(*start_hours)``, so times
-    (hours) increase strictly and the points lie at the matching arc lengths. GPS noise is
-    Gaussian, ``noise_m`` metres of standard deviation east and north, converted to degrees.
+    rectangular bypass to one side). Each bent route runs on the left of the chord from its
+    start to its end with probability ``left_side_probability`` (0.5: no preferred side; 1.0: a
+    city whose every bent route keeps to the left of its chord). Routes get a random heading
+    and a nominal length of 30-80% of the box, shrunk where needed so the whole route fits
+    inside the box less a margin of ``margin_m`` (which must cover 5 standard deviations of the
+    noise, so the noisy points stay in the box too), and are placed at random inside it. The
+    vehicle moves at a constant speed drawn per trajectory from ``mean_speed_kmh * U(1 -
+    speed_variation, 1 + speed_variation)``; the ``length`` fixes are taken at irregular times
+    (intervals ``U(1 - sampling_jitter, 1 + sampling_jitter)`` times the mean) from a start
+    hour ``U(*start_hours)``, so times (hours) increase strictly and the points lie at the
+    matching arc lengths. GPS noise is Gaussian, ``noise_m`` metres of standard deviation east
+    and north, converted to degrees.
 
     Positions are east / north metres of a local equirectangular map around ``center``
     (``lat = lat_0 + y / m``, ``lng = lng_0 + x / (m cos lat_0)``, ``m`` = 111,195 m per degree):
@@ -129,6 +136,9 @@ def synthetic_city(
     if last_hour < first_hour:
         raise ValueError(f"`start_hours` must be (earliest, latest), got {start_hours}.")
     margin = require_non_negative(margin_m, "margin_m")
+    left = require_finite(left_side_probability, "left_side_probability")
+    if not 0.0 <= left <= 1.0:
+        raise ValueError(f"`left_side_probability` must lie in [0, 1], got {left}.")
     if 5.0 * noise_m > margin:
         raise ValueError(
             f"`margin_m` = {margin} m does not cover 5 standard deviations of the noise "
@@ -149,7 +159,7 @@ def synthetic_city(
         route_m = rng.uniform(0.3, 0.8) * box_m
         steps = rng.uniform(1.0 - sampling_jitter, 1.0 + sampling_jitter, length - 1)
         fraction = np.r_[0.0, np.cumsum(steps)] / steps.sum()
-        points = _route(int(kind), route_m, fraction * route_m, rng)
+        points = _route(int(kind), route_m, fraction * route_m, rng, left)
         heading = rng.uniform(0.0, 2.0 * math.pi)
         rotation = np.array(
             [[math.cos(heading), -math.sin(heading)], [math.sin(heading), math.cos(heading)]]

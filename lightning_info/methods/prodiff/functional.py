@@ -1,5 +1,5 @@
-"""ProDiff's pure core (Bu et al., ICML 2025): the endpoint-only interpolation baselines and the
-k-means pseudo-labels of the prototype losses.
+"""ProDiff's pure core (Bu et al., ICML 2025): the endpoint-only interpolation baselines, the
+k-means pseudo-labels and the prototype losses and attention.
 
 **Baselines.** Endpoint-only baselines for trajectory imputation: fill a window's interior from
 its two endpoints (ProDiff's "linear interpolation" baseline).
@@ -32,11 +32,29 @@ k-means++ seeding (Arthur & Vassilvitskii, 2007: each next centre drawn with pro
 proportional to the squared distance to the nearest chosen one) and Lloyd's iterations (assign
 every point to its nearest centre, move every centre to the mean of its points; a centre that
 loses all its points stays), until the centres stop moving or ``iterations`` run out.
+:func:`match_clusters` then gives each cluster the prototype it is matched to (the one-to-one
+assignment of least total centre-prototype distance, Hungarian method) as its label:
+k-means numbers its clusters arbitrarily, and the reference code uses those numbers directly as
+the class targets over the prototypes, pairing each cluster with a random prototype.
+
+**Prototype losses** (section 3 of the paper), for encoder features ``f_i`` and prototypes
+``P_1 .. P_K``:
+
+- cross-entropy ``L_ce = CE(f_i . normalize(P)^T, y_i)`` against the pseudo-labels ``y_i``, the
+  prototypes detached (it moves the features only), :func:`prototype_cross_entropy`;
+- contrastive ``L_con = mean_i relu(||f_i - P_near(i)|| - ||f_i - P_far(i)|| + margin)`` with
+  ``P_near(i)`` / ``P_far(i)`` the nearest and farthest prototype of ``f_i`` in Euclidean
+  distance, :func:`prototype_contrastive_loss` (batched; the reference loops over samples);
+- endpoint query attention ``p~ = softmax(cos(q, P) / sqrt(d)) P`` for the query feature ``q``
+  of the endpoints-only window (:func:`endpoints_only`), :func:`prototype_attention`.
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from lightning_info.core.validation import require_finite_tensor, require_int, require_real_tensor
@@ -44,6 +62,11 @@ from lightning_info.methods.prodiff.geometry import great_circle_interpolate
 
 __all__ = [
     "INTERIOR_TIMES",
+    "endpoints_only",
+    "match_clusters",
+    "prototype_attention",
+    "prototype_contrastive_loss",
+    "prototype_cross_entropy",
     "great_circle_interpolation",
     "interior_fractions",
     "kmeans",
@@ -164,3 +187,56 @@ def kmeans(
             break
         centres = moved
     return torch.cdist(points, centres).argmin(1), centres
+
+
+def match_clusters(centres: Tensor, prototypes: Tensor) -> Tensor:
+    """``assignment (m,)``: the prototype matched to each of ``m <= K`` k-means clusters, the
+    one-to-one assignment of least total Euclidean distance between ``centres (m, d)`` and
+    ``prototypes (K, d)`` (``scipy.optimize.linear_sum_assignment``). Cluster labels ``y``
+    become prototype labels ``assignment[y]``."""
+    from scipy.optimize import linear_sum_assignment
+
+    if centres.ndim != 2 or prototypes.ndim != 2 or centres.shape[1] != prototypes.shape[1]:
+        raise ValueError(
+            f"`centres` and `prototypes` must be (m, d) and (K, d), got "
+            f"{tuple(centres.shape)} and {tuple(prototypes.shape)}."
+        )
+    if centres.shape[0] > prototypes.shape[0]:
+        raise ValueError(
+            f"{centres.shape[0]} clusters cannot be matched one to one to "
+            f"{prototypes.shape[0]} prototypes."
+        )
+    cost = torch.cdist(centres.detach().double(), prototypes.detach().double()).cpu().numpy()
+    _, assignment = linear_sum_assignment(cost)
+    return torch.as_tensor(assignment, dtype=torch.long, device=centres.device)
+
+
+def prototype_cross_entropy(features: Tensor, prototypes: Tensor, labels: Tensor) -> Tensor:
+    """``CE(f . normalize(P)^T, y)``, mean over the batch, prototypes detached (module
+    docstring)."""
+    logits = features @ F.normalize(prototypes.detach(), dim=-1).T
+    return F.cross_entropy(logits, labels)
+
+
+def prototype_contrastive_loss(features: Tensor, prototypes: Tensor, margin: float = 1.0) -> Tensor:
+    """``mean_i relu(||f_i - P_near(i)|| - ||f_i - P_far(i)|| + margin)`` (module docstring);
+    gradients reach the features and the two chosen prototypes."""
+    distances = torch.cdist(features, prototypes)
+    near = distances.gather(1, distances.detach().argmin(1, keepdim=True))
+    far = distances.gather(1, distances.detach().argmax(1, keepdim=True))
+    return F.relu(near - far + margin).mean()
+
+
+def prototype_attention(query: Tensor, prototypes: Tensor) -> Tensor:
+    """``softmax(cos(q, P) / sqrt(d)) P``: ``(B, d)`` queries, ``(K, d)`` prototypes, ``(B, d)``
+    out."""
+    cosine = F.normalize(query, dim=-1) @ F.normalize(prototypes, dim=-1).T
+    return torch.softmax(cosine / math.sqrt(query.shape[-1]), dim=-1) @ prototypes
+
+
+def endpoints_only(window: Tensor) -> Tensor:
+    """``(B, k, C)`` windows with every interior point set to zero (what the condition sees:
+    the reference's ``mask_data_general``); the interior is never read, NaN included."""
+    keep = torch.zeros(window.shape[1], 1, dtype=torch.bool, device=window.device)
+    keep[[0, -1]] = True
+    return torch.where(keep, window, torch.zeros((), dtype=window.dtype, device=window.device))

@@ -83,6 +83,29 @@ def test_synthetic_routes_have_their_shapes_and_speeds():
         assert float(gap.amax(1).min()) > 100.0, ARCHETYPES[kind]
 
 
+def _bend_sides(trajectories):
+    """The sign of the cross product chord x (midpoint - start) in local metres: > 0 when the
+    route's middle lies to the left of the chord."""
+    lat0 = math.radians(float(trajectories[..., 1].mean()))
+    north = trajectories[..., 1] * METRES_PER_DEGREE
+    east = trajectories[..., 2] * METRES_PER_DEGREE * math.cos(lat0)
+    middle = trajectories.shape[1] // 2
+    chord = (east[:, -1] - east[:, 0], north[:, -1] - north[:, 0])
+    mid = (east[:, middle] - east[:, 0], north[:, middle] - north[:, 0])
+    return torch.sign(chord[0] * mid[1] - chord[1] * mid[0])
+
+
+@pytest.mark.parametrize("left", [0.0, 1.0])
+def test_left_side_probability_decides_the_side_of_every_bend(left):
+    trajectories, labels = synthetic_city(120, 21, seed=2, noise_m=0.0, left_side_probability=left)
+    side = 1.0 if left == 1.0 else -1.0
+    for kind in (1, 2, 3):
+        assert torch.all(_bend_sides(trajectories[labels == kind]) == side), ARCHETYPES[kind]
+    balanced, labels = synthetic_city(400, 21, seed=2, noise_m=0.0)
+    share = float((_bend_sides(balanced[labels != 0]) > 0).double().mean())
+    assert 0.4 < share < 0.6
+
+
 def test_synthetic_city_errors():
     with pytest.raises(ValueError, match="num_trajectories"):
         synthetic_city(0, 10)
@@ -95,6 +118,8 @@ def test_synthetic_city_errors():
     synthetic_city(4, 10, noise_m=30.0, margin_m=150.0)
     with pytest.raises(ValueError, match="speed_variation"):
         synthetic_city(4, 10, speed_variation=1.0)
+    with pytest.raises(ValueError, match="left_side_probability"):
+        synthetic_city(4, 10, left_side_probability=1.5)
 
 
 # ----------------------------------------------------------------------------- data module

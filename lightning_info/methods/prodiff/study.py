@@ -1,0 +1,223 @@
+"""The trajectory-imputation recipe's study: ProDiff, its no-prototype ablation and the two
+interpolation baselines on the same synthetic-city windows, window lengths and seeds.
+
+For every window length x seed one :class:`TrajectoryDataModule` generates the city (seeded by
+the seed) and splits its windows 80/10/10; ProDiff and the ablation are trained on the training
+windows (no validation during training) and generate each test window's interior from its two
+endpoints with DDIM; linear and great-circle interpolation fill the same windows. Every method
+is scored over the test windows' interior points in metres
+(:func:`~lightning_info.methods.prodiff.metrics.trajectory_scores`). Runs are independent, so
+``workers`` processes share them. The figure draws, for the first seed, a few test windows on
+the map: the true points, the linear fill and ProDiff's.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+
+from lightning_info.core.logging import mean_std
+from lightning_info.core.plotting import pyplot
+from lightning_info.core.trainers import quiet_trainer
+from lightning_info.methods.prodiff.datamodule import TrajectoryDataModule
+from lightning_info.methods.prodiff.functional import (
+    great_circle_interpolation,
+    linear_interpolation,
+)
+from lightning_info.methods.prodiff.metrics import trajectory_scores
+from lightning_info.methods.prodiff.module import ProDiff
+from lightning_info.recipes.study import Study, StudyResult, run_jobs
+
+METHODS = {
+    "linear": "linear interpolation",
+    "great_circle": "great-circle interpolation",
+    "prodiff": "ProDiff",
+    "prodiff_no_prototypes": "ProDiff (no prototypes)",
+}
+BASELINES = {"linear": linear_interpolation, "great_circle": great_circle_interpolation}
+METRICS = {
+    "mtd": "mean deviation (m)",
+    "maxtd": "max deviation (m)",
+    "tc@1km": "TC@1km",
+    "tc@2km": "TC@2km",
+    "tc_mean": "TC mean (1-10 km)",
+    "time_mae": "time MAE (h)",
+}
+EXAMPLES = 4
+
+
+def train_prodiff(
+    data: TrajectoryDataModule,
+    use_prototypes: bool,
+    seed: int,
+    model: dict[str, Any],
+    max_epochs: int,
+) -> ProDiff:
+    """ProDiff fit on the training windows (no logger, no checkpoints, clipping 1)."""
+    pl.seed_everything(seed, verbose=False)
+    module = ProDiff(data.window_length, use_prototypes=use_prototypes, seed=seed, **model)
+    trainer = quiet_trainer(
+        max_epochs=max_epochs,
+        accelerator="cpu",
+        devices=1,
+        gradient_clip_val=1.0,
+        limit_val_batches=0,
+    )
+    trainer.fit(module, datamodule=data)
+    return module.eval()
+
+
+def generate(module: ProDiff, data: TrajectoryDataModule, seed: int) -> torch.Tensor:
+    """The test windows generated from their endpoints, in degrees (float64)."""
+    generator = torch.Generator().manual_seed(seed)
+    parts = [
+        module.unscale(module.impute(batch["window"], generator=generator))
+        for batch in data.test_dataloader()
+    ]
+    return torch.cat(parts)
+
+
+def run_setting(job: dict[str, Any]) -> dict[str, Any]:
+    """Every method on one ``(window_length, seed)``: scores, seconds and example windows."""
+    torch.set_num_threads(1)
+    logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", message=".*(no `val_dataloader`|LeafSpec).*")
+    length, seed = job["window_length"], job["seed"]
+    data = TrajectoryDataModule(
+        "synthetic",
+        window_length=length,
+        num_trajectories=job["num_trajectories"],
+        synthetic_kwargs=job["synthetic"],
+        data_seed=seed,
+        batch_size=job["batch_size"],
+    )
+    truth = data.windows["test"]
+    scores, seconds, examples = {}, {}, {"truth": truth[:EXAMPLES].tolist()}
+    for method in job["methods"]:
+        start = time.perf_counter()
+        if method in BASELINES:
+            generated = BASELINES[method](truth)
+        else:
+            module = train_prodiff(data, method == "prodiff", seed, job["model"], job["max_epochs"])
+            generated = generate(module, data, seed)
+        seconds[method] = time.perf_counter() - start
+        scores[method] = trajectory_scores(generated.numpy(), truth.numpy())
+        examples[method] = generated[:EXAMPLES].tolist()
+    return {
+        "window_length": length,
+        "seed": seed,
+        "scores": scores,
+        "seconds": seconds,
+        "examples": examples,
+    }
+
+
+@dataclass
+class TrajectoryStudy(Study):
+    """ProDiff and baselines over window lengths x seeds (see the module docstring).
+
+    Args:
+        window_lengths: ``k`` of the windows (each a whole synthetic trajectory).
+        seeds: seeds of the city, the split and the models.
+        methods: of ``linear``, ``great_circle``, ``prodiff``, ``prodiff_no_prototypes``.
+        num_trajectories: trajectories in the synthetic city.
+        synthetic: further :func:`synthetic_city` arguments (e.g. ``left_side_probability``).
+        model: ProDiff's arguments (besides the window length, prototypes switch and seed).
+        max_epochs, batch_size: ProDiff's epochs and batch size.
+        workers: processes running settings side by side (1: in this process).
+    """
+
+    window_lengths: list[int] = field(default_factory=lambda: [8, 16])
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    methods: list[str] = field(default_factory=lambda: list(METHODS))
+    num_trajectories: int = 2048
+    synthetic: dict[str, Any] = field(default_factory=dict)
+    model: dict[str, Any] = field(default_factory=dict)
+    max_epochs: int = 60
+    batch_size: int = 128
+    workers: int = 1
+
+    def __post_init__(self) -> None:
+        for method in self.methods:
+            if method not in METHODS:
+                raise ValueError(f"unknown method {method!r}: choose from {list(METHODS)}.")
+        if not (self.window_lengths and self.seeds and self.methods):
+            raise ValueError("`window_lengths`, `seeds` and `methods` must be non-empty.")
+        if self.workers < 1:
+            raise ValueError(f"`workers` must be at least 1, got {self.workers}.")
+
+    def _jobs(self) -> list[dict[str, Any]]:
+        common = {
+            "methods": self.methods,
+            "num_trajectories": self.num_trajectories,
+            "synthetic": self.synthetic,
+            "model": self.model,
+            "max_epochs": self.max_epochs,
+            "batch_size": self.batch_size,
+        }
+        return [
+            {"window_length": length, "seed": seed, **common}
+            for length in self.window_lengths
+            for seed in self.seeds
+        ]
+
+    def run(self, cli=None) -> StudyResult:
+        def describe(outcome: dict[str, Any]) -> str:
+            prodiff = outcome["scores"].get("prodiff", {}).get("mtd", float("nan"))
+            return (
+                f"k={outcome['window_length']} seed={outcome['seed']}: ProDiff mean deviation "
+                f"{prodiff:.0f} m"
+            )
+
+        records = run_jobs(run_setting, self._jobs(), self.workers, describe)
+        tables = {
+            f"{title}, test windows' interior points": self._table(records, metric)
+            for metric, title in METRICS.items()
+        }
+        tables["seconds per fit and imputation"] = self._table(records, "seconds")
+        return StudyResult(tables, {"map": self._figure(records)}, records)
+
+    def _values(self, records, length, method, metric) -> list[float]:
+        return [
+            r["seconds"][method] if metric == "seconds" else r["scores"][method][metric]
+            for r in records
+            if r["window_length"] == length and method in r["scores"]
+        ]
+
+    def _table(self, records, metric: str):
+        columns = ["k", *(METHODS[m] for m in self.methods)]
+        rows = [
+            [length, *(mean_std(self._values(records, length, m, metric)) for m in self.methods)]
+            for length in self.window_lengths
+        ]
+        return columns, rows
+
+    def _figure(self, records):
+        plt = pyplot()
+        first = [r for r in records if r["seed"] == self.seeds[0]]
+        figure, axes = plt.subplots(
+            len(first), EXAMPLES, figsize=(3.2 * EXAMPLES, 3.2 * len(first)), squeeze=False
+        )
+        shown = [m for m in ("linear", "prodiff", "prodiff_no_prototypes") if m in self.methods]
+        for row, record in zip(axes, first):
+            truth = np.asarray(record["examples"]["truth"])
+            for index, axis in enumerate(row):
+                axis.plot(truth[index, :, 2], truth[index, :, 1], "k.-", label="true")
+                for method in shown:
+                    points = np.asarray(record["examples"][method])[index]
+                    axis.plot(points[:, 2], points[:, 1], ".-", label=METHODS[method], alpha=0.8)
+                axis.plot(truth[index, [0, -1], 2], truth[index, [0, -1], 1], "ko", ms=7)
+                axis.set(title=f"k={record['window_length']}, test window {index}")
+                axis.set_xlabel("longitude")
+                axis.set_ylabel("latitude")
+                axis.tick_params(labelsize=6)
+        axes[0][0].legend(fontsize=7)
+        figure.tight_layout()
+        return figure
