@@ -13,6 +13,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "audit": ("dask",),
     "graph": ("torch_geometric",),
     "context": ("sentence_transformers",),
+    "causal": ("pgmpy",),
 }
 """The extras of ``pyproject.toml`` the package imports from, and the modules each installs."""
 

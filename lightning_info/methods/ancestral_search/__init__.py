@@ -1,0 +1,1 @@
+"""Search-and-score causal discovery for ancestral graphs (Lagrange & Isambert, ICML 2025)."""
