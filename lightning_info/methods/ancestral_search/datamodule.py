@@ -1,0 +1,150 @@
+"""Observational data for ancestral-graph search: forward samples of a Bayesian network with
+hidden nodes and its oracle PAG, or a user's own table.
+
+``BayesianNetworkDataModule("alarm", num_samples=1000, hidden_fraction=0.1, data_seed=0)`` reads
+one of pgmpy's bundled networks (``get_example_model``: alarm, insurance, child, asia, sachs,
+barley, mildew, ...; a ``.bif`` path works too), draws ``num_samples`` rows by forward sampling,
+hides ``round(hidden_fraction * p)`` nodes (at least one when the fraction is positive) chosen
+uniformly at random, as the reference benchmark does, and keeps the observed columns as integer
+codes (:func:`~lightning_info.methods.ancestral_search.information.encode`). The truth is the PAG
+of the network's DAG with the hidden nodes marginalised
+(:func:`~lightning_info.methods.ancestral_search.graphs.pag_from_dag`), and its MAG
+(:func:`~lightning_info.methods.ancestral_search.graphs.mag_from_dag`). The reference scores its
+no-latent runs against the CPDAG and its latent runs against ``pcalg::dag2pag`` with a Gaussian
+test on a random covariance; here every truth is the PAG from an exact d-separation oracle.
+
+``BayesianNetworkDataModule.from_csv(path)`` takes a user's table of discrete columns (no
+truth). Sampled or read, a column observed constant is refused (it carries no information and
+would make every score degenerate): raise ``num_samples`` or drop it.
+
+The search is not minibatch training: the data live in the module (``codes``, ``names``,
+``levels``), and the loaders yield one item per search move (``moves`` of them an epoch), so a
+Trainer's ``max_epochs`` / ``max_steps`` budget the search.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from lightning_info.core.optional import require_extra
+from lightning_info.core.validation import require_fraction, require_int
+from lightning_info.methods.ancestral_search.graphs import mag_from_dag, pag_from_dag
+from lightning_info.methods.ancestral_search.information import encode
+
+__all__ = ["BayesianNetworkDataModule", "load_network", "sample_network"]
+
+
+def load_network(network: str | Path):
+    """A pgmpy ``DiscreteBayesianNetwork``: a bundled example by name, or a ``.bif`` file."""
+    require_extra("pgmpy", "causal", "BayesianNetworkDataModule")
+    import logging
+
+    logging.getLogger("pgmpy").setLevel(logging.ERROR)
+    if Path(str(network)).suffix in (".bif", ".gz") or Path(str(network)).exists():
+        from pgmpy.readwrite import BIFReader
+
+        return BIFReader(str(network)).get_model()
+    from pgmpy.utils import get_example_model
+
+    return get_example_model(str(network))
+
+
+def sample_network(model, num_samples: int, seed: int):
+    """``num_samples`` forward samples (a pandas DataFrame, one column per node, in the
+    model's node order), seeded."""
+    from pgmpy.sampling import BayesianModelSampling
+
+    frame = BayesianModelSampling(model).forward_sample(
+        size=num_samples, seed=seed, show_progress=False
+    )
+    return frame[list(model.nodes())]
+
+
+class BayesianNetworkDataModule(pl.LightningDataModule):
+    """Samples of a Bayesian network with hidden nodes, and the oracle PAG (module docstring).
+
+    Args:
+        network: a pgmpy example name or a ``.bif`` path.
+        num_samples: rows to draw.
+        hidden_fraction: share of the nodes to hide (0: none), or ``hidden`` names them.
+        hidden: node names to hide (overrides ``hidden_fraction``).
+        data_seed: seeds the sampling and the hidden nodes.
+        moves: items per epoch of the search loaders.
+        max_levels: the most categories a column may have.
+    """
+
+    def __init__(
+        self,
+        network: str = "alarm",
+        num_samples: int = 1000,
+        hidden_fraction: float = 0.0,
+        hidden: list[str] | None = None,
+        data_seed: int = 0,
+        moves: int = 1,
+        max_levels: int = 50,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        num_samples = require_int(num_samples, "num_samples", 2)
+        hidden_fraction = require_fraction(hidden_fraction, "hidden_fraction")
+        self.moves = require_int(moves, "moves", 1)
+        model = load_network(network)
+        nodes = [str(n) for n in model.nodes()]
+        index = {name: k for k, name in enumerate(nodes)}
+        if hidden is None:
+            count = round(hidden_fraction * len(nodes))
+            count = max(count, 1) if hidden_fraction > 0 else 0
+            rng = np.random.default_rng([data_seed, 1])
+            hidden = sorted(rng.choice(nodes, count, replace=False).tolist())
+        unknown = [h for h in hidden if h not in index]
+        if unknown:
+            raise ValueError(f"hidden nodes {unknown} are not in the network's nodes.")
+        self.hidden = list(hidden)
+        self.dag_names = nodes
+        self.names = [n for n in nodes if n not in set(self.hidden)]
+        frame = sample_network(model, num_samples, data_seed)
+        self.codes, self.levels = encode(frame[self.names], max_levels=max_levels)
+        self.dag = np.zeros((len(nodes), len(nodes)), dtype=bool)
+        for a, b in model.edges():
+            self.dag[index[str(a)], index[str(b)]] = True
+        latent = [index[h] for h in self.hidden]
+        self.truth_mag = mag_from_dag(self.dag, latent)
+        self.truth = pag_from_dag(self.dag, latent)
+
+    @classmethod
+    def from_table(cls, table, names: list[str] | None = None, moves: int = 1, max_levels=50):
+        """A data module over a user's table of discrete columns (array or DataFrame; no
+        truth)."""
+        module = cls.__new__(cls)
+        pl.LightningDataModule.__init__(module)
+        values = table.to_numpy() if hasattr(table, "to_numpy") else np.asarray(table)
+        if names is None:
+            columns = getattr(table, "columns", None)
+            names = [str(c) for c in columns] if columns is not None else None
+        module.names = names or [f"X{k + 1}" for k in range(values.shape[1])]
+        module.codes, module.levels = encode(values, max_levels=max_levels)
+        module.moves = require_int(moves, "moves", 1)
+        module.hidden, module.dag, module.truth, module.truth_mag = [], None, None, None
+        module.dag_names = list(module.names)
+        return module
+
+    @classmethod
+    def from_csv(cls, path: str | Path, moves: int = 1, max_levels: int = 50):
+        """A data module over the discrete columns of a CSV file (header row of names)."""
+        import pandas as pd
+
+        return cls.from_table(pd.read_csv(path), moves=moves, max_levels=max_levels)
+
+    def _moves(self) -> DataLoader:
+        return DataLoader(TensorDataset(torch.arange(self.moves)), batch_size=1)
+
+    def train_dataloader(self) -> DataLoader:
+        return self._moves()
+
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(TensorDataset(torch.zeros(1)), batch_size=1)

@@ -1,0 +1,271 @@
+"""The search-and-score steps of Lagrange & Isambert (ICML 2025) for ancestral graphs, on an
+edge-type matrix and a memoised score ``I'(X; Y | Z)`` (MIIC's ``infok``:
+:class:`~lightning_info.methods.ancestral_search.information.InformationCache`).
+
+**Edge types** (``graphs.edge_types``): ``types[a, b]`` is 0 (no edge), 1 (undirected), 2 with
+``types[b, a] = -2`` for ``a -> b``, 6 for ``a <-> b``. The parents-and-spouses of ``X`` other
+than ``Y`` are ``Pa'_X = {n != Y : types[n, X] in (2, 6)}``.
+
+**Step 0, skeleton** (:func:`initial_graph`): causal-learn's FCI with the G^2 test (the
+reference starts from MIIC, which has no Python port); its PAG becomes edge types, ``o->`` as
+directed and ``o-o`` / ``o-`` as undirected.
+
+**Step 1, node score** (:func:`node_step`): for every node ``X`` and its neighbours ``C`` the
+conditioning set ``S`` of the largest ``sum_k I'(X; s_k | s_<k)`` (:func:`best_conditioning_set`:
+all subsets of each size while ``|C| <= 4``, otherwise greedy additions, stopping when no set of
+the next size improves the score). A neighbour ``N`` outside ``S`` is dropped by ``X``: an edge
+dropped by both ends is removed; dropped by ``X`` only, it becomes ``X -> N`` (``N`` is no
+parent of ``X``); repeated to a fixed point; then every undirected edge is oriented so the
+graph stays acyclic (nodes with the most undirected edges first, as the reference).
+
+**Step 2, edge score** (:func:`edge_deltas`, :func:`edge_step`): for the edge ``X - Y`` the
+orientation scores are ``s(X <- Y) = -I'(X; Y | Pa'_X)``, ``s(X -> Y) = -I'(X; Y | Pa'_Y)`` and,
+when both sets are non-empty, ``s(X <-> Y) = -I'(X; Y | Pa'_X u Pa'_Y)``; the move to the lowest
+score has ``delta = s(best) - s(current)``. A move is admissible when the graph it makes is
+ancestral (no directed cycle, no bidirected edge between an ancestor and its descendant -- the
+reference's cycle and local v-structure checks are the two-edge cases of this), it does not
+return to a graph already visited, and it does not undo the last move (one-step tabu). The most
+negative admissible delta is applied and the deltas recomputed, until no delta is negative.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from lightning_info.methods.ancestral_search.graphs import (
+    ARROW,
+    CIRCLE,
+    TAIL,
+    ancestors,
+    edge_types,
+)
+
+__all__ = [
+    "BIDIRECTED",
+    "DIRECTED",
+    "UNDIRECTED",
+    "best_conditioning_set",
+    "edge_deltas",
+    "edge_step",
+    "initial_graph",
+    "is_ancestral",
+    "marks_from_types",
+    "node_step",
+]
+
+Score = Callable[[Sequence[int], Sequence[int], Sequence[int]], float]
+"""``score(x, y, z)``: ``I'(X; Y | Z)`` of column tuples (an ``InformationCache``)."""
+
+UNDIRECTED, DIRECTED, BIDIRECTED = 1, 2, 6
+_EXHAUSTIVE_UP_TO = 4
+
+
+def marks_from_types(types: np.ndarray) -> np.ndarray:
+    """Edge marks (``graphs``' convention) of an edge-type matrix: tails and arrows, an
+    undirected edge tail-tail."""
+    types = np.asarray(types)
+    marks = np.where(types != 0, TAIL, 0)
+    marks = np.where((types == DIRECTED) | (types == BIDIRECTED), ARROW, marks)
+    return marks.astype(np.int8)
+
+
+def _parents_and_spouses(types: np.ndarray, node: int, other: int) -> tuple[int, ...]:
+    column = types[:, node]
+    members = np.flatnonzero((column == DIRECTED) | (column == BIDIRECTED))
+    return tuple(int(n) for n in members if n != other)
+
+
+def is_ancestral(types: np.ndarray) -> bool:
+    """No directed cycle (undirected edges ignored) and no bidirected edge between two nodes one
+    of which is an ancestor of the other."""
+    directed = np.where(types == DIRECTED, ARROW, 0) + np.where(types == -DIRECTED, TAIL, 0)
+    anc = ancestors(directed.astype(np.int8))
+    off = ~np.eye(len(types), dtype=bool)
+    if (anc & anc.T & off).any():
+        return False
+    return not ((types == BIDIRECTED) & (anc | anc.T) & off).any()
+
+
+# ----------------------------------------------------------------------------- step 0
+
+
+def initial_graph(codes: np.ndarray, alpha: float = 0.05, test: str = "gsq") -> np.ndarray:
+    """Edge types of causal-learn's FCI PAG on the coded data (``test``: ``"gsq"`` G^2 or
+    ``"chisq"``), ``o->`` read as directed, ``o-o`` / ``o-`` as undirected."""
+    from lightning_info.core.optional import require_extra
+
+    require_extra("causallearn", "causal", "The ancestral-graph search's skeleton")
+    from causallearn.search.ConstraintBased.FCI import fci
+
+    from lightning_info.methods.ancestral_search.graphs import from_causallearn
+
+    graph, _ = fci(np.asarray(codes), test, alpha, show_progress=False, verbose=False)
+    marks = from_causallearn(graph)
+    types = edge_types(np.where(marks == CIRCLE, TAIL, marks))  # circles: undirected ends
+    return types if is_ancestral(types) else np.where(types != 0, UNDIRECTED, 0).astype(np.int8)
+
+
+# ----------------------------------------------------------------------------- step 1
+
+
+def _gain(score: Score, target: int, added: Sequence[int], base: Sequence[int]) -> float:
+    """``sum_k I'(X; a_k | base u a_<k)``, the chain-rule gain of adding ``added`` in order."""
+    total, conditioning = 0.0, list(base)
+    for candidate in added:
+        total += score((target,), (candidate,), tuple(conditioning))
+        conditioning.append(candidate)
+    return total
+
+
+def best_conditioning_set(score: Score, target: int, candidates: Sequence[int]) -> tuple[int, ...]:
+    """The subset of ``candidates`` of the largest chain-rule information with ``target``
+    (module docstring, step 1): exhaustive over each size while there are at most 4
+    candidates, greedy beyond; stops at the first size that brings no positive gain."""
+    candidates = list(candidates)
+    current: tuple[int, ...] = ()
+    for size in range(1, len(candidates) + 1):
+        if size > 1 and (size > _EXHAUSTIVE_UP_TO or len(candidates) > _EXHAUSTIVE_UP_TO):
+            options = [(*current, c) for c in candidates if c not in current]
+        else:
+            options = list(itertools.combinations(candidates, size))
+        best, best_score = None, 0.0
+        for option in options:
+            shared = [c for c in current if c in option]
+            removed = [c for c in current if c not in option]
+            added = [c for c in option if c not in current]
+            gain = _gain(score, target, added, shared) - _gain(score, target, removed, shared)
+            if best is None or gain > best_score:
+                best, best_score = option, gain
+        if best is None or best_score <= 0:
+            break
+        current = tuple(best)
+    return current
+
+
+def _orient_undirected(types: np.ndarray) -> np.ndarray:
+    counts = (types == UNDIRECTED).sum(axis=0)
+    for node in np.argsort(-counts, kind="stable"):
+        for neighbour in np.flatnonzero(types[:, node] == UNDIRECTED):
+            directed = np.where(types == DIRECTED, ARROW, 0) + np.where(types == -DIRECTED, TAIL, 0)
+            anc = ancestors(directed.astype(np.int8))
+            if not anc[neighbour, node]:  # node -> neighbour keeps the graph acyclic
+                types[node, neighbour], types[neighbour, node] = DIRECTED, -DIRECTED
+            elif not anc[node, neighbour]:
+                types[node, neighbour], types[neighbour, node] = -DIRECTED, DIRECTED
+    return types
+
+
+def node_step(types: np.ndarray, score: Score, max_rounds: int = 100) -> np.ndarray:
+    """Step 1 of the module docstring to a fixed point, then the acyclic orientation of the
+    remaining undirected edges; a new matrix."""
+    types = np.array(types, dtype=np.int8)
+    for _ in range(max_rounds):
+        dropped = np.zeros(types.shape, dtype=bool)  # dropped[n, x]: x dropped neighbour n
+        for node in range(len(types)):
+            neighbours = np.flatnonzero(types[:, node] != 0).tolist()
+            if neighbours:
+                kept = set(best_conditioning_set(score, node, neighbours))
+                dropped[[n for n in neighbours if n not in kept], node] = True
+        updated = types.copy()
+        both = dropped & dropped.T
+        updated[both] = 0
+        one = dropped & ~dropped.T  # [n, x]: x dropped n, n kept x: x -> n
+        rows, cols = np.nonzero(one)
+        updated[cols, rows], updated[rows, cols] = DIRECTED, -DIRECTED
+        if np.array_equal(updated, types):
+            break
+        types = updated
+    return _orient_undirected(types)
+
+
+# ----------------------------------------------------------------------------- step 2
+
+
+def _orientation_scores(types: np.ndarray, score: Score, x: int, y: int) -> dict[int, float]:
+    """``{type of types[x, y]: score}`` of the admissible orientations of the edge x - y."""
+    pa_x, pa_y = _parents_and_spouses(types, x, y), _parents_and_spouses(types, y, x)
+    options = {
+        -DIRECTED: -score((x,), (y,), pa_x),  # x <- y
+        DIRECTED: -score((x,), (y,), pa_y),  # x -> y
+    }
+    if pa_x and pa_y:
+        options[BIDIRECTED] = -score((x,), (y,), tuple(sorted(set(pa_x) | set(pa_y))))
+    return options
+
+
+def _with_type(types: np.ndarray, x: int, y: int, kind: int) -> np.ndarray:
+    moved = types.copy()
+    moved[x, y] = kind
+    moved[y, x] = -kind if kind == DIRECTED or kind == -DIRECTED else kind
+    return moved
+
+
+def edge_deltas(
+    types: np.ndarray, score: Score, edges: Sequence[tuple[int, int]] | None = None
+) -> list[tuple[float, int, int, int]]:
+    """``(delta, x, y, new type of types[x, y])`` of the best ancestral reorientation of each
+    edge (``edges``: a subset, e.g. one rank's share), ``delta = s(best) - s(current)``."""
+    if edges is None:
+        edges = list(zip(*np.nonzero(np.triu(types != 0))))
+    moves = []
+    for x, y in edges:
+        x, y = int(x), int(y)
+        options = _orientation_scores(types, score, x, y)
+        current = types[x, y]
+        # an edge not scorable as it stands (undirected, or bidirected with no other parent or
+        # spouse on one side) is scored by its unconditional information
+        current_score = options[current] if current in options else -score((x,), (y,), ())
+        admissible = {
+            kind: value
+            for kind, value in options.items()
+            if kind != current and is_ancestral(_with_type(types, x, y, kind))
+        }
+        if admissible:
+            kind = min(admissible, key=lambda k: (admissible[k], k))
+            moves.append((admissible[kind] - current_score, x, y, int(kind)))
+    return moves
+
+
+def edge_step(
+    types: np.ndarray,
+    score: Score,
+    max_moves: int = 1000,
+    on_move: Callable[[np.ndarray, tuple[float, int, int, int]], None] | None = None,
+) -> np.ndarray:
+    """Step 2 of the module docstring until no admissible move improves the score (or
+    ``max_moves``); ``on_move(types, move)`` after each applied move; a new matrix."""
+    types = np.array(types, dtype=np.int8)
+    seen = {types.tobytes()}
+    last = None
+    for _ in range(max_moves):
+        move = choose_move(types, edge_deltas(types, score), seen, last)
+        if move is None:
+            break
+        last = (move[1], move[2], int(types[move[1], move[2]]))  # the edge's previous type
+        types = _with_type(types, move[1], move[2], move[3])
+        seen.add(types.tobytes())
+        if on_move is not None:
+            on_move(types, move)
+    return types
+
+
+def choose_move(
+    types: np.ndarray,
+    moves: Sequence[tuple[float, int, int, int]],
+    seen: set[bytes],
+    last: tuple[int, int, int] | None,
+) -> tuple[float, int, int, int] | None:
+    """The most negative admissible move (module docstring), ties broken by the edge, or
+    ``None``."""
+    for delta, x, y, kind in sorted(moves):
+        if delta >= 0:
+            return None
+        if last is not None and (x, y, kind) == last:
+            continue  # undoing the last move
+        if _with_type(types, x, y, kind).tobytes() in seen:
+            continue
+        return delta, x, y, kind
+    return None
