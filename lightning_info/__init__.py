@@ -70,6 +70,15 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "FisherSubsetDataModule",
         "FisherSubsetSampler",
     ),
+    "lightning_info.methods.ancestral_search": (
+        "AncestralGraphSearch",
+        "BayesianNetworkDataModule",
+        "graph_scores",
+        "m_separated",
+        "mag_from_dag",
+        "pag_from_dag",
+        "shifted_information",
+    ),
     "lightning_info.methods.prodiff": (
         "MaxTrajectoryDeviation",
         "MeanTrajectoryDeviation",

@@ -35,6 +35,7 @@ from lightning_info import (
 from lightning_info.data.multiview import TensorViewsDataModule
 from lightning_info.data.synthetic import GaussianMixtureDataModule
 from lightning_info.lm.tiny_lm import tiny_causal_lm
+from lightning_info.methods.ancestral_search import AncestralGraphSearch, BayesianNetworkDataModule
 from lightning_info.methods.cacti import CACTI, TabularImputationDataModule
 from lightning_info.methods.cmv_nd import AttributeMissingGraphDataModule
 from lightning_info.methods.diffusion_fisher.module import DiffusionModel
@@ -142,6 +143,15 @@ def tiny_prodiff() -> ProDiff:
         num_steps=20,
         sampling_steps=4,
         schedule_steps=40,
+    )
+
+
+def asia_with_a_hidden_node(batch_size: int) -> BayesianNetworkDataModule:
+    """Asia (8 nodes) with "either" hidden, 2,000 samples, one search move an epoch (the batch
+    size does not apply: a step is one move), so the resume test's 2 + 2 epochs stop short of
+    the search's convergence."""
+    return BayesianNetworkDataModule(
+        "asia", num_samples=2000, hidden=["either"], data_seed=1, moves=1
     )
 
 
@@ -309,6 +319,11 @@ PLUGINS = [
         id="ProDiff-TrajectoryDataModule",
         make_model=tiny_prodiff,
         make_data=tiny_trajectories,
+    ),
+    PluginCase(
+        id="AncestralGraphSearch-BayesianNetworkDataModule",
+        make_model=AncestralGraphSearch,
+        make_data=asia_with_a_hidden_node,
     ),
     PluginCase(
         id="AsymmetricActorCritic-CartPole", make_model=tiny_deep_actor_critic, make_data=None

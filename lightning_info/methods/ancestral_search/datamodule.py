@@ -145,6 +145,3 @@ class BayesianNetworkDataModule(pl.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         return self._moves()
-
-    def val_dataloader(self) -> DataLoader:
-        return DataLoader(TensorDataset(torch.zeros(1)), batch_size=1)

@@ -36,6 +36,7 @@ precision, recall and F1 count adjacencies only.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -274,14 +275,16 @@ def pag_from_dag(dag: np.ndarray, latent: Sequence[int] = ()) -> np.ndarray:
     truth = nx.DiGraph()
     truth.add_nodes_from(range(len(marks)))
     truth.add_edges_from((order[a], order[b]) for a, b in zip(*np.nonzero(np.asarray(dag))))
-    graph, _ = fci(
-        np.zeros((1, len(observed))),
-        "d_separation",
-        0.05,
-        true_dag=truth,
-        show_progress=False,
-        verbose=False,
-    )
+    with warnings.catch_warnings():  # the placeholder data has one row: FCI warns of it
+        warnings.simplefilter("ignore", UserWarning)
+        graph, _ = fci(
+            np.zeros((1, len(observed))),
+            "d_separation",
+            0.05,
+            true_dag=truth,
+            show_progress=False,
+            verbose=False,
+        )
     return from_causallearn(graph)
 
 
