@@ -570,3 +570,39 @@ def test_prodiff_recipe_puts_prodiff_next_to_interpolation_on_the_same_windows(t
     assert len(records) == 4 and all(np.isfinite(r["scores"]["prodiff"]["mtd"]) for r in records)
     assert (tmp_path / "prodiff_trajectories_map.png").exists()
     assert (tmp_path / "prodiff_trajectories.md").read_text().strip() in capsys.readouterr().out
+
+
+def test_ancestral_search_recipe_puts_the_search_next_to_fci_on_the_same_samples(tmp_path):
+    pytest.importorskip("pgmpy")
+    from lightning_info.methods.ancestral_search import BayesianNetworkDataModule, graph_scores
+    from lightning_info.methods.ancestral_search.functional import fci_pag
+
+    cli = _recipe("ancestral_search").main(
+        [
+            f"--compare.output_dir={tmp_path}",
+            "--trainer.logger=false",
+            "--studies.search.networks=[asia]",
+            "--studies.search.hidden_fractions=[0.0, 0.2]",
+            "--studies.search.sample_sizes=[2000]",
+            "--studies.search.seeds=[0, 1]",
+            "--studies.search.toy_sample_sizes=[20000]",
+            "--studies.search.workers=1",
+        ]
+    )
+    result = cli.study_results["search"]
+    columns, rows = result.tables["orientation F1 against the oracle PAG"]
+    assert columns[-2:] == ["FCI (G^2)", "search and score"]
+    assert [row[:3] for row in rows] == [["asia", "0%", 2000], ["asia", "20%", 2000]]
+    # the FCI cell is the oracle's: FCI's PAG of the same samples against the same truth
+    expected = []
+    for seed in (0, 1):
+        data = BayesianNetworkDataModule(
+            "asia", num_samples=2000, hidden_fraction=0.2, data_seed=seed, constant_columns="hide"
+        )
+        expected.append(graph_scores(fci_pag(data.codes), data.truth)["orientation_f1"])
+    mean, std = (float(v) for v in rows[1][4].split(" ± "))
+    assert mean == pytest.approx(np.mean(expected), abs=1e-4)
+    assert std == pytest.approx(np.std(expected, ddof=1), abs=1e-4)
+    toys = result.tables["toy graphs: share of seeds recovering the MAG exactly"][1]
+    assert toys[1] == ["confounded_pair", "2/2"]  # recovered from 20,000 samples
+    assert (tmp_path / "ancestral_search_search_f1.png").exists()

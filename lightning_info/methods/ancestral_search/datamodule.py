@@ -24,6 +24,7 @@ Trainer's ``max_epochs`` / ``max_steps`` budget the search.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import lightning.pytorch as pl
@@ -36,11 +37,55 @@ from lightning_info.core.validation import require_fraction, require_int
 from lightning_info.methods.ancestral_search.graphs import mag_from_dag, pag_from_dag
 from lightning_info.methods.ancestral_search.information import encode
 
-__all__ = ["BayesianNetworkDataModule", "load_network", "sample_network"]
+__all__ = [
+    "TOY_GRAPHS",
+    "BayesianNetworkDataModule",
+    "load_network",
+    "monotone_binary_samples",
+    "sample_network",
+]
 
 
+def _dag(edges: list[tuple[int, int]], nodes: int) -> np.ndarray:
+    dag = np.zeros((nodes, nodes), dtype=bool)
+    for a, b in edges:
+        dag[a, b] = True
+    return dag
+
+
+TOY_GRAPHS = {
+    # X1 -> X2 <- X3 -> X4 <- X5, X6 -> X4 with X3 hidden: X2 <-> X4
+    "two_colliders": (_dag([(0, 1), (2, 1), (2, 3), (4, 3), (5, 3)], 6), [2]),
+    # L -> X2, L -> X3, X1 -> X2, X4 -> X3 with L hidden: X2 <-> X3, X1 -> X2, X4 -> X3
+    "confounded_pair": (_dag([(0, 2), (0, 3), (1, 2), (4, 3)], 5), [0]),
+}
+"""The method note's toy graphs: ``name -> (dag, hidden nodes)`` (``dag[a, b]`` for ``a -> b``)."""
+
+
+def monotone_binary_samples(dag: np.ndarray, num_samples: int, seed: int) -> np.ndarray:
+    """Binary forward samples of ``dag`` with ``P(v = 1 | pa) = 0.15 + 0.7 mean(pa)`` (0.5
+    without parents): a monotone, hence faithful, model in which every edge carries
+    dependence. ``(num_samples, p)`` int64, seeded."""
+    rng = np.random.default_rng(seed)
+    x = np.zeros((num_samples, len(dag)), dtype=np.int64)
+    remaining = set(range(len(dag)))
+    while remaining:
+        for v in sorted(remaining):
+            parents = np.flatnonzero(dag[:, v])
+            if remaining.isdisjoint(parents.tolist()):
+                if len(parents):
+                    prob = 0.15 + 0.7 * x[:, parents].mean(1)
+                else:
+                    prob = np.full(num_samples, 0.5)
+                x[:, v] = rng.random(num_samples) < prob
+                remaining.discard(v)
+    return x
+
+
+@functools.lru_cache(maxsize=8)
 def load_network(network: str | Path):
-    """A pgmpy ``DiscreteBayesianNetwork``: a bundled example by name, or a ``.bif`` file."""
+    """A pgmpy ``DiscreteBayesianNetwork``: a bundled example by name, or a ``.bif`` file
+    (parsed once per process: reading Alarm's takes seconds, sampling it milliseconds)."""
     require_extra("pgmpy", "causal", "BayesianNetworkDataModule")
     import logging
 
@@ -76,6 +121,9 @@ class BayesianNetworkDataModule(pl.LightningDataModule):
         data_seed: seeds the sampling and the hidden nodes.
         moves: items per epoch of the search loaders.
         max_levels: the most categories a column may have.
+        constant_columns: ``"error"`` (default): a node sampled constant is refused;
+            ``"hide"``: it joins the hidden nodes (it carries no information, and the truth
+            marginalises it like any hidden node); ``constant_hidden`` lists them.
     """
 
     def __init__(
@@ -87,9 +135,14 @@ class BayesianNetworkDataModule(pl.LightningDataModule):
         data_seed: int = 0,
         moves: int = 1,
         max_levels: int = 50,
+        constant_columns: str = "error",
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
+        if constant_columns not in ("error", "hide"):
+            raise ValueError(
+                f"`constant_columns` must be 'error' or 'hide', got {constant_columns!r}."
+            )
         num_samples = require_int(num_samples, "num_samples", 2)
         hidden_fraction = require_fraction(hidden_fraction, "hidden_fraction")
         self.moves = require_int(moves, "moves", 1)
@@ -104,10 +157,14 @@ class BayesianNetworkDataModule(pl.LightningDataModule):
         unknown = [h for h in hidden if h not in index]
         if unknown:
             raise ValueError(f"hidden nodes {unknown} are not in the network's nodes.")
+        frame = sample_network(model, num_samples, data_seed)
+        self.constant_hidden = []
+        if constant_columns == "hide":
+            constant = [n for n in nodes if n not in hidden and frame[n].nunique() < 2]
+            self.constant_hidden, hidden = constant, sorted([*hidden, *constant])
         self.hidden = list(hidden)
         self.dag_names = nodes
         self.names = [n for n in nodes if n not in set(self.hidden)]
-        frame = sample_network(model, num_samples, data_seed)
         self.codes, self.levels = encode(frame[self.names], max_levels=max_levels)
         self.dag = np.zeros((len(nodes), len(nodes)), dtype=bool)
         for a, b in model.edges():
@@ -130,6 +187,7 @@ class BayesianNetworkDataModule(pl.LightningDataModule):
         module.codes, module.levels = encode(values, max_levels=max_levels)
         module.moves = require_int(moves, "moves", 1)
         module.hidden, module.dag, module.truth, module.truth_mag = [], None, None, None
+        module.constant_hidden = []
         module.dag_names = list(module.names)
         return module
 

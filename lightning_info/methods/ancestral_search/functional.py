@@ -50,6 +50,7 @@ __all__ = [
     "best_conditioning_set",
     "edge_deltas",
     "edge_step",
+    "fci_pag",
     "initial_graph",
     "is_ancestral",
     "marks_from_types",
@@ -92,9 +93,9 @@ def is_ancestral(types: np.ndarray) -> bool:
 # ----------------------------------------------------------------------------- step 0
 
 
-def initial_graph(codes: np.ndarray, alpha: float = 0.05, test: str = "gsq") -> np.ndarray:
-    """Edge types of causal-learn's FCI PAG on the coded data (``test``: ``"gsq"`` G^2 or
-    ``"chisq"``), ``o->`` read as directed, ``o-o`` / ``o-`` as undirected."""
+def fci_pag(codes: np.ndarray, alpha: float = 0.05, test: str = "gsq") -> np.ndarray:
+    """The edge marks of causal-learn's FCI PAG on the coded data (``test``: ``"gsq"`` G^2 or
+    ``"chisq"``)."""
     from lightning_info.core.optional import require_extra
 
     require_extra("causallearn", "causal", "The ancestral-graph search's skeleton")
@@ -103,7 +104,16 @@ def initial_graph(codes: np.ndarray, alpha: float = 0.05, test: str = "gsq") -> 
     from lightning_info.methods.ancestral_search.graphs import from_causallearn
 
     graph, _ = fci(np.asarray(codes), test, alpha, show_progress=False, verbose=False)
-    marks = from_causallearn(graph)
+    return from_causallearn(graph)
+
+
+def initial_graph(
+    codes: np.ndarray, alpha: float = 0.05, test: str = "gsq", pag: np.ndarray | None = None
+) -> np.ndarray:
+    """Edge types of the FCI PAG (``pag``, computed by :func:`fci_pag` when not given),
+    ``o->`` read as directed and ``o-o`` / ``o-`` as undirected; a PAG whose arrowheads do not
+    make an ancestral graph starts from its skeleton, every edge undirected."""
+    marks = fci_pag(codes, alpha, test) if pag is None else pag
     types = edge_types(np.where(marks == CIRCLE, TAIL, marks))  # circles: undirected ends
     return types if is_ancestral(types) else np.where(types != 0, UNDIRECTED, 0).astype(np.int8)
 

@@ -36,6 +36,8 @@ precision, recall and F1 count adjacencies only.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import warnings
 from collections.abc import Iterable, Sequence
 
@@ -275,7 +277,8 @@ def pag_from_dag(dag: np.ndarray, latent: Sequence[int] = ()) -> np.ndarray:
     truth = nx.DiGraph()
     truth.add_nodes_from(range(len(marks)))
     truth.add_edges_from((order[a], order[b]) for a, b in zip(*np.nonzero(np.asarray(dag))))
-    with warnings.catch_warnings():  # the placeholder data has one row: FCI warns of it
+    # the placeholder data has one row, which FCI warns of; its oracle path prints every edge
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore", UserWarning)
         graph, _ = fci(
             np.zeros((1, len(observed))),

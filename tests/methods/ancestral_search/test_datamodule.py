@@ -41,3 +41,16 @@ def test_a_users_table_and_the_errors():
         BayesianNetworkDataModule("asia", num_samples=100, hidden=["nowhere"])
     with pytest.raises(ValueError, match="constant"):
         BayesianNetworkDataModule.from_table(np.array([[1, 0], [1, 1], [1, 0]]))
+
+
+def test_constant_columns_can_join_the_hidden_nodes():
+    with pytest.raises(ValueError, match="constant"):
+        BayesianNetworkDataModule("insurance", num_samples=200, data_seed=0)
+    data = BayesianNetworkDataModule(
+        "insurance", num_samples=200, data_seed=0, constant_columns="hide"
+    )
+    assert data.constant_hidden and set(data.constant_hidden) <= set(data.hidden)
+    assert all(name not in data.names for name in data.constant_hidden)
+    latent = [data.dag_names.index(h) for h in data.hidden]
+    assert np.array_equal(data.truth_mag, mag_from_dag(data.dag, latent))
+    assert (data.levels >= 2).all()

@@ -9,6 +9,10 @@ import itertools
 import numpy as np
 import pytest
 
+from lightning_info.methods.ancestral_search.datamodule import (
+    TOY_GRAPHS,
+    monotone_binary_samples,
+)
 from lightning_info.methods.ancestral_search.functional import (
     BIDIRECTED,
     DIRECTED,
@@ -24,42 +28,14 @@ from lightning_info.methods.ancestral_search.functional import (
 from lightning_info.methods.ancestral_search.graphs import edge_types, from_edges
 from lightning_info.methods.ancestral_search.information import InformationCache
 
-
-def sample_binary(dag: np.ndarray, n: int, seed: int) -> np.ndarray:
-    """Binary forward samples with monotone CPTs, P(v = 1 | pa) = 0.15 + 0.7 mean(pa) (a
-    faithful model: every edge carries dependence)."""
-    rng = np.random.default_rng(seed)
-    x = np.zeros((n, len(dag)), dtype=np.int64)
-    remaining = set(range(len(dag)))
-    while remaining:
-        for v in sorted(remaining):
-            parents = np.flatnonzero(dag[:, v])
-            if remaining.isdisjoint(parents.tolist()):
-                prob = 0.15 + 0.7 * x[:, parents].mean(1) if len(parents) else np.full(n, 0.5)
-                x[:, v] = rng.random(n) < prob
-                remaining.discard(v)
-    return x
-
-
-def dag_of(edges, nodes):
-    dag = np.zeros((nodes, nodes), dtype=bool)
-    for a, b in edges:
-        dag[a, b] = True
-    return dag
-
-
-TOYS = {
-    # X1 -> X2 <- X3 -> X4 <- X5, X6 -> X4, X3 hidden: X2 <-> X4
+TOYS = {  # the expected MAG and the sample size at which it is recovered
     "two_colliders": (
-        dag_of([(0, 1), (2, 1), (2, 3), (4, 3), (5, 3)], 6),
-        [2],
+        *TOY_GRAPHS["two_colliders"],
         from_edges(5, directed=[(0, 1), (3, 2), (4, 2)], bidirected=[(1, 2)]),
         100_000,
     ),
-    # L -> X2, L -> X3, X1 -> X2, X4 -> X3, L hidden: X2 <-> X3, X1 -> X2, X4 -> X3
     "confounded_pair": (
-        dag_of([(0, 2), (0, 3), (1, 2), (4, 3)], 5),
-        [0],
+        *TOY_GRAPHS["confounded_pair"],
         from_edges(4, directed=[(0, 1), (3, 2)], bidirected=[(1, 2)]),
         20_000,
     ),
@@ -76,7 +52,7 @@ def search(codes: np.ndarray) -> np.ndarray:
 def test_the_toy_graphs_are_recovered_at_large_n(toy, seed):
     dag, latent, expected, n = TOYS[toy]
     observed = [v for v in range(len(dag)) if v not in latent]
-    codes = sample_binary(dag, n, seed)[:, observed]
+    codes = monotone_binary_samples(dag, n, seed)[:, observed]
     assert np.array_equal(marks_from_types(search(codes)), expected)
 
 
@@ -148,8 +124,10 @@ def test_is_ancestral():
 
 
 def test_edge_step_keeps_the_graph_ancestral_and_stops_at_no_improving_move():
-    dag = dag_of([(0, 1), (1, 2), (2, 3), (0, 3), (4, 3), (4, 1)], 5)
-    codes = sample_binary(dag, 5000, 0)
+    dag = np.zeros((5, 5), dtype=bool)
+    for a, b in [(0, 1), (1, 2), (2, 3), (0, 3), (4, 3), (4, 1)]:
+        dag[a, b] = True
+    codes = monotone_binary_samples(dag, 5000, 0)
     score = InformationCache(codes)
     start = node_step(initial_graph(codes), score)
     visited = []

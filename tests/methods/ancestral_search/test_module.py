@@ -9,6 +9,7 @@ import pytest
 
 from lightning_info.core.trainers import quiet_trainer
 from lightning_info.methods.ancestral_search import AncestralGraphSearch, BayesianNetworkDataModule
+from lightning_info.methods.ancestral_search.datamodule import monotone_binary_samples
 from lightning_info.methods.ancestral_search.functional import (
     edge_step,
     initial_graph,
@@ -16,7 +17,7 @@ from lightning_info.methods.ancestral_search.functional import (
     node_step,
 )
 from lightning_info.methods.ancestral_search.information import InformationCache
-from tests.methods.ancestral_search.test_functional import TOYS, sample_binary
+from tests.methods.ancestral_search.test_functional import TOYS
 
 pytest.importorskip("pgmpy")
 
@@ -24,7 +25,7 @@ pytest.importorskip("pgmpy")
 def _toy_table(n: int = 20_000):
     dag, latent, expected, _ = TOYS["confounded_pair"]
     observed = [v for v in range(len(dag)) if v not in latent]
-    return sample_binary(dag, n, 0)[:, observed], expected
+    return monotone_binary_samples(dag, n, 0)[:, observed], expected
 
 
 def _search(data, **trainer) -> tuple[AncestralGraphSearch, object]:
