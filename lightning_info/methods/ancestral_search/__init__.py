@@ -4,13 +4,17 @@ MAG and oracle PAG of a DAG with latents, causal-learn and networkx conversions,
 ``AncestralGraphSearch`` LightningModule and ``BayesianNetworkDataModule`` (see README.md).
 """
 
-from lightning_info.methods.ancestral_search.datamodule import BayesianNetworkDataModule
+from lightning_info.methods.ancestral_search.datamodule import (
+    BayesianNetworkDataModule,
+    equal_frequency_bins,
+)
 from lightning_info.methods.ancestral_search.graphs import (
     from_causallearn,
     graph_scores,
     m_separated,
     mag_from_dag,
     pag_from_dag,
+    pag_from_mag,
     to_causallearn,
     to_networkx,
 )
@@ -28,7 +32,9 @@ __all__ = [
     "graph_scores",
     "m_separated",
     "mag_from_dag",
+    "equal_frequency_bins",
     "pag_from_dag",
+    "pag_from_mag",
     "shifted_information",
     "to_causallearn",
     "to_networkx",

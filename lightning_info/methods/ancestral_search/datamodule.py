@@ -14,7 +14,9 @@ no-latent runs against the CPDAG and its latent runs against ``pcalg::dag2pag`` 
 test on a random covariance; here every truth is the PAG from an exact d-separation oracle.
 
 ``BayesianNetworkDataModule.from_csv(path)`` takes a user's table of discrete columns (no
-truth). Sampled or read, a column observed constant is refused (it carries no information and
+truth); with ``bins=k`` its continuous (floating-point) columns are first cut into ``k``
+equal-frequency bins (:func:`equal_frequency_bins`; MIIC's optimal discretisation is not
+implemented). Sampled or read, a column observed constant is refused (it carries no information and
 would make every score degenerate): raise ``num_samples`` or drop it.
 
 The search is not minibatch training: the data live in the module (``codes``, ``names``,
@@ -40,10 +42,24 @@ from lightning_info.methods.ancestral_search.information import encode
 __all__ = [
     "TOY_GRAPHS",
     "BayesianNetworkDataModule",
+    "equal_frequency_bins",
     "load_network",
     "monotone_binary_samples",
     "sample_network",
 ]
+
+
+def equal_frequency_bins(values: np.ndarray, bins: int) -> np.ndarray:
+    """Codes ``0 .. bins - 1`` of a continuous column cut at its ``j / bins`` quantiles, so each
+    bin holds about ``n / bins`` values (ties stay in one bin; fewer bins when the column has
+    fewer distinct values). NaN is refused."""
+    values = np.asarray(values, dtype=np.float64)
+    bins = require_int(bins, "bins", 2)
+    if np.isnan(values).any():
+        raise ValueError("a continuous column holds NaN: drop or impute those rows first.")
+    edges = np.unique(np.quantile(values, np.arange(1, bins) / bins))
+    cells = np.searchsorted(edges, values, side="right")
+    return np.unique(cells, return_inverse=True)[1]  # consecutive codes from 0
 
 
 def _dag(edges: list[tuple[int, int]], nodes: int) -> np.ndarray:
@@ -174,12 +190,26 @@ class BayesianNetworkDataModule(pl.LightningDataModule):
         self.truth = pag_from_dag(self.dag, latent)
 
     @classmethod
-    def from_table(cls, table, names: list[str] | None = None, moves: int = 1, max_levels=50):
-        """A data module over a user's table of discrete columns (array or DataFrame; no
-        truth)."""
+    def from_table(
+        cls,
+        table,
+        names: list[str] | None = None,
+        moves: int = 1,
+        max_levels: int = 50,
+        bins: int | None = None,
+    ):
+        """A data module over a user's table (array or DataFrame; no truth): discrete columns
+        as they are, floating-point ones cut into ``bins`` equal-frequency bins when ``bins``
+        is given."""
         module = cls.__new__(cls)
         pl.LightningDataModule.__init__(module)
         values = table.to_numpy() if hasattr(table, "to_numpy") else np.asarray(table)
+        if bins is not None:
+            values = np.array(values, dtype=object)
+            for j in range(values.shape[1]):
+                column = values[:, j]
+                if all(isinstance(v, (float, np.floating)) for v in column):
+                    values[:, j] = equal_frequency_bins(column.astype(np.float64), bins)
         if names is None:
             columns = getattr(table, "columns", None)
             names = [str(c) for c in columns] if columns is not None else None
@@ -192,11 +222,14 @@ class BayesianNetworkDataModule(pl.LightningDataModule):
         return module
 
     @classmethod
-    def from_csv(cls, path: str | Path, moves: int = 1, max_levels: int = 50):
-        """A data module over the discrete columns of a CSV file (header row of names)."""
+    def from_csv(
+        cls, path: str | Path, moves: int = 1, max_levels: int = 50, bins: int | None = None
+    ):
+        """A data module over the columns of a CSV file (header row of names), see
+        :meth:`from_table`."""
         import pandas as pd
 
-        return cls.from_table(pd.read_csv(path), moves=moves, max_levels=max_levels)
+        return cls.from_table(pd.read_csv(path), moves=moves, max_levels=max_levels, bins=bins)
 
     def _moves(self) -> DataLoader:
         return DataLoader(TensorDataset(torch.arange(self.moves)), batch_size=1)

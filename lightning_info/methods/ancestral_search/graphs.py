@@ -24,6 +24,7 @@ ancestor of ``b`` in the DAG, ``b -> a`` in the reverse case, ``a <-> b`` otherw
 **The PAG** of that DAG (the marks shared by every MAG Markov equivalent to it) is FCI run with
 a d-separation oracle on the DAG (causal-learn's ``fci`` with its ``d_separation`` test):
 polynomial in practice, where causal-learn's ``dag2pag`` enumerates exponentially many sets.
+The PAG of a MAG is that of its canonical DAG (a latent parent for every bidirected edge).
 
 **Scores** (the reference benchmark's ``compute_fscore_metrics``): every node pair has an edge
 type -- none, undirected (``-``, ``o-o``, ``o-``), directed (``->``, ``o->``) or bidirected. Against
@@ -57,7 +58,9 @@ __all__ = [
     "graph_scores",
     "m_separated",
     "mag_from_dag",
+    "canonical_dag",
     "pag_from_dag",
+    "pag_from_mag",
     "to_causallearn",
     "to_networkx",
 ]
@@ -289,6 +292,32 @@ def pag_from_dag(dag: np.ndarray, latent: Sequence[int] = ()) -> np.ndarray:
             verbose=False,
         )
     return from_causallearn(graph)
+
+
+def canonical_dag(mag: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """``(dag, latent)``: the MAG's directed edges plus one latent parent of both ends of every
+    bidirected edge (the canonical DAG of Richardson & Spirtes 2002, section 6, for a MAG
+    without undirected edges), latents numbered after the observed nodes. Marginalising them
+    gives back a graph Markov equivalent to ``mag``."""
+    mag = check_marks(mag)
+    if (mag == CIRCLE).any() or ((mag == TAIL) & (mag.T == TAIL)).any():
+        raise ValueError(
+            "`mag` must hold directed and bidirected edges only (undirected edges stand for "
+            "selection variables, which this construction does not cover)."
+        )
+    p = len(mag)
+    pairs = [(a, b) for a, b in zip(*np.triu_indices(p, 1)) if mag[a, b] == ARROW == mag[b, a]]
+    dag = np.zeros((p + len(pairs), p + len(pairs)), dtype=bool)
+    dag[:p, :p] = (mag == ARROW) & (mag.T == TAIL)
+    for k, (a, b) in enumerate(pairs):
+        dag[p + k, [a, b]] = True
+    return dag, list(range(p, p + len(pairs)))
+
+
+def pag_from_mag(mag: np.ndarray) -> np.ndarray:
+    """The PAG of a MAG (directed and bidirected edges): :func:`pag_from_dag` of its
+    :func:`canonical_dag`."""
+    return pag_from_dag(*canonical_dag(mag))
 
 
 # ----------------------------------------------------------------------------- conversions

@@ -6,7 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lightning_info.methods.ancestral_search.datamodule import BayesianNetworkDataModule
+from lightning_info.methods.ancestral_search.datamodule import (
+    BayesianNetworkDataModule,
+    equal_frequency_bins,
+)
 from lightning_info.methods.ancestral_search.graphs import mag_from_dag
 
 pytest.importorskip("pgmpy")
@@ -54,3 +57,26 @@ def test_constant_columns_can_join_the_hidden_nodes():
     latent = [data.dag_names.index(h) for h in data.hidden]
     assert np.array_equal(data.truth_mag, mag_from_dag(data.dag, latent))
     assert (data.levels >= 2).all()
+
+
+def test_equal_frequency_bins_and_continuous_csv_columns(tmp_path):
+    values = np.random.default_rng(0).normal(size=1000)
+    codes = equal_frequency_bins(values, 4)
+    assert np.bincount(codes).tolist() == [250, 250, 250, 250]
+    order = np.argsort(values)
+    assert (np.diff(codes[order]) >= 0).all()  # monotone in the value
+    assert equal_frequency_bins(np.array([1.0, 1.0, 1.0, 2.0]), 4).tolist() == [0, 0, 0, 1]
+    with pytest.raises(ValueError, match="NaN"):
+        equal_frequency_bins(np.array([1.0, np.nan]), 2)
+    path = tmp_path / "mixed.csv"
+    rng = np.random.default_rng(1)
+    path.write_text(
+        "colour,height\n"
+        + "\n".join(
+            f"{c},{h}" for c, h in zip(rng.choice(["red", "blue"], 60), rng.normal(size=60))
+        )
+    )
+    data = BayesianNetworkDataModule.from_csv(path, bins=3)
+    assert data.names == ["colour", "height"] and data.levels.tolist() == [2, 3]
+    with pytest.raises(ValueError, match="levels"):
+        BayesianNetworkDataModule.from_csv(path, max_levels=10)  # 60 distinct heights

@@ -16,6 +16,7 @@ from lightning_info.methods.ancestral_search.graphs import (
     CIRCLE,
     TAIL,
     ancestors,
+    canonical_dag,
     check_marks,
     edge_types,
     from_causallearn,
@@ -25,6 +26,7 @@ from lightning_info.methods.ancestral_search.graphs import (
     m_separated,
     mag_from_dag,
     pag_from_dag,
+    pag_from_mag,
     to_causallearn,
     to_networkx,
 )
@@ -177,3 +179,15 @@ def test_oracle_pag_of_the_first_toy_graph():
         5, bidirected=[(1, 2)], partially_directed=[(0, 1), (3, 2), (4, 2)]
     )  # X1 o-> X2 <-> X4 <-o X5, X6 o-> X4
     assert np.array_equal(pag_from_dag(dag, [2]), expected)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_pag_of_a_mag_is_the_pag_of_the_dag_it_came_from(seed):
+    dag = random_dag(9, 0.3, seed)
+    latent = [int(n) for n in np.random.default_rng(seed + 20).choice(9, 2, replace=False)]
+    mag = mag_from_dag(dag, latent)
+    assert np.array_equal(pag_from_mag(mag), pag_from_dag(dag, latent))
+    canonical, hidden = canonical_dag(mag)
+    assert np.array_equal(mag_from_dag(canonical, hidden), mag)
+    with pytest.raises(ValueError, match="selection"):
+        canonical_dag(from_edges(2, undirected=[(0, 1)]))
