@@ -55,6 +55,7 @@ __all__ = [
     "is_ancestral",
     "marks_from_types",
     "node_step",
+    "with_type",
 ]
 
 Score = Callable[[Sequence[int], Sequence[int], Sequence[int]], float]
@@ -79,11 +80,17 @@ def _parents_and_spouses(types: np.ndarray, node: int, other: int) -> tuple[int,
     return tuple(int(n) for n in members if n != other)
 
 
+def _directed_ancestors(types: np.ndarray) -> np.ndarray:
+    """:func:`~lightning_info.methods.ancestral_search.graphs.ancestors` over the directed
+    edges alone."""
+    directed = np.where(types == DIRECTED, ARROW, 0) + np.where(types == -DIRECTED, TAIL, 0)
+    return ancestors(directed.astype(np.int8))
+
+
 def is_ancestral(types: np.ndarray) -> bool:
     """No directed cycle (undirected edges ignored) and no bidirected edge between two nodes one
     of which is an ancestor of the other."""
-    directed = np.where(types == DIRECTED, ARROW, 0) + np.where(types == -DIRECTED, TAIL, 0)
-    anc = ancestors(directed.astype(np.int8))
+    anc = _directed_ancestors(types)
     off = ~np.eye(len(types), dtype=bool)
     if (anc & anc.T & off).any():
         return False
@@ -159,8 +166,7 @@ def _orient_undirected(types: np.ndarray) -> np.ndarray:
     counts = (types == UNDIRECTED).sum(axis=0)
     for node in np.argsort(-counts, kind="stable"):
         for neighbour in np.flatnonzero(types[:, node] == UNDIRECTED):
-            directed = np.where(types == DIRECTED, ARROW, 0) + np.where(types == -DIRECTED, TAIL, 0)
-            anc = ancestors(directed.astype(np.int8))
+            anc = _directed_ancestors(types)
             if not anc[neighbour, node]:  # node -> neighbour keeps the graph acyclic
                 types[node, neighbour], types[neighbour, node] = DIRECTED, -DIRECTED
             elif not anc[node, neighbour]:
@@ -206,7 +212,8 @@ def _orientation_scores(types: np.ndarray, score: Score, x: int, y: int) -> dict
     return options
 
 
-def _with_type(types: np.ndarray, x: int, y: int, kind: int) -> np.ndarray:
+def with_type(types: np.ndarray, x: int, y: int, kind: int) -> np.ndarray:
+    """A copy of ``types`` with the edge x - y of type ``kind`` (as ``types[x, y]``)."""
     moved = types.copy()
     moved[x, y] = kind
     moved[y, x] = -kind if kind == DIRECTED or kind == -DIRECTED else kind
@@ -231,7 +238,7 @@ def edge_deltas(
         admissible = {
             kind: value
             for kind, value in options.items()
-            if kind != current and is_ancestral(_with_type(types, x, y, kind))
+            if kind != current and is_ancestral(with_type(types, x, y, kind))
         }
         if admissible:
             kind = min(admissible, key=lambda k: (admissible[k], k))
@@ -255,7 +262,7 @@ def edge_step(
         if move is None:
             break
         last = (move[1], move[2], int(types[move[1], move[2]]))  # the edge's previous type
-        types = _with_type(types, move[1], move[2], move[3])
+        types = with_type(types, move[1], move[2], move[3])
         seen.add(types.tobytes())
         if on_move is not None:
             on_move(types, move)
@@ -275,7 +282,7 @@ def choose_move(
             return None
         if last is not None and (x, y, kind) == last:
             continue  # undoing the last move
-        if _with_type(types, x, y, kind).tobytes() in seen:
+        if with_type(types, x, y, kind).tobytes() in seen:
             continue
         return delta, x, y, kind
     return None

@@ -234,7 +234,8 @@ def _dag_marks(dag: np.ndarray) -> np.ndarray:
     if (dag & dag.T).any():
         raise ValueError("`dag` has an edge in both directions.")
     marks = np.where(dag, ARROW, NONE) + np.where(dag.T, TAIL, NONE)
-    if (ancestors(marks) & ancestors(marks).T & ~np.eye(len(dag), dtype=bool)).any():
+    anc = ancestors(marks)
+    if (anc & anc.T & ~np.eye(len(dag), dtype=bool)).any():
         raise ValueError("`dag` has a directed cycle.")
     return marks.astype(np.int8)
 

@@ -31,6 +31,7 @@ from lightning_info.methods.ancestral_search.functional import (
     initial_graph,
     marks_from_types,
     node_step,
+    with_type,
 )
 from lightning_info.methods.ancestral_search.graphs import graph_scores, to_causallearn
 from lightning_info.methods.ancestral_search.information import METHODS, InformationCache
@@ -140,8 +141,7 @@ class AncestralGraphSearch(pl.LightningModule):
             else:
                 delta, x, y, kind = move
                 self.last_move.copy_(torch.tensor([x, y, int(types[x, y])]))
-                types[x, y] = kind
-                types[y, x] = -kind if abs(kind) == 2 else kind
+                types = with_type(types, x, y, kind)
                 self.seen.add(types.tobytes())
         self.types.copy_(torch.from_numpy(types))
         self.optimizers().step()
