@@ -58,6 +58,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "diffusion_fisher_mvp",
         "diffusion_fisher_trace",
     ),
+    "lightning_info.methods.efg_last_iterate": (
+        "GameEpisodesDataModule",
+        "LastIterateSolver",
+        "TabularSolver",
+    ),
     "lightning_info.methods.fic_tsc": (
         "UCRUEADataModule",
         "FisherConstraint",

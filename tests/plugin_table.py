@@ -39,6 +39,7 @@ from lightning_info.methods.ancestral_search import AncestralGraphSearch, Bayesi
 from lightning_info.methods.cacti import CACTI, TabularImputationDataModule
 from lightning_info.methods.cmv_nd import AttributeMissingGraphDataModule
 from lightning_info.methods.diffusion_fisher.module import DiffusionModel
+from lightning_info.methods.efg_last_iterate import GameEpisodesDataModule, LastIterateSolver
 from lightning_info.methods.prism.audit import FragmentExtractionAudit
 from lightning_info.methods.prism.fragments import build_attack_set, synthetic_records
 from lightning_info.methods.prodiff import ProDiff, TrajectoryDataModule
@@ -324,6 +325,14 @@ PLUGINS = [
         id="AncestralGraphSearch-BayesianNetworkDataModule",
         make_model=AncestralGraphSearch,
         make_data=asia_with_a_hidden_node,
+    ),
+    PluginCase(
+        id="LastIterateSolver-GameEpisodesDataModule",
+        make_model=lambda: LastIterateSolver(nash_conv_every=2),
+        make_data=lambda batch_size: GameEpisodesDataModule(
+            "kuhn_poker", batch_size=batch_size, episodes_per_epoch=32
+        ),
+        ddp_matches_single_device=True,
     ),
     PluginCase(
         id="AsymmetricActorCritic-CartPole", make_model=tiny_deep_actor_critic, make_data=None

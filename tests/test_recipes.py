@@ -606,3 +606,60 @@ def test_ancestral_search_recipe_puts_the_search_next_to_fci_on_the_same_samples
     toys = result.tables["toy graphs: share of seeds recovering the MAG exactly"][1]
     assert toys[1] == ["confounded_pair", "2/2"]  # recovered from 20,000 samples
     assert (tmp_path / "ancestral_search_search_f1.png").exists()
+
+
+def test_efg_last_iterate_recipe_tunes_then_compares_the_learners_at_one_budget(tmp_path):
+    pytest.importorskip("pyspiel")
+    from lightning_info.methods.efg_last_iterate import DEFAULT_RATES, TabularSolver, game_tree
+    from lightning_info.methods.efg_last_iterate.study import evaluation_points, fitted_slope
+
+    cli = _recipe("efg_last_iterate").main(
+        [
+            f"--compare.output_dir={tmp_path}",
+            "--trainer.logger=false",
+            "--studies.games.games=[kuhn_poker]",
+            "--studies.games.seeds=[0, 1]",
+            "--studies.games.episodes={kuhn_poker: 4096}",
+            "--studies.games.batch_size=128",
+            "--studies.games.evaluations=6",
+            "--studies.games.multipliers=[0.1, 1.0]",
+            "--studies.games.cfr_iterations={kuhn_poker: 20}",
+            "--studies.games.workers=1",
+        ]
+    )
+    result = cli.study_results["games"]
+    records = result.records
+    columns, rows = result.tables["last-iterate NashConv at the final budget"]
+    assert columns[2:5] == ["virtual-transition OMD (ours)", "IX-OMD", "Balanced OMD"]
+    # the tuned multiplier is the one with the lowest final NashConv on the tuning seed
+    for method in DEFAULT_RATES:
+        tried = [r for r in records["tuning"] if r["method"] == method]
+        assert {r["seed"] for r in tried} == {1000} and len(tried) == 2
+        best = min(tried, key=lambda r: r["nash_conv"][-1])["multiplier"]
+        runs = [r for r in records["runs"] if r["method"] == method]
+        assert {r["multiplier"] for r in runs} == {best}
+    # a table cell is a solver's NashConv recomputed here, and the slope its fit
+    run = next(r for r in records["runs"] if r["method"] == "ix_omd" and r["seed"] == 1)
+    rates = DEFAULT_RATES["ix_omd"]
+    solver = TabularSolver(
+        game_tree("kuhn_poker"),
+        "ix_omd",
+        eta=rates["eta"] * run["multiplier"],
+        gamma=rates["gamma"] * run["multiplier"],
+        seed=1,
+    )
+    points = evaluation_points(4096, 128, 6)
+    assert run["points"] == points and points[-1] == 4096
+    curve = []
+    for target in points:
+        while solver.episodes < target:
+            solver.step(128)
+        curve.append(solver.nash_conv())
+    assert run["nash_conv"] == pytest.approx(curve, abs=1e-12)
+    assert run["slope"] == pytest.approx(fitted_slope(points, curve, 0.01 * 4096))
+    finals = [r["nash_conv"][-1] for r in records["runs"] if r["method"] == "ix_omd"]
+    mean, std = (float(v) for v in rows[0][3].split(" ± "))
+    assert mean == pytest.approx(np.mean(finals), abs=1e-4)
+    assert std == pytest.approx(np.std(finals, ddof=1), abs=1e-4)
+    assert records["cfr"][0]["average"] < 0.1  # CFR's average policy after 20 iterations
+    assert (tmp_path / "efg_last_iterate_games_nash_conv.png").exists()

@@ -1,0 +1,101 @@
+"""``TabularSolver``: one learner's state (the log-policy table, the episodes played, the rates)
+and its update on a batch of episodes, shared by the LightningModule, the study and the
+benchmark.
+
+Episode ``j`` (counted over the whole run) draws its randomness from
+:func:`~lightning_info.methods.efg_last_iterate.functional.episode_uniforms` keyed by
+``(seed, j)``, so the run is a function of its seed: split a batch over ranks, sum their loss
+estimates, and the update is the one a single process makes on the whole batch.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from lightning_info.methods.efg_last_iterate import functional as F
+from lightning_info.methods.efg_last_iterate.game import GameTree
+
+__all__ = ["DEFAULT_RATES", "TabularSolver"]
+
+DEFAULT_RATES = {
+    "virtual_transition": {"eta": 1.0, "gamma": 0.05, "tau": 0.1},
+    "ix_omd": {"eta": 0.01, "gamma": 5e-4, "tau": 0.0},
+    "balanced_omd": {"eta": 0.01, "gamma": 5e-4, "tau": 0.0},
+}
+"""Each method's base rates (the method card says how they were chosen)."""
+
+
+class TabularSolver:
+    """A two-player learner under bandit feedback (see the module docstring).
+
+    Args:
+        tree: the game (:func:`~lightning_info.methods.efg_last_iterate.game.game_tree`).
+        method: one of :data:`~lightning_info.methods.efg_last_iterate.functional.METHODS`.
+        eta, gamma, tau: base step size, implicit exploration and regularisation
+            (``None``: :data:`DEFAULT_RATES`); the schedules are
+            :class:`~lightning_info.methods.efg_last_iterate.functional.SolverRates`'.
+        seed: keys every episode's randomness.
+    """
+
+    def __init__(
+        self,
+        tree: GameTree,
+        method: str = "virtual_transition",
+        eta: float | None = None,
+        gamma: float | None = None,
+        tau: float | None = None,
+        seed: int = 0,
+    ) -> None:
+        if method not in F.METHODS:
+            raise ValueError(f"`method` must be one of {F.METHODS}, got {method!r}.")
+        defaults = DEFAULT_RATES[method]
+        eta = defaults["eta"] if eta is None else eta
+        gamma = defaults["gamma"] if gamma is None else gamma
+        tau = defaults["tau"] if tau is None else tau
+        if tau > 0 and method != "virtual_transition":
+            raise ValueError(f"{method} has no regulariser: leave `tau` at 0.")
+        self.tree, self.method, self.seed = tree, method, int(seed)
+        self.rates = F.SolverRates(tree, method, float(eta), float(gamma), float(tau))
+        self.log_policy = torch.log(tree.uniform_policy())
+        self.episodes = 0
+
+    def to(self, device: torch.device | str) -> TabularSolver:
+        """Move the game, the rates and the policy table to ``device`` (in place)."""
+        device = torch.device(device)
+        if self.log_policy.device != device:
+            self.tree = self.tree.to(device)
+            self.rates.to(device)
+            self.log_policy = self.log_policy.to(device)
+        return self
+
+    @property
+    def policy(self) -> torch.Tensor:
+        """The last iterate, an ``(X, A)`` table."""
+        return self.log_policy.exp()
+
+    def _rates(self) -> F.Rates:
+        return self.rates.at(self.episodes + 1)
+
+    def loss_sum(self, episode_ids: torch.Tensor) -> torch.Tensor:
+        """The summed implicit-exploration estimates of the episodes ``episode_ids``, played
+        with the current policy."""
+        uniforms = F.episode_uniforms(self.seed, episode_ids, self.tree.path_length)
+        episodes = F.sample_episodes(self.tree, self.policy, uniforms)
+        log_plan = F.log_sequence_plan(self.tree, self.log_policy)
+        return F.implicit_exploration_losses(self.tree, episodes, log_plan, self._rates().gamma)
+
+    def apply(self, loss_sum: torch.Tensor, episodes: int) -> None:
+        """Update on the summed estimates of the next ``episodes`` episodes."""
+        self.log_policy = F.solver_update(
+            self.tree, self.log_policy, loss_sum, self._rates(), self.rates.weight, episodes
+        )
+        self.episodes += int(episodes)
+
+    def step(self, batch_size: int) -> None:
+        """Play the next ``batch_size`` episodes and update once."""
+        ids = torch.arange(self.episodes, self.episodes + batch_size)
+        self.apply(self.loss_sum(ids), batch_size)
+
+    def nash_conv(self) -> float:
+        """NashConv of the last iterate."""
+        return F.nash_conv(self.tree, self.policy)
