@@ -62,6 +62,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "GameEpisodesDataModule",
         "LastIterateSolver",
         "TabularSolver",
+        "nash_conv",
     ),
     "lightning_info.methods.fic_tsc": (
         "UCRUEADataModule",

@@ -623,6 +623,7 @@ def test_efg_last_iterate_recipe_tunes_then_compares_the_learners_at_one_budget(
             "--studies.games.batch_size=128",
             "--studies.games.evaluations=6",
             "--studies.games.multipliers=[0.1, 1.0]",
+            "--studies.games.taus=[0.1]",
             "--studies.games.cfr_iterations={kuhn_poker: 20}",
             "--studies.games.workers=1",
         ]
@@ -638,6 +639,7 @@ def test_efg_last_iterate_recipe_tunes_then_compares_the_learners_at_one_budget(
         best = min(tried, key=lambda r: r["nash_conv"][-1])["multiplier"]
         runs = [r for r in records["runs"] if r["method"] == method]
         assert {r["multiplier"] for r in runs} == {best}
+        assert {r["tau"] for r in tried} == {0.1 if method == "virtual_transition" else 0.0}
     # a table cell is a solver's NashConv recomputed here, and the slope its fit
     run = next(r for r in records["runs"] if r["method"] == "ix_omd" and r["seed"] == 1)
     rates = DEFAULT_RATES["ix_omd"]
@@ -646,6 +648,7 @@ def test_efg_last_iterate_recipe_tunes_then_compares_the_learners_at_one_budget(
         "ix_omd",
         eta=rates["eta"] * run["multiplier"],
         gamma=rates["gamma"] * run["multiplier"],
+        tau=0.0,
         seed=1,
     )
     points = evaluation_points(4096, 128, 6)

@@ -14,7 +14,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "graph": ("torch_geometric",),
     "context": ("sentence_transformers",),
     "causal": ("pgmpy",),
-    "games": ("pyspiel",),
+    "games": ("open_spiel",),
 }
 """The extras of ``pyproject.toml`` the package imports from, and the modules each installs."""
 

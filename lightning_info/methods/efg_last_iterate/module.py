@@ -129,4 +129,3 @@ class LastIterateSolver(pl.LightningModule):
         if prefix + "log_policy" in state_dict:
             self.log_policy = torch.zeros_like(state_dict[prefix + "log_policy"])
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-

@@ -3,17 +3,18 @@ OMD under bandit feedback, with the same episode budget, on each game.
 
 Rates are tuned per game and method as the reference tunes them: each multiplier in
 ``multipliers`` scales the method's default ``eta`` and ``gamma`` together
-(:data:`~lightning_info.methods.efg_last_iterate.solver.DEFAULT_RATES`), one run per multiplier
+(:data:`~lightning_info.methods.efg_last_iterate.solver.DEFAULT_RATES`), and the
+virtual-transition method also tries each regularisation weight in ``taus``; one run per setting
 on ``tuning_seed`` (a seed not among ``seeds``; the reference tunes on one of its seeds) plays
 the full budget, and the lowest final NashConv picks the multiplier. Then for every game x
 method x seed one :class:`~lightning_info.methods.efg_last_iterate.solver.TabularSolver` plays
 ``episodes[game]`` episodes in batches of ``batch_size`` and records the last iterate's
-NashConv at ``evaluations`` log-spaced episode counts. The tables give the NashConv at the final budget (mean ± std over
-seeds) and the slope of ``log NashConv`` against ``log episodes`` fitted over the
-evaluations from ``fit_from`` of the budget on (the paper's rate is ``-1/8``). CFR from
-OpenSpiel (``pyspiel.CFRSolver``, full feedback: every iteration walks the whole tree) after
-``cfr_iterations[game]`` iterations is the reference line, for its average and its current
-policy. The figure plots NashConv against episodes on log-log axes, one panel per game.
+NashConv at ``evaluations`` log-spaced episode counts. The tables give the NashConv at the
+final budget (mean ± std over seeds) and the slope of ``log NashConv`` against ``log episodes``
+fitted over the evaluations from ``fit_from`` of the budget on (the paper's rate is ``-1/8``).
+CFR from OpenSpiel (``pyspiel.CFRSolver``, full feedback: every iteration walks the whole
+tree) after ``cfr_iterations[game]`` iterations is the reference line, for its average and its
+current policy. The figure plots NashConv against episodes on log-log axes, one panel per game.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ def run_learner(job: dict[str, Any]) -> dict[str, Any]:
         job["method"],
         eta=rates["eta"] * job["multiplier"],
         gamma=rates["gamma"] * job["multiplier"],
+        tau=job["tau"],
         seed=job["seed"],
     )
     curve = []
@@ -100,7 +102,9 @@ class LastIterateStudy(Study):
         batch_size: episodes per update.
         evaluations: NashConv evaluations per run (log-spaced).
         fit_from: the slope is fitted over evaluations from this share of the budget on.
-        multipliers: the tuning grid of rate multipliers (``[1.0]``: no tuning).
+        multipliers: the tuning grid of rate multipliers.
+        taus: the tuning grid of the virtual-transition method's ``tau`` (a single
+            multiplier and ``tau``: no tuning).
         tuning_seed: the seed of the tuning runs.
         cfr_iterations: CFR iterations per game (0: no reference line).
         workers: processes running runs side by side.
@@ -116,6 +120,7 @@ class LastIterateStudy(Study):
     evaluations: int = 25
     fit_from: float = 0.01
     multipliers: list[float] = field(default_factory=lambda: [0.1, 1.0, 10.0])
+    taus: list[float] = field(default_factory=lambda: [0.01, 0.1])
     tuning_seed: int = 1000
     cfr_iterations: dict[str, int] = field(
         default_factory=lambda: {"kuhn_poker": 1000, "leduc_poker": 200}
@@ -140,32 +145,44 @@ class LastIterateStudy(Study):
                 )
         if not self.multipliers or min(self.multipliers) <= 0:
             raise ValueError(f"`multipliers` must be positive, got {self.multipliers}.")
-        if self.tuning_seed in self.seeds and len(self.multipliers) > 1:
+        if not self.taus or min(self.taus) < 0:
+            raise ValueError(f"`taus` must be non-negative, got {self.taus}.")
+        if self.tuning_seed in self.seeds and self._grid_size("virtual_transition") > 1:
             raise ValueError("`tuning_seed` must not be one of `seeds`: tune on another seed.")
         if not 0 < self.fit_from < 1:
             raise ValueError(f"`fit_from` must be in (0, 1), got {self.fit_from}.")
 
-    def _job(self, game: str, method: str, seed: int, multiplier: float) -> dict[str, Any]:
+    def _job(self, game: str, method: str, seed: int, rates: tuple[float, float]):
         points = evaluation_points(self.episodes[game], self.batch_size, self.evaluations)
-        return {"game": game, "method": method, "seed": seed, "multiplier": multiplier,
-                "batch_size": self.batch_size, "points": points}  # fmt: skip
+        return {"game": game, "method": method, "seed": seed, "multiplier": rates[0],
+                "tau": rates[1], "batch_size": self.batch_size, "points": points}  # fmt: skip
 
-    def _tune(self) -> tuple[dict[tuple[str, str], float], list[dict[str, Any]]]:
+    def _grid(self, method: str) -> list[tuple[float, float]]:
+        taus = self.taus if method == "virtual_transition" else [0.0]
+        return [(x, tau) for tau in taus for x in self.multipliers]
+
+    def _grid_size(self, method: str) -> int:
+        return len(self._grid(method))
+
+    def _tune(self) -> tuple[dict[tuple[str, str], tuple[float, float]], list[dict[str, Any]]]:
         settings = [(g, m) for g in self.games for m in self.methods]
-        if len(self.multipliers) == 1:
-            return {s: self.multipliers[0] for s in settings}, []
-        jobs = [self._job(g, m, self.tuning_seed, x) for g, m in settings for x in self.multipliers]
+        if all(self._grid_size(m) == 1 for m in self.methods):
+            return {(g, m): self._grid(m)[0] for g, m in settings}, []
+        jobs = [self._job(g, m, self.tuning_seed, r) for g, m in settings for r in self._grid(m)]
         runs = run_jobs(
             run_learner,
             jobs,
             self.workers,
-            lambda r: f"tuning {r['game']} {NAMES[r['method']]} x{r['multiplier']:g}: "
-            f"NashConv {r['nash_conv'][-1]:.4f}",
+            lambda r: (
+                f"tuning {r['game']} {NAMES[r['method']]} x{r['multiplier']:g} "
+                f"tau {r['tau']:g}: NashConv {r['nash_conv'][-1]:.4f}"
+            ),
         )
         chosen = {}
         for game, method in settings:
             tried = [r for r in runs if (r["game"], r["method"]) == (game, method)]
-            chosen[game, method] = min(tried, key=lambda r: r["nash_conv"][-1])["multiplier"]
+            best = min(tried, key=lambda r: r["nash_conv"][-1])
+            chosen[game, method] = (best["multiplier"], best["tau"])
         return chosen, runs
 
     def run(self, cli=None) -> StudyResult:
@@ -210,17 +227,22 @@ class LastIterateStudy(Study):
                            {"runs": records, "cfr": cfr, "tuning": tuning})  # fmt: skip
 
     def _tuning_table(self, tuning, chosen):
-        columns = ["game", "method", *(f"x{x:g}" for x in self.multipliers), "chosen"]
+        columns = ["game", "method", "tau", *(f"x{x:g}" for x in self.multipliers), "chosen"]
         rows = []
         for game in self.games:
             for method in self.methods:
-                cells = [
-                    f"{r['nash_conv'][-1]:.4f}"
-                    for x in self.multipliers
-                    for r in tuning
-                    if (r["game"], r["method"], r["multiplier"]) == (game, method, x)
-                ]
-                rows.append([game, NAMES[method], *cells, f"x{chosen[game, method]:g}"])
+                taus = sorted({tau for _, tau in self._grid(method)})
+                for tau in taus:
+                    cells = [
+                        f"{r['nash_conv'][-1]:.4f}"
+                        for x in self.multipliers
+                        for r in tuning
+                        if (r["game"], r["method"], r["multiplier"], r["tau"])
+                        == (game, method, x, tau)
+                    ]
+                    multiplier, best_tau = chosen[game, method]
+                    mark = f"x{multiplier:g}" if best_tau == tau else ""
+                    rows.append([game, NAMES[method], f"{tau:g}", *cells, mark])
         return columns, rows
 
     def _runs(self, records, game, method):
