@@ -20,17 +20,7 @@ from open_spiel.python.algorithms import exploitability  # noqa: E402
 from scipy.optimize import minimize  # noqa: E402
 
 from lightning_info.methods.efg_last_iterate import functional as F  # noqa: E402
-from lightning_info.methods.efg_last_iterate.game import game_tree, to_tabular_policy  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def kuhn():
-    return game_tree("kuhn_poker")
-
-
-@pytest.fixture(scope="module")
-def leduc():
-    return game_tree("leduc_poker")
+from lightning_info.methods.efg_last_iterate.game import to_tabular_policy  # noqa: E402
 
 
 def tree_of(name, kuhn, leduc):

@@ -55,16 +55,6 @@ def walk_terminals(game, tree, policy: torch.Tensor):
     return out
 
 
-@pytest.fixture(scope="module")
-def kuhn():
-    return game_tree("kuhn_poker")
-
-
-@pytest.fixture(scope="module")
-def leduc():
-    return game_tree("leduc_poker")
-
-
 # ------------------------------------------------------------------------------------ infosets
 def test_kuhn_sizes_and_keys_match_openspiel(kuhn):
     game = pyspiel.load_game("kuhn_poker")

@@ -18,22 +18,11 @@ from lightning_info.methods.efg_last_iterate.game import (  # noqa: E402
     CHANCE,
     DECISION,
     TERMINAL,
-    game_tree,
 )
 from lightning_info.methods.efg_last_iterate.solver import (  # noqa: E402
     DEFAULT_RATES,
     TabularSolver,
 )
-
-
-@pytest.fixture(scope="module")
-def kuhn():
-    return game_tree("kuhn_poker")
-
-
-@pytest.fixture(scope="module")
-def leduc():
-    return game_tree("leduc_poker")
 
 
 # ---------------------------------------------------------------------------------- defaults
