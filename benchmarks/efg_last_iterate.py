@@ -125,6 +125,17 @@ def budget_of(game: str, options) -> int:
 
 
 # ---------------------------------------------------------------------------- the baseline
+def _normalise_into(row: list[float], moves: list[int], logits: list[float]) -> float:
+    """Write ``logits - log_z`` into ``row`` at ``moves``; return ``log_z`` (log-sum-exp)."""
+    top, total = max(logits), 0.0
+    for v in logits:
+        total += math.exp(v - top)
+    log_z = math.log(total) + top
+    for a, v in zip(moves, logits):
+        row[a] = v - log_z
+    return log_z
+
+
 class EpisodeLoop:
     """The learner of ``TabularSolver`` written per node in plain Python (module docstring):
     one episode at a time, one update per episode, on the ``GameTree``'s arrays read into
@@ -235,19 +246,14 @@ class EpisodeLoop:
 
     def _chain_update(self, losses, f_eta: float) -> None:
         """The OMD step along each player's visited chain, deepest infoset first."""
-        exp, log, actions, infosets = math.exp, math.log, self.actions, self.infosets
+        actions, infosets = self.actions, self.infosets
         for s, loss in losses:
             x, a = divmod(s, actions)
             while True:
                 row, moves, eta, up = infosets[x]
                 eta = eta * f_eta
                 logits = [row[b] - eta * loss if b == a else row[b] for b in moves]
-                top, total = max(logits), 0.0
-                for v in logits:
-                    total += exp(v - top)
-                log_z = log(total) + top
-                for b, v in zip(moves, logits):
-                    row[b] = v - log_z
+                log_z = _normalise_into(row, moves, logits)
                 if up < 0:
                     break
                 x, a = divmod(up, actions)
@@ -255,7 +261,7 @@ class EpisodeLoop:
 
     def _dense_update(self, losses, tau: float, f_eta: float) -> None:
         """The regulariser gradient at every sequence, then the OMD step over every infoset."""
-        exp, log, log_plan, adjusted = math.exp, math.log, self.log_plan, self.adjusted
+        log_plan, adjusted = self.log_plan, self.adjusted
         for row, moves, base, up, w, lw in self.top_down:
             if up < 0:
                 for a in moves:
@@ -273,12 +279,7 @@ class EpisodeLoop:
         for row, moves, base, up, eta in self.bottom_up:
             eta = eta * f_eta
             logits = [row[a] - eta * adjusted[base + a] for a in moves]
-            top, total = max(logits), 0.0
-            for v in logits:
-                total += exp(v - top)
-            log_z = log(total) + top
-            for a, v in zip(moves, logits):
-                row[a] = v - log_z
+            log_z = _normalise_into(row, moves, logits)
             if up >= 0:
                 adjusted[up] -= log_z / eta
 

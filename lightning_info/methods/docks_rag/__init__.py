@@ -2,11 +2,8 @@
 DocRED evaluation (F1, Ign F1, evidence F1, and the ``DocREDScores`` Metric)."""
 
 from lightning_info.methods.docks_rag.docred import check_document, read_docred, read_relation_info
-from lightning_info.methods.docks_rag.evaluation import (
-    DocREDScores,
-    docred_scores,
-    train_fact_names,
-)
+from lightning_info.methods.docks_rag.evaluation import DocREDScores
+from lightning_info.methods.docks_rag.functional import docred_scores, train_fact_names
 
 __all__ = [
     "DocREDScores",

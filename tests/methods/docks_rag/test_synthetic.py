@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lightning_info.methods.docks_rag.docred import check_document
-from lightning_info.methods.docks_rag.evaluation import (
+from lightning_info.methods.docks_rag.functional import (
     count_facts,
     docred_scores,
     train_fact_names,
