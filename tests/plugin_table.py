@@ -2,8 +2,9 @@
 
 Each row inherits the generic tests in ``test_plugin_table.py``: it trains under ``fast_dev_run``;
 checkpoint + resume reaches the same weights and plugin state as an uninterrupted run; it runs under
-``ddp_spawn`` on 2 CPU processes (and, where the row says so, matches single-device training on the
-combined batch); a callback's ``callbacks/`` YAML attaches it through LightningCLI.
+``Trainer(strategy="ddp", devices=2)`` on 2 CPU processes (all rows in one torchrun launch, see
+``ddp_plugin_rows.py``) and, where the row says so, matches single-device training on the combined
+batch; a callback's ``callbacks/`` YAML attaches it through LightningCLI.
 """
 
 from __future__ import annotations

@@ -5,6 +5,10 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -21,8 +25,9 @@ from lightning.pytorch.cli import LightningCLI
 import lightning_info
 from lightning_info.configs import callback_config
 from tests.plugin_table import EXEMPT, PLUGINS, PluginCase
-from tests.tiny import QUIET, ReleaseProcessGroup, TinyClassifier, TinyDataModule
+from tests.tiny import QUIET, TinyClassifier, TinyDataModule
 
+ROOT = Path(__file__).resolve().parents[1]
 CASES = [pytest.param(case, id=case.id) for case in PLUGINS]
 
 
@@ -42,8 +47,6 @@ def _fit(
 ):
     seed_everything(seed)
     model, callbacks = case.make_model(), case.make_callbacks()
-    if trainer_kwargs.get("strategy") == "ddp_spawn":
-        callbacks = [*callbacks, ReleaseProcessGroup()]
     data = None if case.make_data is None else case.make_data(batch_size)
     if sequential_shards:
         data.sequential_shards = True
@@ -87,23 +90,32 @@ def test_resume_matches_uninterrupted_run(case, tmp_path):
         assert a.state_dict() == b.state_dict()
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_ddp_spawn_two_cpu_processes(case, tmp_path):
-    seed_everything(0)
-    initial = _weights(case.make_model())
-    # Rows whose result must equal one device get in-order shards; the others keep Lightning's
-    # own DistributedSampler.
-    trainer, ddp_model, _ = _fit(
-        case,
-        tmp_path / "ddp",
-        batch_size=4,
-        max_steps=3,
-        strategy="ddp_spawn",
-        devices=2,
-        sequential_shards=case.ddp_matches_single_device,
+@pytest.fixture(scope="module")
+def ddp_rows(tmp_path_factory):
+    """Every row under ``Trainer(strategy="ddp", devices=2)`` in two CPU processes started once by
+    torchrun (``tests/ddp_plugin_rows.py``); the folder of rank 0's results per row."""
+    out = tmp_path_factory.mktemp("ddp_rows")
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
+    command += ["--master-port", str(_free_port()), "-m", "tests.ddp_plugin_rows", str(out)]
+    done = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=900, check=False
     )
-    assert trainer.world_size == 2 and trainer.state.finished
-    ddp_weights = _weights(ddp_model)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_ddp_two_cpu_processes(case, ddp_rows, tmp_path):
+    result = torch.load(ddp_rows / f"{case.id}.pt", weights_only=False)
+    assert "error" not in result, result.get("error")
+    assert result["world_size"] == 2 and result["finished"]
+    initial, ddp_weights = result["initial"], result["final"]
     assert any(not torch.equal(v, initial[k]) for k, v in ddp_weights.items())
     if case.ddp_matches_single_device:
         _, single, _ = _fit(case, tmp_path / "single", batch_size=8, max_steps=3, devices=1)
