@@ -58,6 +58,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "diffusion_fisher_mvp",
         "diffusion_fisher_trace",
     ),
+    "lightning_info.methods.docks_rag": (
+        "DocKSRAG",
+        "DocREDDataModule",
+        "DocREDScores",
+        "docred_scores",
+        "synthetic_docred",
+    ),
     "lightning_info.methods.efg_last_iterate": (
         "GameEpisodesDataModule",
         "LastIterateSolver",

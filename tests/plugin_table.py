@@ -48,6 +48,7 @@ from lightning_info.methods.sdcib import SDCIB, ClusteringViewsDataModule
 from lightning_info.methods.train_test_overlap.callback import TrainTestOverlap
 from lightning_info.methods.train_test_overlap.functional import TestInstance
 from tests import tiny_lm
+from tests.methods.docks_rag import tiny as docks_rag_tiny
 from tests.methods.rome.tiny_ib import TinyIBClassifier
 from tests.tiny import TinyClassifier, TinyDataModule
 
@@ -334,6 +335,11 @@ PLUGINS = [
             "kuhn_poker", batch_size=batch_size, episodes_per_epoch=32
         ),
         ddp_matches_single_device=True,
+    ),
+    PluginCase(
+        id="DocKSRAG-DocREDDataModule-LoRA",
+        make_model=docks_rag_tiny.module,
+        make_data=docks_rag_tiny.data,
     ),
     PluginCase(
         id="AsymmetricActorCritic-CartPole", make_model=tiny_deep_actor_critic, make_data=None

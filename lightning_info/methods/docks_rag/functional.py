@@ -23,7 +23,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-__all__ = ["COUNTS", "count_facts", "docred_scores", "scores_from_counts", "train_fact_names"]
+__all__ = [
+    "COUNTS",
+    "EDGE_TYPES",
+    "NO_RELATION",
+    "answer_text",
+    "count_facts",
+    "docred_scores",
+    "entity_pairs",
+    "hybrid_prompt",
+    "kg_subgraph",
+    "mention_graph",
+    "pair_relations",
+    "scores_from_counts",
+    "serialise_triples",
+    "train_fact_names",
+    "without_query",
+]
 
 COUNTS = ("correct", "predicted", "gold", "correct_in_train", "correct_evidence",
           "predicted_evidence", "gold_evidence")  # fmt: skip
@@ -118,3 +134,159 @@ def scores_from_counts(counts: dict[str, float]) -> dict[str, float]:
 def docred_scores(predictions, documents, train_facts=frozenset()) -> dict[str, float]:
     """The official scores of ``predictions`` on ``documents`` (module docstring)."""
     return scores_from_counts(count_facts(predictions, documents, train_facts))
+
+
+# ---------------------------------------------------------------------------------------------
+# Queries, the mention graph, and the prompt parts
+# ---------------------------------------------------------------------------------------------
+
+NO_RELATION = "none"
+"""The answer for an entity pair that holds no relation."""
+
+CO_OCCURRENCE, COREFERENCE, NEARBY = 0, 1, 2
+EDGE_TYPES = ("co-occurrence", "coreference", "nearby")
+"""Mention-graph edge types: two entities' mentions in one sentence; two mentions of one entity;
+two entities' mentions in sentences at most ``window`` apart (the sentence distance standing for
+the syntactic distance)."""
+
+
+def entity_name(document: dict[str, Any], entity: int) -> str:
+    """An entity's name in prompts: its first mention's (the full name; later ones are aliases)."""
+    return document["vertexSet"][entity][0]["name"]
+
+
+def entity_pairs(document: dict[str, Any]) -> list[tuple[int, int]]:
+    """Every ordered pair ``(h, t)``, ``h != t``: the queries of a document."""
+    n = len(document["vertexSet"])
+    return [(h, t) for h in range(n) for t in range(n) if h != t]
+
+
+def pair_relations(document: dict[str, Any]) -> dict[tuple[int, int], set[str]]:
+    """Gold relation ids per ordered pair (pairs without a label are absent)."""
+    out: dict[tuple[int, int], set[str]] = {}
+    for label in document.get("labels", []):
+        out.setdefault((label["h"], label["t"]), set()).add(label["r"])
+    return out
+
+
+def mentions(document: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """Every mention as ``(entity, mention)``, entity by entity: the mention graph's nodes."""
+    return [(e, m) for e, entity in enumerate(document["vertexSet"]) for m in entity]
+
+
+def mention_graph(
+    document: dict[str, Any], window: int = 1
+) -> tuple[list[int], list[int], list[int]]:
+    """Edges of the mention graph as ``(source, target, type)`` lists over :func:`mentions`.
+
+    Both directions of every edge, no self-loops: ``COREFERENCE`` joins the mentions of one
+    entity; ``CO_OCCURRENCE`` mentions of two entities in one sentence; ``NEARBY`` mentions of two
+    entities whose sentences are ``1..window`` apart.
+    """
+    if int(window) != window or window < 0:
+        raise ValueError(f"window must be an integer >= 0, got {window!r}")
+    nodes = mentions(document)
+    sources, targets, types = [], [], []
+    for i, (ei, mi) in enumerate(nodes):
+        for j, (ej, mj) in enumerate(nodes):
+            if i == j:
+                continue
+            gap = abs(mi["sent_id"] - mj["sent_id"])
+            if ei == ej:
+                kind = COREFERENCE
+            elif gap == 0:
+                kind = CO_OCCURRENCE
+            elif gap <= window:
+                kind = NEARBY
+            else:
+                continue
+            sources.append(i)
+            targets.append(j)
+            types.append(kind)
+    return sources, targets, types
+
+
+def sentence_text(document: dict[str, Any], sent_id: int) -> str:
+    return " ".join(document["sents"][sent_id])
+
+
+def document_text(document: dict[str, Any], sentences: int | None = None) -> str:
+    """The text of the document's first ``sentences`` sentences (all by default)."""
+    count = len(document["sents"]) if sentences is None else sentences
+    return " ".join(sentence_text(document, i) for i in range(count))
+
+
+def without_query(
+    triples: Iterable[tuple[int, str, int]], query: tuple[int, int]
+) -> list[tuple[int, str, int]]:
+    """``triples`` less every triple between the query's two entities, in either direction: what
+    a prompt may say about the queried pair is the document, never an answer for it."""
+    pair = set(query)
+    return [(h, r, t) for h, r, t in triples if {h, t} != pair]
+
+
+def kg_subgraph(
+    triples: Iterable[tuple[int, str, int]], query: tuple[int, int]
+) -> list[tuple[int, str, int]]:
+    """The DocKG part of a query's prompt: the kept triples touching the query's head or tail
+    (the subgraph its two entities induce with their neighbours), the queried pair left out."""
+    h, t = query
+    return [tr for tr in without_query(triples, query) if {tr[0], tr[2]} & {h, t}]
+
+
+def serialise_triples(
+    document: dict[str, Any], triples: Iterable[tuple[int, str, int]], relations: dict[str, str]
+) -> list[str]:
+    """One ``"head | relation name | tail"`` line per triple, in the given order."""
+    return [
+        f"{entity_name(document, h)} | {relations[r]} | {entity_name(document, t)}"
+        for h, r, t in triples
+    ]
+
+
+def hybrid_prompt(
+    document: dict[str, Any],
+    query: tuple[int, int],
+    relations: dict[str, str],
+    kg_triples: Iterable[tuple[int, str, int]] | None = None,
+    retrieved: Sequence[int] | None = None,
+    retrieved_triples: Iterable[tuple[int, str, int]] | None = None,
+    include_document: bool = True,
+    document_sentences: int | None = None,
+) -> str:
+    """The prompt for one query pair: ``P_doc + P_DocKG + P_SetRAG + question``.
+
+    ``kg_triples``: the DocKG triples of the document, of which :func:`kg_subgraph` keeps those
+    around the query; ``retrieved``: SetRAG's sentence ids, written in order of similarity with
+    the triples (``retrieved_triples``) whose entities both appear in them. Every triple between
+    the queried entities is dropped (:func:`without_query`), so no part states the answer. The
+    answer follows the final ``"Relation:"``. ``document_sentences`` keeps only the document's
+    first sentences (what truncation to a model's context cuts).
+    """
+    h, t = query
+    parts = []
+    if include_document:
+        parts.append("Document: " + document_text(document, document_sentences))
+    if kg_triples is not None:
+        lines = serialise_triples(document, kg_subgraph(kg_triples, query), relations)
+        parts.append("Graph: " + ("; ".join(lines) if lines else "nothing"))
+    if retrieved is not None:
+        shown = without_query(retrieved_triples or (), query)
+        lines = []
+        for s in retrieved:
+            in_sentence = {e for e, m in mentions(document) if m["sent_id"] == s}
+            facts = [tr for tr in shown if tr[0] in in_sentence and tr[2] in in_sentence]
+            text = sentence_text(document, s)
+            if facts:
+                text += " [" + "; ".join(serialise_triples(document, facts, relations)) + "]"
+            lines.append(text)
+        parts.append("Related: " + " ".join(lines))
+    head, tail = entity_name(document, h), entity_name(document, t)
+    parts.append(f"Question: {head} and {tail}? Relation:")
+    return "\n".join(parts)
+
+
+def answer_text(relation_ids: Iterable[str], relations: dict[str, str]) -> str:
+    """The target after ``"Relation:"``: the relation's name, or ``NO_RELATION``."""
+    ids = sorted(relation_ids)
+    return " " + ("; ".join(relations[r] for r in ids) if ids else NO_RELATION)

@@ -1,0 +1,298 @@
+"""``DocREDDataModule``: hybrid prompts of DocRED-format documents, for a causal LM.
+
+Training rows are ``(prompt, answer)`` pairs: every labelled entity pair (one row per gold
+relation) and ``negatives_per_positive`` sampled unlabelled pairs per labelled one, answered
+``none``. Validation and test batches hold whole documents: every ordered entity pair's prompt
+(left-padded, for generation) with the gold documents, so that the official scores are summed
+over documents each seen once (under DDP, ``UnrepeatedDistributedSampler`` gives each rank its
+own documents, with no repeats to even the shards).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from lightning.pytorch import LightningDataModule
+from lightning.pytorch.overrides.distributed import UnrepeatedDistributedSampler
+from lightning.pytorch.utilities import rank_zero_warn
+from torch.utils.data import DataLoader
+
+from lightning_info.core.sampling import EpochShuffleSampler
+from lightning_info.core.validation import require_int
+from lightning_info.lm.features import pad_token_id
+from lightning_info.methods.docks_rag.docred import read_docred, read_relation_info
+from lightning_info.methods.docks_rag.functional import (
+    NO_RELATION,
+    answer_text,
+    entity_pairs,
+    hybrid_prompt,
+    pair_relations,
+    train_fact_names,
+)
+from lightning_info.methods.docks_rag.knowledge import build_knowledge
+from lightning_info.methods.docks_rag.set_rag import retrieve_sentences
+from lightning_info.methods.docks_rag.synthetic import RELATIONS, synthetic_docred
+
+__all__ = ["DocREDDataModule"]
+
+
+class DocREDDataModule(LightningDataModule):
+    """DocRED-format documents as hybrid prompts (``functional.hybrid_prompt``).
+
+    Args:
+        tokenizer: a Hugging Face tokenizer, or a name or path for ``AutoTokenizer``.
+        train_file, dev_file, rel_info_file: a DocRED / Re-DocRED split pair and its
+            ``rel_info.json``; without them, ``synthetic_docred`` documents (``num_train`` and
+            ``num_dev`` of world ``world_seed``) with its six relations.
+        use_document, use_kg, use_set_rag: the prompt's parts (the paper's ablation).
+        top_k: SetRAG's sentences per query; tau: DocKG's probability threshold; kg_folds: the
+            cross-fitting folds of the training triples (``knowledge.py``).
+        encoder, encoder_dim: the sentence encoder (``lm.sentence_encoders.embed_texts``).
+        max_length: the model's context in tokens. A prompt that would not fit with its longest
+            answer keeps fewer document sentences; a warning says how much was cut.
+        batch_size: training rows per batch; eval_documents: documents per evaluation batch.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        train_file: str | None = None,
+        dev_file: str | None = None,
+        rel_info_file: str | None = None,
+        num_train: int = 100,
+        num_dev: int = 20,
+        world_seed: int = 0,
+        use_document: bool = True,
+        use_kg: bool = True,
+        use_set_rag: bool = True,
+        top_k: int = 5,
+        tau: float = 0.5,
+        kg_folds: int = 2,
+        kg_steps: int = 300,
+        encoder: str = "auto",
+        encoder_dim: int = 64,
+        negatives_per_positive: float = 1.0,
+        max_length: int = 512,
+        batch_size: int = 16,
+        eval_documents: int = 2,
+        seed: int = 0,
+    ):
+        super().__init__()
+        if (train_file is None) != (dev_file is None):
+            raise ValueError("give both train_file and dev_file, or neither (synthetic data)")
+        if train_file is not None and rel_info_file is None:
+            raise ValueError("DocRED files need their rel_info_file (relation id -> name)")
+        if not (use_document or use_kg or use_set_rag):
+            raise ValueError("a prompt needs at least one of use_document, use_kg, use_set_rag")
+        if negatives_per_positive < 0:
+            raise ValueError(f"negatives_per_positive must be >= 0, got {negatives_per_positive}")
+        if isinstance(tokenizer, str):
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(tokenizer)
+        if tokenizer.eos_token_id is None:
+            raise ValueError("the tokenizer needs an eos token (it ends every answer)")
+        self.tokenizer = tokenizer
+        self.files = (train_file, dev_file, rel_info_file)
+        self.num_train = require_int(num_train, "num_train", 2)
+        self.num_dev = require_int(num_dev, "num_dev", 1)
+        self.world_seed = world_seed
+        self.use_document, self.use_kg, self.use_set_rag = use_document, use_kg, use_set_rag
+        self.top_k = require_int(top_k, "top_k", 1)
+        self.tau, self.kg_folds, self.kg_steps = tau, kg_folds, kg_steps
+        self.encoder, self.encoder_dim = encoder, encoder_dim
+        self.negatives_per_positive = negatives_per_positive
+        self.max_length = require_int(max_length, "max_length", 8)
+        self.batch_size = require_int(batch_size, "batch_size", 1)
+        self.eval_documents = require_int(eval_documents, "eval_documents", 1)
+        self.seed = seed
+        self._ready = False
+
+    # -- building --------------------------------------------------------------------------
+
+    def _documents(self) -> tuple[list[dict], list[dict], dict[str, str]]:
+        train_file, dev_file, rel_info_file = self.files
+        if train_file is None:
+            train = synthetic_docred(self.num_train, seed=0, world_seed=self.world_seed)
+            dev = synthetic_docred(self.num_dev, seed=1, world_seed=self.world_seed)
+            return train, dev, dict(RELATIONS)
+        for path in self.files:
+            if not Path(path).is_file():
+                raise FileNotFoundError(f"{path} does not exist")
+        relations = read_relation_info(rel_info_file)
+        return read_docred(train_file, relations), read_docred(dev_file, relations), relations
+
+    def _prompt(self, index: int, query: tuple[int, int], sentences: int | None) -> str:
+        document = self.documents[index]
+        triples = self.knowledge.triples[index]
+        retrieved = None
+        if self.use_set_rag:
+            retrieved = retrieve_sentences(self.knowledge.indices[index], query, self.top_k)
+        return hybrid_prompt(
+            document,
+            query,
+            self.relations,
+            kg_triples=triples if self.use_kg else None,
+            retrieved=retrieved,
+            retrieved_triples=triples,
+            include_document=self.use_document,
+            document_sentences=sentences,
+        )
+
+    def _prompt_ids(self, index: int, query: tuple[int, int]) -> list[int]:
+        """The prompt's tokens, document sentences dropped from its end until the prompt and the
+        longest answer fit in ``max_length``."""
+        room = self.max_length - self._longest_answer
+        sentences = len(self.documents[index]["sents"])
+        ids = self.tokenizer(self._prompt(index, query, None))["input_ids"]
+        full = len(ids)
+        while len(ids) > room and self.use_document and sentences > 0:
+            sentences -= 1
+            ids = self.tokenizer(self._prompt(index, query, sentences))["input_ids"]
+        if len(ids) > room:
+            raise ValueError(
+                f"document {self.documents[index]['title']!r}: the prompt of pair {query} takes "
+                f"{len(ids)} tokens without its document text, more than max_length="
+                f"{self.max_length} leaves for the answer; raise max_length or lower top_k"
+            )
+        if full > len(ids):
+            self._cut.append(full - len(ids))
+        return list(ids)
+
+    def setup(self, stage: str | None = None) -> None:
+        if self._ready:
+            return
+        train, dev, self.relations = self._documents()
+        self.train_documents, self.dev_documents = train, dev
+        self.documents = [*train, *dev]
+        self.relation_ids = list(self.relations)
+        self.labels = [NO_RELATION, *self.relation_ids]
+        self.answers = [answer_text([], self.relations)]
+        self.answers += [answer_text([r], self.relations) for r in self.relation_ids]
+        self.train_facts = train_fact_names(train)
+        self.knowledge = build_knowledge(
+            train,
+            dev,
+            self.relation_ids,
+            use_kg=self.use_kg,
+            encoder=self.encoder,
+            encoder_dim=self.encoder_dim,
+            tau=self.tau,
+            folds=self.kg_folds,
+            kg_steps=self.kg_steps,
+            seed=self.seed,
+        )
+        eos = self.tokenizer.eos_token_id
+        self._answer_ids = [
+            list(self.tokenizer(a, add_special_tokens=False)["input_ids"]) + [eos]
+            for a in self.answers
+        ]
+        self._longest_answer = max(len(a) for a in self._answer_ids)
+        self._cut: list[int] = []
+        self.train_rows = self._training_rows()
+        self.eval_prompts = [
+            [self._prompt_ids(i, q) for q in entity_pairs(self.documents[i])]
+            for i in range(len(train), len(self.documents))
+        ]
+        if self._cut:
+            total = len(self.train_rows) + sum(len(p) for p in self.eval_prompts)
+            rank_zero_warn(
+                f"{len(self._cut)} of {total} prompts did not fit max_length={self.max_length} "
+                f"and lost document text: {sum(self._cut)} tokens in all, up to "
+                f"{max(self._cut)} in one prompt. Raise max_length (the model's context "
+                "allowing) or lower top_k."
+            )
+        self._ready = True
+
+    def _training_rows(self) -> list[tuple[list[int], list[int]]]:
+        """``(prompt ids, answer ids)`` per training row, in a seeded order."""
+        rng = random.Random(f"docred-rows-{self.seed}")
+        rows = []
+        index_of = {r: 1 + i for i, r in enumerate(self.relation_ids)}
+        for i, document in enumerate(self.train_documents):
+            gold = pair_relations(document)
+            unlabelled = [q for q in entity_pairs(document) if q not in gold]
+            take = min(len(unlabelled), round(self.negatives_per_positive * len(gold)))
+            for query in sorted(gold):
+                ids = self._prompt_ids(i, query)
+                rows += [(ids, self._answer_ids[index_of[r]]) for r in sorted(gold[query])]
+            for query in rng.sample(unlabelled, take):
+                rows.append((self._prompt_ids(i, query), self._answer_ids[0]))
+        if not rows:
+            raise ValueError("the training documents hold no labelled entity pair")
+        rng.shuffle(rows)
+        return rows
+
+    # -- loaders ---------------------------------------------------------------------------
+
+    def _collate_train(
+        self, rows: Sequence[tuple[list[int], list[int]]]
+    ) -> dict[str, torch.Tensor]:
+        width = max(len(p) + len(a) for p, a in rows)
+        pad = pad_token_id(self.tokenizer)
+        input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
+        attention = torch.zeros((len(rows), width), dtype=torch.long)
+        labels = torch.full((len(rows), width), -100, dtype=torch.long)
+        for r, (prompt, answer) in enumerate(rows):
+            ids = torch.tensor(prompt + answer)
+            input_ids[r, : len(ids)], attention[r, : len(ids)] = ids, 1
+            labels[r, len(prompt) : len(ids)] = torch.tensor(answer)
+        return {"input_ids": input_ids, "attention_mask": attention, "labels": labels}
+
+    def _collate_eval(self, documents: Sequence[int]) -> dict[str, Any]:
+        prompts = [ids for d in documents for ids in self.eval_prompts[d]]
+        queries = [
+            (self.dev_documents[d]["title"], h, t)
+            for d in documents
+            for h, t in entity_pairs(self.dev_documents[d])
+        ]
+        width = max(len(p) for p in prompts)
+        input_ids = torch.full((len(prompts), width), pad_token_id(self.tokenizer))
+        attention = torch.zeros((len(prompts), width), dtype=torch.long)
+        for r, ids in enumerate(prompts):  # left padding: the answer follows the last column
+            input_ids[r, width - len(ids) :], attention[r, width - len(ids) :] = (
+                torch.tensor(ids),
+                1,
+            )
+        return {
+            "input_ids": input_ids,
+            "attention_mask": attention,
+            "queries": queries,
+            "documents": [self.dev_documents[d] for d in documents],
+        }
+
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader(
+            self.train_rows,
+            batch_size=self.batch_size,
+            sampler=EpochShuffleSampler(len(self.train_rows), seed=self.seed),
+            collate_fn=self._collate_train,
+        )
+
+    def _eval_loader(self) -> DataLoader:
+        documents = list(range(len(self.dev_documents)))
+        trainer = self.trainer
+        sampler = None
+        if trainer is not None and trainer.world_size > 1:
+            sampler = UnrepeatedDistributedSampler(
+                documents, num_replicas=trainer.world_size, rank=trainer.global_rank, shuffle=False
+            )
+        return DataLoader(
+            documents,
+            batch_size=self.eval_documents,
+            sampler=sampler,
+            collate_fn=self._collate_eval,
+        )
+
+    def val_dataloader(self) -> DataLoader:
+        return self._eval_loader()
+
+    def test_dataloader(self) -> DataLoader:
+        return self._eval_loader()
+
+    def predict_dataloader(self) -> DataLoader:
+        return self._eval_loader()

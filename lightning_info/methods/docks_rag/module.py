@@ -1,0 +1,140 @@
+"""``DocKSRAG``: hybrid-prompt tuning of a causal LM for document-level relation extraction.
+
+DocKS-RAG (Xu et al., ICML 2025) fine-tunes an LLM with LoRA (peft) on hybrid prompts (the
+document, its DocKG subgraph and its SetRAG sentences; ``DocREDDataModule``) with the pair's
+relation as the answer: the mean next-token negative log-likelihood of the answer tokens. At
+evaluation every ordered entity pair of a document is asked, the answer decoded greedily under
+the constraint that it be a relation name or ``none`` (``decoding.constrained_answers``), and the
+non-``none`` answers are scored by the official DocRED scorer (``DocREDScores``: F1, Ign F1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from lightning.pytorch import LightningModule
+
+from lightning_info.core.validation import require_int, require_non_negative, require_positive
+from lightning_info.methods.docks_rag.decoding import LabelTrie, constrained_answers
+from lightning_info.methods.docks_rag.evaluation import DocREDScores
+
+__all__ = ["DocKSRAG"]
+
+DEFAULT_LORA = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0}
+"""The paper's rank 16; peft picks the target modules of known architectures."""
+
+
+class DocKSRAG(LightningModule):
+    """LoRA tuning of ``model`` on hybrid prompts, evaluated by constrained decoding.
+
+    Args:
+        model: a causal LM module, or a Hugging Face name or path (loaded with its tokenizer by
+            ``lm.tiny_lm.load_causal_lm``).
+        tokenizer: the model's tokenizer (default: the data module's).
+        lora: ``peft.LoraConfig`` arguments; ``None`` tunes every weight.
+        lr, weight_decay: AdamW's.
+        generation_batch_size: prompts decoded at once in evaluation.
+
+    The relations, answer texts and training facts (for Ign F1) come from the trainer's
+    ``DocREDDataModule`` at setup.
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module | str,
+        tokenizer: Any = None,
+        lora: dict[str, Any] | None = DEFAULT_LORA,
+        lr: float = 5e-5,
+        weight_decay: float = 0.0,
+        generation_batch_size: int = 64,
+    ) -> None:
+        super().__init__()
+        self.lr = require_positive(lr, "lr")
+        self.weight_decay = require_non_negative(weight_decay, "weight_decay")
+        self.generation_batch_size = require_int(generation_batch_size, "generation_batch_size", 1)
+        if isinstance(model, str):
+            from lightning_info.lm.tiny_lm import load_causal_lm
+
+            model, loaded = load_causal_lm(model)
+            tokenizer = tokenizer or loaded
+        if lora is not None:
+            from peft import LoraConfig, get_peft_model
+
+            model = get_peft_model(model, LoraConfig(task_type="CAUSAL_LM", **lora))
+        self.model = model
+        self.tokenizer = tokenizer
+        self.val_scores = DocREDScores()
+        self.test_scores = DocREDScores()
+        self._trie: LabelTrie | None = None
+        self.labels: list[str] = []
+
+    def setup(self, stage: str) -> None:
+        data = getattr(self.trainer, "datamodule", None)
+        if data is None or not hasattr(data, "answers"):
+            raise ValueError("DocKSRAG needs a DocREDDataModule (its relations and answers)")
+        data.setup(stage)
+        self.tokenizer = self.tokenizer or data.tokenizer
+        self.labels = data.labels
+        self._trie = LabelTrie(self.tokenizer, data.answers)
+        self.val_scores.train_facts = set(data.train_facts)
+        self.test_scores.train_facts = set(data.train_facts)
+
+    def forward(self, **batch: torch.Tensor) -> Any:
+        return self.model(**batch)
+
+    def on_train_epoch_start(self) -> None:
+        self.model.train()  # Hugging Face models load in eval mode
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        loss = self.model(**batch).loss
+        self.log("train/loss", loss, prog_bar=True, batch_size=batch["input_ids"].shape[0])
+        return loss
+
+    def predict_relations(self, batch: dict[str, Any]) -> list[dict[str, Any]]:
+        """DocRED-format predictions ``{title, h_idx, t_idx, r}`` for a batch's pairs whose
+        decoded answer is a relation."""
+        was_training = self.model.training
+        self.model.eval()
+        chosen: list[int] = []
+        ids, mask = batch["input_ids"], batch["attention_mask"]
+        for start in range(0, ids.shape[0], self.generation_batch_size):
+            rows = slice(start, start + self.generation_batch_size)
+            keep = int(mask[rows].sum(1).max())  # drop columns that are padding in every row
+            chosen += constrained_answers(
+                self.model, self.tokenizer, ids[rows, -keep:], mask[rows, -keep:], self._trie
+            )
+        self.model.train(was_training)
+        return [
+            {"title": title, "h_idx": h, "t_idx": t, "r": self.labels[c]}
+            for (title, h, t), c in zip(batch["queries"], chosen)
+            if c != 0
+        ]
+
+    def _evaluate(self, batch: dict[str, Any], scores: DocREDScores) -> None:
+        scores.update(self.predict_relations(batch), batch["documents"])
+
+    def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
+        self._evaluate(batch, self.val_scores)
+
+    def test_step(self, batch: dict[str, Any], batch_idx: int) -> None:
+        self._evaluate(batch, self.test_scores)
+
+    def predict_step(self, batch: dict[str, Any], batch_idx: int) -> list[dict[str, Any]]:
+        return self.predict_relations(batch)
+
+    def _log_scores(self, scores: DocREDScores, stage: str) -> None:
+        values = scores.compute()
+        for name in ("precision", "recall", "f1", "ign_f1"):
+            self.log(f"{stage}/{name}", values[name], prog_bar=name in ("f1", "ign_f1"))
+        scores.reset()
+
+    def on_validation_epoch_end(self) -> None:
+        self._log_scores(self.val_scores, "val")
+
+    def on_test_epoch_end(self) -> None:
+        self._log_scores(self.test_scores, "test")
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        trainable = [p for p in self.model.parameters() if p.requires_grad]
+        return torch.optim.AdamW(trainable, lr=self.lr, weight_decay=self.weight_decay)

@@ -1,0 +1,36 @@
+"""A tiny tokenizer, causal LM, data module and DocKSRAG for the DocKS-RAG tests and the plugin
+table (built locally, cached per process)."""
+
+from __future__ import annotations
+
+import functools
+
+from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
+from lightning_info.methods.docks_rag.datamodule import DocREDDataModule
+from lightning_info.methods.docks_rag.functional import document_text
+from lightning_info.methods.docks_rag.module import DocKSRAG
+from lightning_info.methods.docks_rag.synthetic import RELATIONS, synthetic_docred
+
+PROMPT_WORDS = ["Document:", "Graph:", "Related:", "Question:", "Relation:", "nothing", "none"]
+
+
+@functools.lru_cache(maxsize=1)
+def tokenizer():
+    texts = [document_text(d) for d in synthetic_docred(20, seed=0, world_seed=0)]
+    texts += [" | ".join(PROMPT_WORDS + list(RELATIONS.values()))] * 5
+    return train_bpe_tokenizer(texts, vocab_size=500)
+
+
+def data(batch_size: int = 8, **kwargs) -> DocREDDataModule:
+    kwargs = {"num_train": 4, "num_dev": 2, "encoder": "tfidf", "encoder_dim": 8, "top_k": 2,
+              "kg_steps": 10, "max_length": 384, **kwargs}  # fmt: skip
+    return DocREDDataModule(tokenizer(), batch_size=batch_size, **kwargs)
+
+
+def language_model(seed: int = 0):
+    return tiny_causal_lm(tokenizer(), n_layer=1, n_embd=16, n_head=2, n_positions=384, seed=seed)
+
+
+def module(lora: bool = True, **kwargs) -> DocKSRAG:
+    lora_args = {"r": 2, "lora_alpha": 4, "lora_dropout": 0.0} if lora else None
+    return DocKSRAG(language_model(), lora=lora_args, **{"lr": 1e-2, **kwargs})
