@@ -666,3 +666,40 @@ def test_efg_last_iterate_recipe_tunes_then_compares_the_learners_at_one_budget(
     assert std == pytest.approx(np.std(finals, ddof=1), abs=1e-4)
     assert records["cfr"][0]["average"] < 0.1  # CFR's average policy after 20 iterations
     assert (tmp_path / "efg_last_iterate_games_nash_conv.png").exists()
+
+
+def test_docks_rag_recipe_tables_every_prompt_variant_over_seeds(tmp_path):
+    cli = _recipe("docks_rag").main(
+        [
+            f"--compare.output_dir={tmp_path}",
+            "--trainer.logger=false",
+            "--studies.docred.variants=[plain, hybrid]",
+            "--studies.docred.seeds=[0, 1]",
+            "--studies.docred.data={num_train: 6, num_dev: 2, top_k: 2, kg_steps: 20, "
+            "encoder: tfidf, encoder_dim: 8}",
+            "--studies.docred.size={layers: 1, width: 16, heads: 2}",
+            "--studies.docred.vocab_size=400",
+            "--studies.docred.pretrain_epochs=1",
+            "--studies.docred.epochs=1",
+            "--studies.docred.max_length=384",
+            "--studies.docred.workers=1",
+        ]
+    )
+    result = cli.study_results["docred"]
+    columns, rows = result.tables["held-out relation extraction (official DocRED scores)"]
+    assert columns[:3] == ["prompt", "F1", "Ign F1"]
+    assert [r[0] for r in rows] == [
+        "plain document",
+        "+ DocKG + SetRAG (DocKS-RAG)",
+        "DocKG scorer alone (its kept triples)",
+    ]
+    records = result.records
+    assert sorted((r["variant"], r["seed"]) for r in records) == [
+        ("hybrid", 0), ("hybrid", 1), ("plain", 0), ("plain", 1)
+    ]  # fmt: skip
+    hybrid = [r["f1"] for r in records if r["variant"] == "hybrid"]
+    mean, std = (float(v) for v in rows[1][1].split(" ± "))
+    assert mean == pytest.approx(np.mean(hybrid), abs=1e-4)
+    assert std == pytest.approx(np.std(hybrid, ddof=1), abs=1e-4)
+    assert all(0.0 <= r["ign_f1"] <= r["f1"] + 1e-9 <= 1.0 + 1e-9 for r in records)
+    assert (tmp_path / "docks_rag_docred_f1.png").exists()

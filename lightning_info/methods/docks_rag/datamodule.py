@@ -37,7 +37,28 @@ from lightning_info.methods.docks_rag.knowledge import build_knowledge
 from lightning_info.methods.docks_rag.set_rag import retrieve_sentences
 from lightning_info.methods.docks_rag.synthetic import RELATIONS, synthetic_docred
 
-__all__ = ["DocREDDataModule"]
+__all__ = ["DocREDDataModule", "load_documents"]
+
+
+def load_documents(
+    train_file: str | None = None,
+    dev_file: str | None = None,
+    rel_info_file: str | None = None,
+    num_train: int = 100,
+    num_dev: int = 20,
+    world_seed: int = 0,
+) -> tuple[list[dict], list[dict], dict[str, str]]:
+    """``(train, dev, relations)``: the DocRED files when given, else ``synthetic_docred``
+    splits of one world (train seed 0, dev seed 1) with its relations."""
+    if train_file is None:
+        train = synthetic_docred(num_train, seed=0, world_seed=world_seed)
+        dev = synthetic_docred(num_dev, seed=1, world_seed=world_seed)
+        return train, dev, dict(RELATIONS)
+    for path in (train_file, dev_file, rel_info_file):
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"{path} does not exist")
+    relations = read_relation_info(rel_info_file)
+    return read_docred(train_file, relations), read_docred(dev_file, relations), relations
 
 
 class DocREDDataModule(LightningDataModule):
@@ -115,16 +136,7 @@ class DocREDDataModule(LightningDataModule):
     # -- building --------------------------------------------------------------------------
 
     def _documents(self) -> tuple[list[dict], list[dict], dict[str, str]]:
-        train_file, dev_file, rel_info_file = self.files
-        if train_file is None:
-            train = synthetic_docred(self.num_train, seed=0, world_seed=self.world_seed)
-            dev = synthetic_docred(self.num_dev, seed=1, world_seed=self.world_seed)
-            return train, dev, dict(RELATIONS)
-        for path in self.files:
-            if not Path(path).is_file():
-                raise FileNotFoundError(f"{path} does not exist")
-        relations = read_relation_info(rel_info_file)
-        return read_docred(train_file, relations), read_docred(dev_file, relations), relations
+        return load_documents(*self.files, self.num_train, self.num_dev, self.world_seed)
 
     def _prompt(self, index: int, query: tuple[int, int], sentences: int | None) -> str:
         document = self.documents[index]
