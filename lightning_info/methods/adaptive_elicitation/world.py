@@ -1,0 +1,95 @@
+"""The synthetic latent-type world and its exact Bayesian predictive model.
+
+An entity has a latent type ``z ~ Categorical(prior)`` among ``K``; its answer to question ``q``
+is ``y ~ Categorical(theta[z, q])`` among ``A``, independently given ``z``. Each ``theta[k, q]``
+is drawn from a symmetric Dirichlet (``concentration`` below 1: peaked, yet noisy answers); the
+last ``uninformative`` questions share one answer distribution across types, so their answers say
+nothing about the type.
+
+:class:`ExactPosteriorModel` is this world's posterior predictive,
+``p(y | C, q) = sum_k p(k | C) theta[k, q, y]`` with ``p(k | C) ∝ prior_k prod_{(q', y') in C}
+theta[k, q', y']``: the predictive interface of ``functional.py`` computed exactly, in float64.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+__all__ = ["ExactPosteriorModel", "LatentTypeWorld"]
+
+
+@dataclass(frozen=True)
+class LatentTypeWorld:
+    """``prior (K,)`` and ``theta (K, Q, A)``, float64."""
+
+    prior: Tensor
+    theta: Tensor
+
+    @classmethod
+    def sample(
+        cls,
+        num_types: int = 4,
+        num_questions: int = 12,
+        num_answers: int = 3,
+        concentration: float = 0.3,
+        uninformative: int = 0,
+        seed: int = 0,
+    ) -> LatentTypeWorld:
+        if min(num_types, num_questions, num_answers) < 1 or concentration <= 0:
+            raise ValueError("need positive sizes and concentration")
+        if not 0 <= uninformative <= num_questions:
+            raise ValueError(f"uninformative must be in [0, {num_questions}]")
+        rng = np.random.default_rng(seed)
+        alpha = np.full(num_answers, float(concentration))
+        theta = torch.as_tensor(rng.dirichlet(alpha, size=(num_types, num_questions)))
+        if uninformative:
+            theta[:, num_questions - uninformative :] = theta[:1, num_questions - uninformative :]
+        prior = torch.full((num_types,), 1.0 / num_types, dtype=torch.float64)
+        return cls(prior, theta)
+
+    @property
+    def num_questions(self) -> int:
+        return self.theta.shape[1]
+
+    @property
+    def num_answers(self) -> int:
+        return self.theta.shape[2]
+
+    def sample_entities(self, count: int, seed: int = 0) -> tuple[Tensor, Tensor]:
+        """``(types (count,), answers (count, Q))`` of ``count`` entities."""
+        g = torch.Generator().manual_seed(seed)
+        types = torch.multinomial(self.prior, count, replacement=True, generator=g)
+        probs = self.theta[types].reshape(-1, self.num_answers)
+        answers = torch.multinomial(probs, 1, generator=g).view(count, self.num_questions)
+        return types, answers
+
+
+class ExactPosteriorModel:
+    """The exact posterior predictive of a :class:`LatentTypeWorld` (module docstring)."""
+
+    def __init__(self, world: LatentTypeWorld):
+        self.world = world
+        self.num_answers = world.num_answers
+
+    def posterior(self, contexts: Sequence[Sequence[tuple[int, int]]]) -> Tensor:
+        """``p(k | C)`` per context, ``(len(contexts), K)``."""
+        log_theta = torch.log(self.world.theta)
+        rows = []
+        for context in contexts:
+            log_p = torch.log(self.world.prior).clone()
+            for q, y in context:
+                log_p = log_p + log_theta[:, q, y]
+            rows.append(torch.softmax(log_p, dim=0))
+        return torch.stack(rows)
+
+    def predictive(
+        self, contexts: Sequence[Sequence[tuple[int, int]]], questions: Sequence[int]
+    ) -> Tensor:
+        """``p(Y_q | C)``, ``(len(contexts), len(questions), A)``."""
+        posterior = self.posterior(contexts)
+        return torch.einsum("bk,kqa->bqa", posterior, self.world.theta[:, list(questions)])
