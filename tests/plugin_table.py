@@ -48,6 +48,7 @@ from lightning_info.methods.sdcib import SDCIB, ClusteringViewsDataModule
 from lightning_info.methods.train_test_overlap.callback import TrainTestOverlap
 from lightning_info.methods.train_test_overlap.functional import TestInstance
 from tests import tiny_lm
+from tests.methods.adaptive_elicitation import tiny as elicitation_tiny
 from tests.methods.docks_rag import tiny as docks_rag_tiny
 from tests.methods.rome.tiny_ib import TinyIBClassifier
 from tests.tiny import TinyClassifier, TinyDataModule
@@ -340,6 +341,11 @@ PLUGINS = [
         id="DocKSRAG-DocREDDataModule-LoRA",
         make_model=docks_rag_tiny.module,
         make_data=docks_rag_tiny.data,
+    ),
+    PluginCase(
+        id="ElicitationLM-ElicitationDataModule",
+        make_model=elicitation_tiny.module,
+        make_data=elicitation_tiny.data,
     ),
     PluginCase(
         id="AsymmetricActorCritic-CartPole", make_model=tiny_deep_actor_critic, make_data=None
