@@ -61,13 +61,16 @@ class CausalLMFineTuner(LightningModule):
         self.log("train/loss", loss, prog_bar=True, batch_size=batch["input_ids"].shape[0])
         return loss
 
-    def _evaluate(self, batch: dict[str, torch.Tensor], metric: MeanMetric, stage: str) -> None:
-        loss = self.model(**batch).loss
+    def _evaluate(self, batch: dict[str, torch.Tensor], metric: MeanMetric, stage: str) -> Any:
+        """Log the split's token-weighted NLL; returns the model's output (loss and logits)."""
+        output = self.model(**batch)
+        loss = output.loss
         # The model averages over this batch's target tokens; weight by their count so that the
         # epoch value is the mean over all target tokens of the split.
         targets = (batch["labels"][:, 1:] != -100).sum()
         metric.update(loss.detach(), weight=targets)
         self.log(f"{stage}/loss", metric, on_step=False, on_epoch=True)
+        return output
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         self._evaluate(batch, self.val_nll, "val")

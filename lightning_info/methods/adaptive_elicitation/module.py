@@ -37,10 +37,7 @@ class ElicitationLM(CausalLMFineTuner):
         self.val_accuracy = MeanMetric()
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
-        super().validation_step(batch, batch_idx)
-        logits = self.model(
-            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
-        ).logits
+        logits = self._evaluate(batch, self.val_nll, "val").logits
         targets = batch["labels"][:, 1:]
         at = targets != -100
         answers = torch.tensor(self.answer_ids, device=logits.device)

@@ -23,15 +23,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from lightning_info.lm.sentence_encoders import (
-    MINILM,
-    MINILM_DIM,
-    embed_texts,
-    minilm_available,
-    packaged_minilm_dir,
-    sentence_embeddings,
-    tfidf_embeddings,
-)
+from lightning_info.lm.sentence_encoders import embed_texts
 
 TABLES = ("breast_cancer", "diabetes", "iris", "linnerud", "wine")
 
@@ -196,15 +188,4 @@ def embed_columns(
     return embed_texts(texts, encoder=encoder, dim=dim, seed=seed)
 
 
-__all__ = [
-    "MINILM",
-    "MINILM_DIM",
-    "TABLES",
-    "column_descriptions",
-    "context_texts",
-    "embed_columns",
-    "minilm_available",
-    "packaged_minilm_dir",
-    "sentence_embeddings",
-    "tfidf_embeddings",
-]
+__all__ = ["TABLES", "column_descriptions", "context_texts", "embed_columns"]

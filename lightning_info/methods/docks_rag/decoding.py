@@ -53,7 +53,6 @@ class LabelTrie:
 @torch.no_grad()
 def constrained_answers(
     model: Any,
-    tokenizer: Any,
     input_ids: torch.Tensor,
     attention_mask: torch.Tensor,
     trie: LabelTrie,

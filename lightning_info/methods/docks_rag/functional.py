@@ -1,6 +1,6 @@
-"""The pure core of DocKS-RAG so far: the official DocRED evaluation (relation F1, Ign F1 and
-evidence F1) as functions of predictions and gold documents; ``evaluation.DocREDScores`` is its
-torchmetrics Metric.
+"""The pure core of DocKS-RAG: the official DocRED evaluation (relation F1, Ign F1 and evidence
+F1) as functions of predictions and gold documents (``evaluation.DocREDScores`` is its
+torchmetrics Metric), and the queries, mention graph and prompt parts of the hybrid prompt.
 
 As the official scorer (``thunlp/DocRED``, ``evaluation.py``) defines them, after removing
 duplicate predictions ``(title, h, t, r)``:
@@ -272,9 +272,12 @@ def hybrid_prompt(
         parts.append("Graph: " + ("; ".join(lines) if lines else "nothing"))
     if retrieved is not None:
         shown = without_query(retrieved_triples or (), query)
+        entities_in: dict[int, set[int]] = {}
+        for e, m in mentions(document):
+            entities_in.setdefault(m["sent_id"], set()).add(e)
         lines = []
         for s in retrieved:
-            in_sentence = {e for e, m in mentions(document) if m["sent_id"] == s}
+            in_sentence = entities_in.get(s, set())
             facts = [tr for tr in shown if tr[0] in in_sentence and tr[2] in in_sentence]
             text = sentence_text(document, s)
             if facts:

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from lightning.pytorch import LightningModule
 
-from lightning_info.core.validation import require_int, require_non_negative, require_positive
+from lightning_info.core.validation import require_int
+from lightning_info.lm.fine_tuner import CausalLMFineTuner
 from lightning_info.methods.docks_rag.decoding import LabelTrie, constrained_answers
 from lightning_info.methods.docks_rag.evaluation import DocREDScores
 
@@ -25,12 +25,14 @@ DEFAULT_LORA = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0}
 """The paper's rank 16; peft picks the target modules of known architectures."""
 
 
-class DocKSRAG(LightningModule):
+class DocKSRAG(CausalLMFineTuner):
     """LoRA tuning of ``model`` on hybrid prompts, evaluated by constrained decoding.
 
+    The shared ``CausalLMFineTuner`` loads, wraps (LoRA), trains and optimises the model; this
+    class adds the evaluation by constrained decoding and the official scores.
+
     Args:
-        model: a causal LM module, or a Hugging Face name or path (loaded with its tokenizer by
-            ``lm.tiny_lm.load_causal_lm``).
+        model: a causal LM module, or a Hugging Face name or path (``lm.tiny_lm.load_causal_lm``).
         tokenizer: the model's tokenizer (default: the data module's).
         lora: ``peft.LoraConfig`` arguments; ``None`` tunes every weight.
         lr, weight_decay: AdamW's.
@@ -49,20 +51,8 @@ class DocKSRAG(LightningModule):
         weight_decay: float = 0.0,
         generation_batch_size: int = 64,
     ) -> None:
-        super().__init__()
-        self.lr = require_positive(lr, "lr")
-        self.weight_decay = require_non_negative(weight_decay, "weight_decay")
+        super().__init__(model, lr=lr, weight_decay=weight_decay, lora=lora)
         self.generation_batch_size = require_int(generation_batch_size, "generation_batch_size", 1)
-        if isinstance(model, str):
-            from lightning_info.lm.tiny_lm import load_causal_lm
-
-            model, loaded = load_causal_lm(model)
-            tokenizer = tokenizer or loaded
-        if lora is not None:
-            from peft import LoraConfig, get_peft_model
-
-            model = get_peft_model(model, LoraConfig(task_type="CAUSAL_LM", **lora))
-        self.model = model
         self.tokenizer = tokenizer
         self.val_scores = DocREDScores()
         self.test_scores = DocREDScores()
@@ -80,17 +70,6 @@ class DocKSRAG(LightningModule):
         self.val_scores.train_facts = set(data.train_facts)
         self.test_scores.train_facts = set(data.train_facts)
 
-    def forward(self, **batch: torch.Tensor) -> Any:
-        return self.model(**batch)
-
-    def on_train_epoch_start(self) -> None:
-        self.model.train()  # Hugging Face models load in eval mode
-
-    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        loss = self.model(**batch).loss
-        self.log("train/loss", loss, prog_bar=True, batch_size=batch["input_ids"].shape[0])
-        return loss
-
     def predict_relations(self, batch: dict[str, Any]) -> list[dict[str, Any]]:
         """DocRED-format predictions ``{title, h_idx, t_idx, r}`` for a batch's pairs whose
         decoded answer is a relation."""
@@ -102,7 +81,7 @@ class DocKSRAG(LightningModule):
             rows = slice(start, start + self.generation_batch_size)
             keep = int(mask[rows].sum(1).max())  # drop columns that are padding in every row
             chosen += constrained_answers(
-                self.model, self.tokenizer, ids[rows, -keep:], mask[rows, -keep:], self._trie
+                self.model, ids[rows, -keep:], mask[rows, -keep:], self._trie
             )
         self.model.train(was_training)
         return [
@@ -134,7 +113,3 @@ class DocKSRAG(LightningModule):
 
     def on_test_epoch_end(self) -> None:
         self._log_scores(self.test_scores, "test")
-
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        trainable = [p for p in self.model.parameters() if p.requires_grad]
-        return torch.optim.AdamW(trainable, lr=self.lr, weight_decay=self.weight_decay)

@@ -53,13 +53,13 @@ def test_constrained_decoding_of_left_padded_batches_matches_the_masked_argmax(s
     trie = LabelTrie(data.tokenizer, data.answers)
     (batch,) = list(data.val_dataloader())
     rows = slice(0, 24)
-    chosen = constrained_answers(model, data.tokenizer, batch["input_ids"][rows],
-                                 batch["attention_mask"][rows], trie)  # fmt: skip
+    chosen = constrained_answers(
+        model, batch["input_ids"][rows], batch["attention_mask"][rows], trie
+    )
     prompts = [p for prompts in data.eval_prompts for p in prompts][rows]
     assert chosen == [_oracle_answer(model, p, trie) for p in prompts]
     with pytest.raises(ValueError, match="left-padded"):
-        constrained_answers(model, data.tokenizer, batch["input_ids"][:2],
-                            torch.tensor([[1] * 3 + [0]] * 2), trie)  # fmt: skip
+        constrained_answers(model, batch["input_ids"][:2], torch.tensor([[1] * 3 + [0]] * 2), trie)
 
 
 def test_lora_trains_only_the_adapters():

@@ -9,15 +9,14 @@ from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
 from lightning_info.methods.docks_rag.datamodule import DocREDDataModule
 from lightning_info.methods.docks_rag.functional import document_text
 from lightning_info.methods.docks_rag.module import DocKSRAG
+from lightning_info.methods.docks_rag.study import PROMPT_WORDS
 from lightning_info.methods.docks_rag.synthetic import RELATIONS, synthetic_docred
-
-PROMPT_WORDS = ["Document:", "Graph:", "Related:", "Question:", "Relation:", "nothing", "none"]
 
 
 @functools.lru_cache(maxsize=1)
 def tokenizer():
     texts = [document_text(d) for d in synthetic_docred(20, seed=0, world_seed=0)]
-    texts += [" | ".join(PROMPT_WORDS + list(RELATIONS.values()))] * 5
+    texts += [" | ".join([*PROMPT_WORDS, *RELATIONS.values()])] * 5
     return train_bpe_tokenizer(texts, vocab_size=500)
 
 
