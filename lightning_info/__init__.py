@@ -52,6 +52,17 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "neighbourhood_views",
         "sign_views",
     ),
+    "lightning_info.methods.adaptive_elicitation": (
+        "ElicitationDataModule",
+        "ElicitationLM",
+        "EmpiricalPredictiveModel",
+        "ExactPosteriorModel",
+        "LMPredictive",
+        "LatentTypeWorld",
+        "elicitation_curves",
+        "expected_information_gain",
+        "select_questions",
+    ),
     "lightning_info.methods.diffusion_fisher": (
         "DiffusionModel",
         "diffusion_fisher_matrix",

@@ -185,3 +185,17 @@ def test_cacti_benchmark_quick_run_checks_batched_equals_one_row(one_torch_threa
     assert result["options"]["rows"] == 256 and result["options"]["threads"] == 1
     assert all(v > 0 for v in result["rows_per_second"].values())
     assert result["epoch_seconds"] > 0 and result["iterative_fit_seconds"] > 0
+
+
+_ELICITATION_PATH = _CACTI_PATH.with_name("adaptive_elicitation_eig.py")
+
+
+def test_elicitation_benchmark_quick_run_checks_batched_equals_per_pair(one_torch_thread):
+    spec = importlib.util.spec_from_file_location("elicitation_bench", _ELICITATION_PATH)
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench
+    spec.loader.exec_module(bench)
+    result = bench.main(["--quick"])
+    assert result["max_difference"] <= 1e-5 and result["candidates"] == 8
+    assert result["options"]["threads"] == 1
+    assert all(v > 0 for v in result["seconds"].values())

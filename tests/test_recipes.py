@@ -703,3 +703,70 @@ def test_docks_rag_recipe_tables_every_prompt_variant_over_seeds(tmp_path):
     assert std == pytest.approx(np.std(hybrid, ddof=1), abs=1e-4)
     assert all(0.0 <= r["ign_f1"] <= r["f1"] + 1e-9 <= 1.0 + 1e-9 for r in records)
     assert (tmp_path / "docks_rag_docred_f1.png").exists()
+
+
+ELICITATION_SMALL = [
+    "--studies.elicitation.seeds=[0, 1]",
+    "--studies.elicitation.steps=2",
+    "--studies.elicitation.report_at=[0, 2]",
+    "--studies.elicitation.entities=4",
+    "--studies.elicitation.latent={num_types: 2, num_questions: 6, num_answers: 3, "
+    "concentration: 0.1, uninformative: 2, world_seed: 3, num_entities: 40, num_val: 4, "
+    "num_test: 4, batch_size: 16}",
+    "--studies.elicitation.digits={threshold: 0.5, num_val: 4, num_test: 4, batch_size: 64}",
+    "--studies.elicitation.targets={latent: [2, 3], digits: [16, 17, 18]}",
+    "--studies.elicitation.candidates={digits: [1, 2, 5, 6]}",
+    "--studies.elicitation.epochs={latent: 1, digits: 1}",
+    "--studies.elicitation.size={layers: 1, width: 16, heads: 2}",
+    "--studies.elicitation.workers=1",
+]
+
+
+def test_adaptive_elicitation_recipe_tables_every_policy_and_the_reference(tmp_path, monkeypatch):
+    from lightning_info.lm.tiny_lm import train_bpe_tokenizer
+    from lightning_info.methods.adaptive_elicitation import (
+        ElicitationDataModule,
+        ExactPosteriorModel,
+    )
+    from lightning_info.methods.adaptive_elicitation.entities import latent_world_questions
+    from lightning_info.methods.adaptive_elicitation.evaluation import elicitation_curves
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    cli = _recipe("adaptive_elicitation").main(
+        ELICITATION_SMALL
+        + [f"--compare.output_dir={tmp_path}", f"--trainer.logger.init_args.save_dir={tmp_path}"]
+    )
+    result = cli.study_results["elicitation"]
+    columns, rows = result.tables["latent: target accuracy and NLL after n questions"]
+    assert columns == ["policy", "acc@0", "acc@2", "NLL@0", "NLL@2"]
+    assert [r[0] for r in rows] == ["EIG (LM)", "lookahead (LM)", "max answer entropy (LM)",
+                                    "random (LM)", "reference EIG (exact / empirical)"]  # fmt: skip
+    records = result.records
+    assert sorted((r["world"], r["seed"]) for r in records) == [
+        ("digits", 0), ("digits", 1), ("latent", 0), ("latent", 1)
+    ]  # fmt: skip
+    # the reference line is exact-posterior EIG on the same test entities, computed here afresh
+    for record in (r for r in records if r["world"] == "latent"):
+        tokenizer = train_bpe_tokenizer(latent_world_questions(6), vocab_size=300)
+        data = ElicitationDataModule(tokenizer, num_types=2, num_questions=6, concentration=0.1,
+                                     uninformative=2, world_seed=3, num_entities=40, num_val=4,
+                                     num_test=4, seed=record["seed"])  # fmt: skip
+        answers = data.table.answers[data.test_entities[:4]]
+        curves = elicitation_curves("eig", ExactPosteriorModel(data.world), answers,
+                                    [0, 1, 4, 5], [2, 3], 2)  # fmt: skip
+        expected = curves["nll"].mean(0).tolist()
+        assert record["curves"]["reference"]["nll"] == pytest.approx(expected, abs=1e-12)
+        assert all(kl >= -1e-9 for kl in record["kl"])
+    eig = [r["curves"]["eig"]["accuracy"][2] for r in records if r["world"] == "digits"]
+    mean, std = (float(v) for v in
+                 result.tables["digits: target accuracy and NLL after n questions"][1][0][2]
+                 .split(" ± "))  # fmt: skip
+    assert mean == pytest.approx(np.mean(eig), abs=1e-4)
+    assert std == pytest.approx(np.std(eig, ddof=1), abs=1e-4)
+    assert (tmp_path / "adaptive_elicitation_elicitation_curves.png").stat().st_size > 0
+    runs = sorted((tmp_path / "wandb").glob("offline-run-*"))
+    charts = [p.name for run in runs for p in run.glob("files/media/table/elicitation/*.json")]
+    charts = {p.name.split("_table")[0] for run in runs
+              for p in run.glob("files/media/table/elicitation/*_table_*.json")}  # fmt: skip
+    assert charts == {"latent_accuracy", "latent_nll", "digits_accuracy", "digits_nll"}
+    assert any(run.glob("files/media/images/elicitation/curves_*.png") for run in runs)

@@ -68,6 +68,29 @@ def log_wandb_tables(
                 logger.log_table(key=key, columns=list(columns), data=data)
 
 
+LinePlot = tuple[str, Sequence[float], Mapping[str, Sequence[float]]]
+"""``(x name, xs, {series name: ys})``: one line per series over the shared ``xs``."""
+
+
+def log_wandb_line_plots(loggers: Sequence[Logger], plots: Mapping[str, LinePlot]) -> None:
+    """Log ``{key: (x_name, xs, {series: ys})}`` as native W&B line plots
+    (``wandb.plot.line_series``, interactive in the W&B UI, their data kept as a table) to every
+    ``WandbLogger`` in ``loggers``; other loggers are skipped."""
+    for logger in loggers:
+        if isinstance(logger, WandbLogger):
+            import wandb
+
+            for key, (x_name, xs, series) in plots.items():
+                chart = wandb.plot.line_series(
+                    xs=[float(x) for x in xs],
+                    ys=[[float(y) for y in ys] for ys in series.values()],
+                    keys=list(series),
+                    title=key,
+                    xname=x_name,
+                )
+                logger.experiment.log({key: chart})
+
+
 def mean_std(values: Sequence[float]) -> str:
     """``"mean ± std"`` (sample standard deviation, 0 for one value; ``"-"`` for none)."""
     values = [float(v) for v in values]

@@ -53,6 +53,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from lightning_info.core.logging import (
     default_wandb_logger_config,
     finish_wandb_runs,
+    log_wandb_line_plots,
     log_wandb_tables,
     markdown_table,
     mean_std,
@@ -501,6 +502,8 @@ class ComparisonCLI(LightningCLI):
                 run.log_image(key=f"{name}/{key}", images=[str(path)])
             keyed = {f"{name}/table_{i}": table for i, table in enumerate(result.tables.values())}
             log_wandb_tables([run], keyed)
+            plots = {f"{name}/{key}": plot for key, plot in result.line_plots.items()}
+            log_wandb_line_plots([run], plots)
             finish_wandb_runs([run])
         print(f"\n{self.config.compare.name}: {name}\n\n{text}\n", flush=True)
 

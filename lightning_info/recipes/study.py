@@ -32,11 +32,13 @@ Table = tuple[list[str], list[list]]
 @dataclass
 class StudyResult:
     """What a study hands back: titled tables ``title -> (columns, rows)``, matplotlib figures
-    by key, and any JSON-serialisable records worth keeping next to the tables."""
+    by key, any JSON-serialisable records worth keeping next to the tables, and line plots by
+    key, ``(x name, xs, {series: ys})``, logged as native W&B line plots."""
 
     tables: dict[str, Table]
     figures: dict[str, Any] = field(default_factory=dict)
     records: Any = None
+    line_plots: dict[str, Any] = field(default_factory=dict)
 
 
 class Study:

@@ -74,3 +74,22 @@ def test_log_wandb_tables_writes_to_wandb_loggers_only(tmp_path, monkeypatch):
     files = list((tmp_path / "wandb").glob("offline-run-*/files/media/table/demo/table*.json"))
     assert len(files) == 1
     assert '"1"' in files[0].read_text() and '"0.5"' in files[0].read_text()
+
+
+def test_log_wandb_line_plots_writes_each_series(tmp_path, monkeypatch):
+    from lightning.pytorch.loggers import CSVLogger, WandbLogger
+
+    from lightning_info.core.logging import finish_wandb_runs, log_wandb_line_plots
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    wandb_logger = WandbLogger(save_dir=str(tmp_path), offline=True)
+    csv_logger = CSVLogger(str(tmp_path / "csv"))
+    plots = {
+        "demo/curve": ("questions", [0, 1, 2], {"eig": [0.5, 0.7, 0.9], "random": [0.5, 0.6, 0.65]})
+    }
+    log_wandb_line_plots([csv_logger, wandb_logger], plots)
+    finish_wandb_runs([wandb_logger])
+    files = list((tmp_path / "wandb").glob("offline-run-*/files/media/table/demo/curve*.json"))
+    assert len(files) == 1
+    text = files[0].read_text()
+    assert "0.65" in text and '"eig"' in text and '"random"' in text

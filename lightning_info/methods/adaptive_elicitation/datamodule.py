@@ -1,18 +1,25 @@
-"""``ElicitationDataModule``: entities of the latent-type world as shuffled question/answer
-block sequences, for meta-training a causal LM.
+"""``ElicitationDataModule``: entities as shuffled question/answer block sequences, for
+meta-training a causal LM.
+
+Entities come from the latent-type world, scikit-learn's digits, or a user's JSON lines
+(``entities.py``). They are split by entity into train, validation and test, from a seeded
+permutation; with ``held_out_questions`` the split is also by question: those questions never
+appear in the training sequences, only in validation and test (the targets a model must
+generalise to).
 
 Every epoch each training entity's blocks come in a new order, drawn from a generator keyed by
 ``(seed, epoch, entity)``: the model learns ``p(answer | any subset of the entity's other
 answers, question)``, the exchangeable sequence model the selection needs, and a run resumed from
 a checkpoint sees the same orders as an uninterrupted one. The sampler hands each index with its
 epoch to the dataset, so no state outside the sampler is needed (and Lightning's distributed
-wrapper shards the pairs as it shards indices). Splits are by entity: validation entities are
-others of the same world, in a fixed order.
+wrapper shards the pairs as it shards indices). Validation and test entities have one fixed
+shuffled order each.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -22,15 +29,18 @@ from torch.utils.data import DataLoader, Dataset
 from lightning_info.core.sampling import EpochShuffleSampler, keyed_generator
 from lightning_info.core.validation import require_int
 from lightning_info.lm.features import pad_token_id
+from lightning_info.methods.adaptive_elicitation.entities import (
+    EntityTable,
+    digits_table,
+    latent_world_table,
+    read_entities_jsonl,
+)
 from lightning_info.methods.adaptive_elicitation.sequences import QuestionBank, encode_entity
 from lightning_info.methods.adaptive_elicitation.world import LatentTypeWorld
 
-__all__ = ["ElicitationDataModule", "latent_world_questions"]
+__all__ = ["ElicitationDataModule"]
 
-
-def latent_world_questions(num_questions: int) -> list[str]:
-    """The question texts of the latent-type world."""
-    return [f"Does the entity show trait {q}?" for q in range(num_questions)]
+SOURCES = ("latent", "digits")
 
 
 class _EpochIndexSampler(EpochShuffleSampler):
@@ -41,60 +51,104 @@ class _EpochIndexSampler(EpochShuffleSampler):
 
 
 class _Entities(Dataset):
-    def __init__(self, bank: QuestionBank, answers: torch.Tensor, seed: int, shuffle: bool):
-        self.bank, self.answers, self.seed, self.shuffle = bank, answers, seed, shuffle
+    """Entities ``rows`` of ``table``, blocks of ``questions`` only, shuffled by ``seed``."""
+
+    def __init__(self, bank: QuestionBank, table: EntityTable, rows: torch.Tensor,
+                 questions: list[int], seed: int):  # fmt: skip
+        self.bank, self.table, self.rows = bank, table, rows.tolist()
+        self.questions, self.seed = questions, seed
 
     def __len__(self) -> int:
-        return self.answers.shape[0]
+        return len(self.rows)
 
     def __getitem__(self, key: int | tuple[int, int]) -> tuple[list[int], list[int]]:
         index, epoch = key if isinstance(key, tuple) else (key, 0)
-        questions = list(range(self.answers.shape[1]))
-        if self.shuffle:
-            order = torch.randperm(
-                len(questions), generator=keyed_generator(self.seed, epoch, index)
-            )
-            questions = order.tolist()
-        return encode_entity(self.bank, [(q, int(self.answers[index, q])) for q in questions])
+        order = torch.randperm(
+            len(self.questions), generator=keyed_generator(self.seed, epoch, index)
+        )
+        blocks = self.table.blocks(self.rows[index], [self.questions[i] for i in order.tolist()])
+        return encode_entity(self.bank, blocks)
 
 
 class ElicitationDataModule(LightningDataModule):
-    """Entities of a :class:`LatentTypeWorld` as block sequences.
+    """Entities as block sequences, split by entity (and optionally by question).
 
     Args:
         tokenizer: a Hugging Face tokenizer; the block markers and answer tokens are added to it
             (resize the model's embeddings to ``len(tokenizer)``).
+        source: ``"latent"`` (the latent-type world), ``"digits"`` (scikit-learn's digits) or
+            the path of a JSON-lines file of entities (``entities.read_entities_jsonl``).
         num_types, num_questions, num_answers, concentration, uninformative, world_seed: the
-            world (``LatentTypeWorld.sample``).
-        num_train, num_val: entities per split; seed: their draw and the block orders.
-        batch_size: entities per batch.
+            latent-type world (``LatentTypeWorld.sample``); num_entities: how many it draws.
+        region, threshold, class_questions: the digits' questions (``entities.digits_table``).
+        answer_names: the answer set of a JSON-lines source (default: as first seen).
+        num_val, num_test: entities held out for validation and test; the rest train.
+        held_out_questions: question indices left out of every training sequence.
+        seed: the split and the block orders. batch_size: entities per batch.
+
+    After construction: ``table`` (:class:`~.entities.EntityTable`), ``bank``
+    (:class:`~.sequences.QuestionBank`), ``world`` (the latent-type world, else ``None``) and the
+    entity indices ``train_entities``, ``val_entities``, ``test_entities``.
     """
 
     def __init__(
         self,
         tokenizer: Any,
+        source: str = "latent",
         num_types: int = 4,
         num_questions: int = 12,
         num_answers: int = 3,
         concentration: float = 0.3,
         uninformative: int = 0,
         world_seed: int = 0,
-        num_train: int = 2000,
+        num_entities: int = 2400,
+        region: int = 2,
+        threshold: float = 0.5,
+        class_questions: bool = True,
+        answer_names: Sequence[str] | None = None,
         num_val: int = 200,
+        num_test: int = 200,
+        held_out_questions: Sequence[int] = (),
         seed: int = 0,
         batch_size: int = 32,
     ):
         super().__init__()
-        self.world = LatentTypeWorld.sample(num_types, num_questions, num_answers, concentration,
-                                            uninformative, world_seed)  # fmt: skip
-        self.bank = QuestionBank(tokenizer, latent_world_questions(num_questions), num_answers)
-        self.tokenizer = tokenizer
-        self.num_train = require_int(num_train, "num_train", 1)
-        self.num_val = require_int(num_val, "num_val", 1)
         self.seed = require_int(seed, "seed", 0)
         self.batch_size = require_int(batch_size, "batch_size", 1)
-        self.types, answers = self.world.sample_entities(num_train + num_val, seed=seed)
-        self.train_answers, self.val_answers = answers[:num_train], answers[num_train:]
+        num_val = require_int(num_val, "num_val", 1)
+        num_test = require_int(num_test, "num_test", 0)
+        self.world = None
+        if source == "latent":
+            self.world = LatentTypeWorld.sample(
+                num_types, num_questions, num_answers, concentration, uninformative, world_seed
+            )
+            self.table = latent_world_table(self.world, num_entities, seed=self.seed)
+        elif source == "digits":
+            self.table = digits_table(region, threshold, class_questions)
+        elif Path(source).suffix in (".jsonl", ".json") or Path(source).is_file():
+            self.table = read_entities_jsonl(source, answer_names)
+        else:
+            raise ValueError(
+                f"source must be one of {SOURCES} or a JSON-lines file of entities, got {source!r}"
+            )
+        count = self.table.answers.shape[0]
+        if num_val + num_test >= count:
+            raise ValueError(
+                f"num_val + num_test ({num_val + num_test}) leaves no training entity of {count}"
+            )
+        total = len(self.table.questions)
+        held_out = sorted({int(q) for q in held_out_questions})
+        if any(not 0 <= q < total for q in held_out) or len(held_out) >= total:
+            raise ValueError(
+                f"held_out_questions must be some (not all) of the indices 0..{total - 1}"
+            )
+        self.held_out_questions = held_out
+        order = torch.randperm(count, generator=torch.Generator().manual_seed(self.seed))
+        self.val_entities = order[:num_val]
+        self.test_entities = order[num_val : num_val + num_test]
+        self.train_entities = order[num_val + num_test :]
+        self.bank = QuestionBank(tokenizer, self.table.questions, self.table.num_answers)
+        self.tokenizer = tokenizer
 
     def _collate(self, rows: list[tuple[list[int], list[int]]]) -> dict[str, torch.Tensor]:
         width = max(len(ids) for ids, _ in rows)
@@ -106,13 +160,24 @@ class ElicitationDataModule(LightningDataModule):
             attention[r, : len(ids)] = 1
         return {"input_ids": input_ids, "attention_mask": attention, "labels": labels}
 
+    def _dataset(self, rows: torch.Tensor, seed: int, training: bool = False) -> _Entities:
+        questions = range(len(self.table.questions))
+        kept = [q for q in questions if not training or q not in self.held_out_questions]
+        return _Entities(self.bank, self.table, rows, kept, seed)
+
     def train_dataloader(self) -> DataLoader:
-        data = _Entities(self.bank, self.train_answers, self.seed, shuffle=True)
+        data = self._dataset(self.train_entities, self.seed, training=True)
         sampler = _EpochIndexSampler(len(data), seed=self.seed)
         return DataLoader(
             data, batch_size=self.batch_size, sampler=sampler, collate_fn=self._collate
         )
 
     def val_dataloader(self) -> DataLoader:
-        data = _Entities(self.bank, self.val_answers, self.seed + 1, shuffle=True)
+        data = self._dataset(self.val_entities, self.seed + 1)
+        return DataLoader(data, batch_size=self.batch_size, collate_fn=self._collate)
+
+    def test_dataloader(self) -> DataLoader:
+        if len(self.test_entities) == 0:
+            raise ValueError("num_test is 0: there are no test entities")
+        data = self._dataset(self.test_entities, self.seed + 2)
         return DataLoader(data, batch_size=self.batch_size, collate_fn=self._collate)

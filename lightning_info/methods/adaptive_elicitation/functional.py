@@ -12,9 +12,11 @@ Expected information gain of asking ``d`` given the context ``C``, about target 
 
     EIG(d) = mean_t H[p(Y_t | C)] - sum_y p(y | C, d) mean_t H[p(Y_t | C, (d, y))]
 
-which, for an exchangeable model, is ``mean_t I(Y_t; Y_d | C)``. :func:`expected_information_gain`
-evaluates every candidate and every hypothetical answer in one call of ``predictive``: the base
-context once (for ``p(Y_d | C)`` and ``p(Y_t | C)``), and the ``D x A`` extended contexts once.
+which, for an exchangeable model, is ``mean_t I(Y_t; Y_d | C)``. Every function here is batched
+over contexts (one per entity being questioned): :func:`batched_information_gain` evaluates every
+context, candidate and hypothetical answer in two calls of ``predictive``, the base contexts once
+(for ``p(Y_d | C)`` and ``p(Y_t | C)``) and all ``B x D x A`` extended contexts once; the
+depth-``k`` lookahead takes ``2k - 1`` calls, one greedy level per pair of calls.
 """
 
 from __future__ import annotations
@@ -29,10 +31,13 @@ from torch import Tensor
 __all__ = [
     "POLICIES",
     "PredictiveModel",
+    "batched_information_gain",
+    "batched_lookahead_scores",
     "entropy",
     "expected_information_gain",
     "lookahead_scores",
     "select_question",
+    "select_questions",
     "target_entropy",
 ]
 
@@ -62,6 +67,33 @@ def _check(context: Context, candidates: Sequence[int], targets: Sequence[int]) 
         raise ValueError(f"candidates {sorted(overlap)} are already answered in the context")
 
 
+def _check_batch(
+    contexts: Sequence[Context], candidates: Sequence[Sequence[int]], targets: Sequence[int]
+) -> None:
+    if len(contexts) != len(candidates):
+        raise ValueError(
+            f"one candidate list per context: {len(contexts)} contexts, {len(candidates)} lists"
+        )
+    if not contexts:
+        raise ValueError("no contexts")
+    for context, own in zip(contexts, candidates):
+        _check(context, own, targets)
+
+
+def _padded(candidates: Sequence[Sequence[int]]) -> tuple[list[list[int]], Tensor]:
+    """Candidate lists padded to one width with their first entry, and the mask of real ones."""
+    width = max(len(c) for c in candidates)
+    padded = [list(c) + [c[0]] * (width - len(c)) for c in candidates]
+    mask = torch.tensor([[i < len(c) for i in range(width)] for c in candidates])
+    return padded, mask
+
+
+def _expectation(p: Tensor, values: Tensor) -> Tensor:
+    """``sum_y p(y) values(y)`` over the last axis; answers of probability 0 count 0 (their
+    simulated contexts may be impossible under the model, with undefined entropies)."""
+    return torch.where(p > 0, p * values, torch.zeros_like(values)).sum(-1)
+
+
 def target_entropy(
     model: PredictiveModel, contexts: Sequence[Context], targets: Sequence[int]
 ) -> Tensor:
@@ -69,33 +101,136 @@ def target_entropy(
     return entropy(model.predictive(contexts, targets)).mean(-1)
 
 
+def _base_predictive(
+    model: PredictiveModel,
+    contexts: Sequence[Context],
+    candidates: list[list[int]],
+    targets: Sequence[int] = (),
+) -> tuple[Tensor, Tensor]:
+    """``p(Y_d | C)`` of each context's (equal-width) candidates ``(B, D, A)`` and ``p(Y_t | C)``
+    of the targets ``(B, T, A)``, from one ``predictive`` call over the union of the candidates."""
+    union = sorted({d for own in candidates for d in own})
+    column = {q: i for i, q in enumerate(union)}
+    base = model.predictive(contexts, union + list(targets))
+    index = torch.tensor([[column[d] for d in own] for own in candidates])
+    answer_p = torch.gather(base, 1, index[..., None].expand(-1, -1, base.shape[-1]))
+    return answer_p, base[:, len(union) :]
+
+
+def _gain_terms(
+    model: PredictiveModel,
+    contexts: Sequence[Context],
+    candidates: list[list[int]],
+    targets: Sequence[int],
+) -> tuple[Tensor, Tensor, Tensor]:
+    """``prior_h (B,)``, ``answer_p (B, D, A) = p(Y_d | C)`` and ``posterior_h (B, D, A) =
+    mean_t H[p(Y_t | C, (d, y))]`` for equal-width candidate lists, in two ``predictive`` calls."""
+    answer_p, target_p = _base_predictive(model, contexts, candidates, targets)
+    prior_h = entropy(target_p).mean(-1)
+    extended = [
+        [*context, (d, y)]
+        for context, own in zip(contexts, candidates)
+        for d in own
+        for y in range(model.num_answers)
+    ]
+    posterior_h = target_entropy(model, extended, targets).view(answer_p.shape)
+    return prior_h, answer_p, posterior_h
+
+
+def batched_information_gain(
+    model: PredictiveModel,
+    contexts: Sequence[Context],
+    candidates: Sequence[Sequence[int]],
+    targets: Sequence[int],
+) -> Tensor:
+    """``EIG(d)`` (module docstring) of each context's candidates, ``(B, D_max)``; lists shorter
+    than the longest are padded with ``-inf``. Two ``predictive`` calls in all."""
+    _check_batch(contexts, candidates, targets)
+    padded, mask = _padded(candidates)
+    prior_h, answer_p, posterior_h = _gain_terms(model, contexts, padded, targets)
+    gains = prior_h[:, None] - _expectation(answer_p, posterior_h)
+    return gains.masked_fill(~mask, float("-inf"))
+
+
 def expected_information_gain(
     model: PredictiveModel, context: Context, candidates: Sequence[int], targets: Sequence[int]
 ) -> Tensor:
-    """``EIG(d)`` (module docstring) for every candidate ``d``, shape ``(D,)``."""
-    _check(context, candidates, targets)
-    candidates, targets = list(candidates), list(targets)
-    base = model.predictive([context], candidates + targets)[0]
-    answer_p, prior_h = base[: len(candidates)], entropy(base[len(candidates) :]).mean()
+    """``EIG(d)`` (module docstring) for every candidate ``d`` of one context, shape ``(D,)``."""
+    return batched_information_gain(model, [context], [candidates], targets)[0]
+
+
+def _rollout_entropy(
+    model: PredictiveModel,
+    contexts: list[Context],
+    candidates: list[list[int]],
+    targets: Sequence[int],
+    depth: int,
+) -> Tensor:
+    """Expected target entropy after ``depth`` more greedy-EIG questions from each context,
+    ``(B,)``: one level of greedy choices for all contexts per two ``predictive`` calls."""
+    ready = [i for i, own in enumerate(candidates) if depth == 0 or not own]
+    out = torch.empty(len(contexts), dtype=torch.float64)
+    if ready:
+        out[ready] = target_entropy(model, [contexts[i] for i in ready], targets).double()
+    going = sorted(set(range(len(contexts))) - set(ready))
+    if not going:
+        return out
+    contexts = [contexts[i] for i in going]
+    padded, mask = _padded([candidates[i] for i in going])
+    prior_h, answer_p, posterior_h = _gain_terms(model, contexts, padded, targets)
+    expected_h = _expectation(answer_p, posterior_h).masked_fill(~mask, float("inf"))
+    best = torch.argmin(expected_h, dim=1)  # argmax EIG: the prior entropy is shared
+    rows = torch.arange(len(going))
+    if depth == 1:
+        out[going] = expected_h[rows, best].double()
+        return out
+    choices = [padded[b][int(best[b])] for b in range(len(going))]
     answers = range(model.num_answers)
-    extended = [[*context, (d, y)] for d in candidates for y in answers]
-    posterior_h = target_entropy(model, extended, targets).view(len(candidates), -1)
-    return prior_h - (answer_p * posterior_h).sum(-1)
-
-
-def _rollout_entropy(model, context, candidates, targets, depth) -> Tensor:
-    """Expected target entropy after ``depth`` more greedy-EIG questions from ``context``."""
-    if depth == 0 or not candidates:
-        return target_entropy(model, [context], targets)[0]
-    gains = expected_information_gain(model, context, candidates, targets)
-    best = candidates[int(torch.argmax(gains))]
-    rest = [q for q in candidates if q != best]
-    p = model.predictive([context], [best])[0, 0]
-    return sum(
-        p[y] * _rollout_entropy(model, [*context, (best, y)], rest, targets, depth - 1)
-        for y in range(model.num_answers)
-        if p[y] > 0
+    following = _rollout_entropy(
+        model,
+        [[*context, (d, y)] for context, d in zip(contexts, choices) for y in answers],
+        [[q for q in candidates[i] if q != d] for i, d in zip(going, choices) for _ in answers],
+        targets,
+        depth - 1,
     )
+    out[going] = _expectation(answer_p[rows, best], following.view(len(going), -1)).double()
+    return out
+
+
+def batched_lookahead_scores(
+    model: PredictiveModel,
+    contexts: Sequence[Context],
+    candidates: Sequence[Sequence[int]],
+    targets: Sequence[int],
+    depth: int = 2,
+) -> Tensor:
+    """Depth-limited planning for each context, ``(B, D_max)`` (``-inf`` padding): for each
+    candidate ``d``, the expected drop of the target entropy when ``d`` is asked and then
+    ``depth - 1`` more questions are chosen greedily by EIG, every answer simulated by the model.
+    ``depth = 1`` is :func:`batched_information_gain`."""
+    if int(depth) != depth or depth < 1:
+        raise ValueError(f"depth must be a positive integer, got {depth!r}")
+    if depth == 1:
+        return batched_information_gain(model, contexts, candidates, targets)
+    _check_batch(contexts, candidates, targets)
+    padded, mask = _padded(candidates)
+    answer_p, target_p = _base_predictive(model, contexts, padded, targets)
+    prior_h = entropy(target_p).mean(-1)
+    answers = range(model.num_answers)
+    after = _rollout_entropy(
+        model,
+        [[*c, (d, y)] for c, own in zip(contexts, padded) for d in own for y in answers],
+        [
+            [q for q in own if q != d]
+            for own, row in zip(candidates, padded)
+            for d in row
+            for _ in answers
+        ],  # fmt: skip
+        targets,
+        depth - 1,
+    ).view(answer_p.shape)
+    scores = prior_h[:, None] - _expectation(answer_p, after)
+    return scores.masked_fill(~mask, float("-inf"))
 
 
 def lookahead_scores(
@@ -105,27 +240,37 @@ def lookahead_scores(
     targets: Sequence[int],
     depth: int = 2,
 ) -> Tensor:
-    """Depth-limited planning: for each candidate ``d``, the expected drop of the target
-    entropy when ``d`` is asked and then ``depth - 1`` more questions are chosen greedily by EIG,
-    every answer simulated by the model. ``depth = 1`` is :func:`expected_information_gain`."""
-    if int(depth) != depth or depth < 1:
-        raise ValueError(f"depth must be a positive integer, got {depth!r}")
-    _check(context, candidates, targets)
-    if depth == 1:
-        return expected_information_gain(model, context, candidates, targets)
-    candidates = list(candidates)
-    prior_h = target_entropy(model, [context], targets)[0]
-    p = model.predictive([context], candidates)[0]
-    scores = []
-    for i, d in enumerate(candidates):
-        rest = candidates[:i] + candidates[i + 1 :]
-        expected = sum(
-            p[i, y] * _rollout_entropy(model, [*context, (d, y)], rest, targets, depth - 1)
-            for y in range(model.num_answers)
-            if p[i, y] > 0
-        )
-        scores.append(prior_h - expected)
-    return torch.stack(scores)
+    """:func:`batched_lookahead_scores` of one context, ``(D,)``."""
+    return batched_lookahead_scores(model, [context], [candidates], targets, depth)[0]
+
+
+def select_questions(
+    policy: str,
+    model: PredictiveModel,
+    contexts: Sequence[Context],
+    candidates: Sequence[Sequence[int]],
+    targets: Sequence[int],
+    rng: random.Random | None = None,
+    depth: int = 2,
+) -> list[int]:
+    """The next question of each context under ``policy``: ``eig`` (argmax EIG), ``lookahead``
+    (argmax of :func:`batched_lookahead_scores`), ``max_entropy`` (the candidate whose own answer
+    is most uncertain) or ``random``. Ties go to the first candidate."""
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r}: choose from {POLICIES}")
+    _check_batch(contexts, candidates, targets)
+    if policy == "random":
+        rng = rng or random.Random(0)
+        return [rng.choice(list(own)) for own in candidates]
+    if policy == "eig":
+        scores = batched_information_gain(model, contexts, candidates, targets)
+    elif policy == "lookahead":
+        scores = batched_lookahead_scores(model, contexts, candidates, targets, depth)
+    else:
+        padded, mask = _padded(candidates)
+        scores = entropy(_base_predictive(model, contexts, padded)[0])
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return [list(own)[int(i)] for own, i in zip(candidates, torch.argmax(scores, dim=1))]
 
 
 def select_question(
@@ -137,19 +282,5 @@ def select_question(
     rng: random.Random | None = None,
     depth: int = 2,
 ) -> int:
-    """The next question under ``policy``: ``eig`` (argmax EIG), ``lookahead`` (argmax of
-    :func:`lookahead_scores`), ``max_entropy`` (the candidate whose own answer is most uncertain)
-    or ``random``. Ties go to the first candidate."""
-    _check(context, candidates, targets)
-    candidates = list(candidates)
-    if policy == "random":
-        return (rng or random.Random(0)).choice(candidates)
-    if policy == "eig":
-        scores = expected_information_gain(model, context, candidates, targets)
-    elif policy == "lookahead":
-        scores = lookahead_scores(model, context, candidates, targets, depth)
-    elif policy == "max_entropy":
-        scores = entropy(model.predictive([context], candidates)[0])
-    else:
-        raise ValueError(f"unknown policy {policy!r}: choose from {POLICIES}")
-    return candidates[int(torch.argmax(scores))]
+    """:func:`select_questions` for one context."""
+    return select_questions(policy, model, [context], [candidates], targets, rng, depth)[0]

@@ -2,8 +2,9 @@
 
 The loss is the next-token cross-entropy at the answer tokens only (the labels of
 ``sequences.encode_entity``), as the reference trains it; ``CausalLMFineTuner`` (shared with the
-other LM methods) computes it and logs the split's answer NLL. Validation also logs the accuracy
-of the most probable answer among the answer tokens (``val/accuracy``).
+other LM methods) computes it and logs the split's answer NLL. Validation and test also log the
+accuracy of the most probable answer among the answer tokens (``val/accuracy``,
+``test/accuracy``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Any
 import torch
 from torchmetrics import MeanMetric
 
+from lightning_info.core.schedules import warmup_cosine
+from lightning_info.core.validation import require_fraction, require_int
 from lightning_info.lm.fine_tuner import CausalLMFineTuner
 
 __all__ = ["ElicitationLM"]
@@ -20,7 +23,13 @@ __all__ = ["ElicitationLM"]
 
 class ElicitationLM(CausalLMFineTuner):
     """``CausalLMFineTuner`` on block sequences, with answer accuracy; ``answer_ids`` are the
-    answer tokens (``QuestionBank.answer_ids``), among which the accuracy's argmax is taken."""
+    answer tokens (``QuestionBank.answer_ids``), among which the accuracy's argmax is taken.
+
+    With ``warmup_fraction`` (of ``schedule_steps`` optimizer steps; ``None``: the trainer's
+    ``estimated_stepping_batches``, which change with ``max_epochs``, so fix ``schedule_steps``
+    to resume into a longer run) the learning rate warms up linearly and then decays along a
+    cosine (``core.schedules.warmup_cosine``); ``warmup_fraction=None`` keeps it constant. A
+    small LM trained from scratch learns the in-context inference markedly better with it."""
 
     def __init__(
         self,
@@ -29,19 +38,44 @@ class ElicitationLM(CausalLMFineTuner):
         lr: float = 1e-3,
         weight_decay: float = 0.0,
         lora: dict[str, Any] | None = None,
+        warmup_fraction: float | None = None,
+        schedule_steps: int | None = None,
     ) -> None:
         super().__init__(model, lr=lr, weight_decay=weight_decay, lora=lora)
+        if warmup_fraction is not None:
+            require_fraction(warmup_fraction, "warmup_fraction")
+        self.warmup_fraction = warmup_fraction
+        self.schedule_steps = (
+            None if schedule_steps is None else require_int(schedule_steps, "schedule_steps", 1)
+        )
         if not answer_ids:
             raise ValueError("answer_ids must name the answer tokens")
         self.answer_ids = list(answer_ids)
         self.val_accuracy = MeanMetric()
+        self.test_accuracy = MeanMetric()
 
-    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
-        logits = self._evaluate(batch, self.val_nll, "val").logits
+    def _answer_accuracy(self, batch, output, metric: MeanMetric, stage: str) -> None:
         targets = batch["labels"][:, 1:]
         at = targets != -100
-        answers = torch.tensor(self.answer_ids, device=logits.device)
-        predicted = answers[logits[:, :-1][at][:, answers].argmax(-1)]
+        answers = torch.tensor(self.answer_ids, device=output.logits.device)
+        predicted = answers[output.logits[:, :-1][at][:, answers].argmax(-1)]
         correct = (predicted == targets[at]).double()
-        self.val_accuracy.update(correct.mean(), weight=correct.numel())
-        self.log("val/accuracy", self.val_accuracy, on_step=False, on_epoch=True)
+        metric.update(correct.mean(), weight=correct.numel())
+        self.log(f"{stage}/accuracy", metric, on_step=False, on_epoch=True)
+
+    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        output = self._evaluate(batch, self.val_nll, "val")
+        self._answer_accuracy(batch, output, self.val_accuracy, "val")
+
+    def test_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        output = self._evaluate(batch, self.test_nll, "test")
+        self._answer_accuracy(batch, output, self.test_accuracy, "test")
+
+    def configure_optimizers(self) -> Any:
+        optimizer = super().configure_optimizers()
+        if self.warmup_fraction is None:
+            return optimizer
+        steps = self.schedule_steps or self.trainer.estimated_stepping_batches
+        total = max(int(steps), 1)
+        schedule = warmup_cosine(optimizer, total, int(self.warmup_fraction * total))
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}

@@ -3,8 +3,9 @@
 An entity has a latent type ``z ~ Categorical(prior)`` among ``K``; its answer to question ``q``
 is ``y ~ Categorical(theta[z, q])`` among ``A``, independently given ``z``. Each ``theta[k, q]``
 is drawn from a symmetric Dirichlet (``concentration`` below 1: peaked, yet noisy answers); the
-last ``uninformative`` questions share one answer distribution across types, so their answers say
-nothing about the type.
+last ``uninformative`` questions are answered uniformly at random whatever the type: their answers
+are the most uncertain of all and say nothing about the type (the trap of choosing the question
+with the most uncertain answer).
 
 :class:`ExactPosteriorModel` is this world's posterior predictive,
 ``p(y | C, q) = sum_k p(k | C) theta[k, q, y]`` with ``p(k | C) ∝ prior_k prod_{(q', y') in C}
@@ -20,7 +21,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["ExactPosteriorModel", "LatentTypeWorld"]
+__all__ = ["EmpiricalPredictiveModel", "ExactPosteriorModel", "LatentTypeWorld"]
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class LatentTypeWorld:
         alpha = np.full(num_answers, float(concentration))
         theta = torch.as_tensor(rng.dirichlet(alpha, size=(num_types, num_questions)))
         if uninformative:
-            theta[:, num_questions - uninformative :] = theta[:1, num_questions - uninformative :]
+            theta[:, num_questions - uninformative :] = 1.0 / num_answers
         prior = torch.full((num_types,), 1.0 / num_types, dtype=torch.float64)
         return cls(prior, theta)
 
@@ -93,3 +94,37 @@ class ExactPosteriorModel:
         """``p(Y_q | C)``, ``(len(contexts), len(questions), A)``."""
         posterior = self.posterior(contexts)
         return torch.einsum("bk,kqa->bqa", posterior, self.world.theta[:, list(questions)])
+
+
+class EmpiricalPredictiveModel:
+    """The predictive of a world known only through example entities: ``p(y | C, q)`` is the
+    frequency of answer ``y`` to ``q`` among the ``answers (N, Q)`` rows that agree with every
+    answer in ``C`` (rows without an answer to ``q`` skipped), with ``smoothing`` pseudo-counts
+    per answer (``-1`` marks a missing answer). It is the Bayes predictive of the empirical
+    distribution of the rows, the reference on a world without a known latent structure (the
+    digits); with few matching rows it falls back towards uniform through the pseudo-counts."""
+
+    def __init__(self, answers: Tensor, num_answers: int, smoothing: float = 1.0):
+        if answers.dim() != 2 or answers.shape[0] == 0:
+            raise ValueError(f"answers must be (entities, questions), got {tuple(answers.shape)}")
+        if smoothing <= 0:
+            raise ValueError("smoothing must be positive (it keeps every answer possible)")
+        self.num_answers = int(num_answers)
+        self.smoothing = float(smoothing)
+        self.one_hot = torch.stack(
+            [(answers == a).double() for a in range(self.num_answers)], dim=-1
+        )  # (N, Q, A)
+
+    def predictive(
+        self, contexts: Sequence[Sequence[tuple[int, int]]], questions: Sequence[int]
+    ) -> Tensor:
+        """``p(Y_q | C)``, ``(len(contexts), len(questions), A)``."""
+        rows = []
+        for context in contexts:
+            match = torch.ones(self.one_hot.shape[0], dtype=torch.float64)
+            for q, y in context:
+                match = match * self.one_hot[:, q, y]
+            counts = torch.einsum("n,nqa->qa", match, self.one_hot[:, list(questions)])
+            rows.append(counts + self.smoothing)
+        stacked = torch.stack(rows)
+        return stacked / stacked.sum(-1, keepdim=True)

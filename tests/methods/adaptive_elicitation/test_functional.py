@@ -12,10 +12,13 @@ import pytest
 import torch
 
 from lightning_info.methods.adaptive_elicitation.functional import (
+    batched_information_gain,
+    batched_lookahead_scores,
     entropy,
     expected_information_gain,
     lookahead_scores,
     select_question,
+    select_questions,
 )
 from lightning_info.methods.adaptive_elicitation.world import ExactPosteriorModel, LatentTypeWorld
 
@@ -188,3 +191,42 @@ def test_exact_posterior_is_bayes_rule_and_entities_are_seeded():
         assert not torch.allclose(world.theta[a], world.theta[b])
     with pytest.raises(ValueError, match="uninformative"):
         LatentTypeWorld.sample(num_questions=3, uninformative=4)
+
+
+def test_batched_scores_equal_one_context_at_a_time_with_ragged_candidates():
+    world = LatentTypeWorld.sample(num_types=4, num_questions=9, num_answers=3, seed=9)
+    model = ExactPosteriorModel(world)
+    contexts = [[], [(0, 1)], [(0, 2), (3, 0)]]
+    candidates = [[1, 2, 3, 4, 5, 6], [2, 4, 5], [1, 6]]
+    targets = [7, 8]
+    for depth in (1, 2, 3):
+        batched = batched_lookahead_scores(model, contexts, candidates, targets, depth)
+        assert batched.shape == (3, 6)
+        for b, (context, own) in enumerate(zip(contexts, candidates)):
+            alone = lookahead_scores(model, context, own, targets, depth)
+            torch.testing.assert_close(batched[b, : len(own)], alone, rtol=0, atol=1e-12)
+            assert bool(torch.isinf(batched[b, len(own) :]).all())
+    for policy in ("eig", "lookahead", "max_entropy"):
+        picks = select_questions(policy, model, contexts, candidates, targets)
+        assert picks == [select_question(policy, model, c, own, targets)
+                         for c, own in zip(contexts, candidates)]  # fmt: skip
+    with pytest.raises(ValueError, match="one candidate list per context"):
+        batched_information_gain(model, contexts, candidates[:2], targets)
+
+
+def test_lookahead_takes_two_predictive_calls_per_greedy_level():
+    world = LatentTypeWorld.sample(num_questions=8, seed=10)
+
+    class Counting(ExactPosteriorModel):
+        calls: list[int] = []
+
+        def predictive(self, contexts, questions):
+            self.calls.append(len(contexts))
+            return super().predictive(contexts, questions)
+
+    model = Counting(world)
+    for depth in (2, 3):
+        model.calls.clear()
+        batched_lookahead_scores(model, [[(0, 0)], [(1, 2)]], [[1, 2, 3, 4], [2, 3, 4, 5]],
+                                 [6, 7], depth)  # fmt: skip
+        assert len(model.calls) == 2 * depth - 1

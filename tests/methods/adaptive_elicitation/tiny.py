@@ -6,10 +6,8 @@ from __future__ import annotations
 import functools
 
 from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
-from lightning_info.methods.adaptive_elicitation.datamodule import (
-    ElicitationDataModule,
-    latent_world_questions,
-)
+from lightning_info.methods.adaptive_elicitation.datamodule import ElicitationDataModule
+from lightning_info.methods.adaptive_elicitation.entities import latent_world_questions
 from lightning_info.methods.adaptive_elicitation.module import ElicitationLM
 
 NUM_QUESTIONS = 6
@@ -21,11 +19,12 @@ def _questions_tokenizer():
 
 
 def data(batch_size: int = 8, **kwargs) -> ElicitationDataModule:
-    kwargs = {"num_questions": NUM_QUESTIONS, "num_train": 32, "num_val": 8, **kwargs}
+    kwargs = {"num_questions": NUM_QUESTIONS, "num_entities": 48, "num_val": 8, "num_test": 8,
+              **kwargs}  # fmt: skip
     return ElicitationDataModule(_questions_tokenizer(), batch_size=batch_size, **kwargs)
 
 
 def module() -> ElicitationLM:
     bank = data().bank  # adds the block tokens to the shared tokenizer before the model is built
     model = tiny_causal_lm(_questions_tokenizer(), n_layer=1, n_embd=16, n_head=2, seed=0)
-    return ElicitationLM(model, bank.answer_ids, lr=1e-2)
+    return ElicitationLM(model, bank.answer_ids, lr=1e-2, warmup_fraction=0.0, schedule_steps=20)

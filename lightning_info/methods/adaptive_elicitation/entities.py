@@ -1,0 +1,152 @@
+"""Entities as a table of answers, and the three sources the data module reads them from.
+
+An :class:`EntityTable` is ``questions`` (their texts), ``answer_names`` (the answer set shared by
+every question) and ``answers (N, Q)``: entity ``n``'s answer to question ``q`` as an index into
+``answer_names``, or ``-1`` where the entity has no answer. The sources:
+
+- :func:`latent_world_table`: entities of a :class:`~.world.LatentTypeWorld` (every question
+  answered; the latent types kept as ``labels``).
+- :func:`digits_table`: scikit-learn's bundled handwritten digits (1,797 entities, nothing
+  downloaded). The 8x8 image is cut into square regions; question ``r`` is "Region r dark?"
+  and the answer is ``Yes`` when the region's mean ink (pixels / 16) is at least ``threshold``;
+  "Is it a k?" questions give the digit class as yes/no answers. The class is also ``labels``.
+- :func:`read_entities_jsonl`: a user's JSON lines, one entity per line,
+  ``{"answers": {"question text": "answer", ...}}`` (other keys are ignored). Questions are
+  ordered by first appearance; the answer set is ``answer_names`` when given, else the answers
+  in order of first appearance.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from lightning_info.core.validation import require_fraction, require_int
+from lightning_info.methods.adaptive_elicitation.world import LatentTypeWorld
+
+__all__ = [
+    "EntityTable",
+    "digits_table",
+    "latent_world_questions",
+    "latent_world_table",
+    "read_entities_jsonl",
+]
+
+MISSING = -1
+
+
+@dataclass(frozen=True)
+class EntityTable:
+    """``answers (N, Q)`` long, ``-1`` where unanswered; ``labels (N,)`` or ``None``."""
+
+    questions: list[str]
+    answer_names: list[str]
+    answers: Tensor
+    labels: Tensor | None = None
+
+    def __post_init__(self) -> None:
+        if self.answers.dim() != 2 or self.answers.shape[1] != len(self.questions):
+            raise ValueError(
+                f"answers must be (entities, {len(self.questions)} questions), "
+                f"got {tuple(self.answers.shape)}"
+            )
+        if self.answers.shape[0] == 0:
+            raise ValueError("no entities")
+        if len(set(self.questions)) != len(self.questions):
+            raise ValueError("question texts must be distinct")
+        bad = (self.answers < MISSING) | (self.answers >= len(self.answer_names))
+        if bool(bad.any()):
+            raise ValueError(
+                f"answers must be indices into the {len(self.answer_names)} answer names or -1"
+            )
+
+    @property
+    def num_answers(self) -> int:
+        return len(self.answer_names)
+
+    def blocks(self, entity: int, questions: Sequence[int] | None = None) -> list[tuple[int, int]]:
+        """The entity's ``(question, answer)`` pairs in the order of ``questions`` (default:
+        all), skipping the unanswered ones."""
+        row = self.answers[entity]
+        order = range(len(self.questions)) if questions is None else questions
+        return [(int(q), int(row[q])) for q in order if int(row[q]) != MISSING]
+
+
+def latent_world_questions(num_questions: int) -> list[str]:
+    """The question texts of the latent-type world: short, so that a small LM trained from
+    scratch reads the question from one or two tokens."""
+    return [f"Trait {q}?" for q in range(num_questions)]
+
+
+def latent_world_table(world: LatentTypeWorld, count: int, seed: int = 0) -> EntityTable:
+    """``count`` entities of ``world`` (``world.sample_entities``), their types as labels."""
+    types, answers = world.sample_entities(require_int(count, "count", 1), seed=seed)
+    names = [f"A{a}" for a in range(world.num_answers)]
+    return EntityTable(latent_world_questions(world.num_questions), names, answers, types)
+
+
+def digits_table(
+    region: int = 2, threshold: float = 0.5, class_questions: bool = True
+) -> EntityTable:
+    """scikit-learn's digits as entities of yes/no "Region r dark?" questions (module
+    docstring); ``region`` divides 8, regions are numbered row-major. With
+    ``class_questions`` the questions "Is it a k?" (``k = 0..9``) follow the regions: the digit
+    class as yes/no targets."""
+    from sklearn.datasets import load_digits
+
+    region = require_int(region, "region", 1)
+    if 8 % region:
+        raise ValueError(f"region must divide the digits' 8 pixels, got {region}")
+    threshold = require_fraction(threshold, "threshold")
+    features, labels = load_digits(return_X_y=True)
+    side = 8 // region
+    images = torch.tensor(features / 16.0).view(-1, side, region, side, region)
+    ink = images.mean(dim=(2, 4)).reshape(len(features), side * side)
+    answers = (ink >= threshold).long()  # 1 = Yes
+    questions = [f"Region {r} dark?" for r in range(side * side)]
+    if class_questions:
+        labels_t = torch.as_tensor(labels)
+        answers = torch.cat([answers, (labels_t[:, None] == torch.arange(10)).long()], dim=1)
+        questions += [f"Is it a {k}?" for k in range(10)]
+    return EntityTable(questions, ["No", "Yes"], answers, torch.as_tensor(labels))
+
+
+def read_entities_jsonl(path: str | Path, answer_names: Sequence[str] | None = None) -> EntityTable:
+    """A user's entities from JSON lines (module docstring)."""
+    questions: dict[str, int] = {}
+    names = {a: i for i, a in enumerate(answer_names or [])}
+    rows: list[dict[int, int]] = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            given = record.get("answers") if isinstance(record, dict) else None
+            if not isinstance(given, dict) or not given:
+                raise ValueError(
+                    f"{path}:{number}: each line needs a non-empty "
+                    '"answers": {"question": "answer", ...} object'
+                )
+            row = {}
+            for question, answer in given.items():
+                answer = str(answer)
+                if answer not in names:
+                    if answer_names is not None:
+                        raise ValueError(
+                            f"{path}:{number}: answer {answer!r} is not one of {list(answer_names)}"
+                        )
+                    names[answer] = len(names)
+                row[questions.setdefault(str(question), len(questions))] = names[answer]
+            rows.append(row)
+    if not rows:
+        raise ValueError(f"{path} holds no entities")
+    answers = torch.full((len(rows), len(questions)), MISSING, dtype=torch.long)
+    for n, row in enumerate(rows):
+        for q, a in row.items():
+            answers[n, q] = a
+    return EntityTable(list(questions), list(names), answers)
