@@ -135,6 +135,15 @@ def test_sam_on_inception_time_uses_the_gradient_at_the_perturbed_weights():
         )
 
 
+def _load_benchmark(name: str, path: Path):
+    """A benchmark script imported as module ``name``."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench
+    spec.loader.exec_module(bench)
+    return bench
+
+
 _SMOOTHED_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "smoothed_information.py"
 
 
@@ -176,10 +185,7 @@ _CACTI_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "cacti_infere
 
 
 def test_cacti_benchmark_quick_run_checks_batched_equals_one_row(one_torch_thread):
-    spec = importlib.util.spec_from_file_location("cacti_inference_bench", _CACTI_PATH)
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench
-    spec.loader.exec_module(bench)
+    bench = _load_benchmark("cacti_inference_bench", _CACTI_PATH)
     result = bench.main(["--quick"])
     assert result["max_difference"] <= 1e-5
     assert result["options"]["rows"] == 256 and result["options"]["threads"] == 1
@@ -191,11 +197,9 @@ _ELICITATION_PATH = _CACTI_PATH.with_name("adaptive_elicitation_eig.py")
 
 
 def test_elicitation_benchmark_quick_run_checks_batched_equals_per_pair(one_torch_thread):
-    spec = importlib.util.spec_from_file_location("elicitation_bench", _ELICITATION_PATH)
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench
-    spec.loader.exec_module(bench)
+    bench = _load_benchmark("elicitation_bench", _ELICITATION_PATH)
     result = bench.main(["--quick"])
     assert result["max_difference"] <= 1e-5 and result["candidates"] == 8
     assert result["options"]["threads"] == 1
+    assert set(result["seconds"]) == {"shared", "whole", "per_pair"}
     assert all(v > 0 for v in result["seconds"].values())

@@ -13,6 +13,7 @@ model in one padded batch.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -70,34 +71,99 @@ def encode_entity(
     return [*ids, bank.entity_id], [*labels, -100]
 
 
-class LMPredictive:
-    """A causal LM as a predictive model (module docstring). ``batch_size`` rows per forward."""
+def _padded(rows: Sequence[Sequence[int]], left: bool = False) -> tuple[Tensor, Tensor]:
+    """``(ids, mask)`` of token rows padded to one width (id 0 under the mask's zeros)."""
+    width = max(len(r) for r in rows)
+    ids = torch.zeros(len(rows), width, dtype=torch.long)
+    mask = torch.zeros(len(rows), width, dtype=torch.long)
+    for i, r in enumerate(rows):
+        span = slice(width - len(r), width) if left else slice(0, len(r))
+        ids[i, span], mask[i, span] = torch.tensor(list(r), dtype=torch.long), 1
+    return ids, mask
 
-    def __init__(self, model: Any, bank: QuestionBank, batch_size: int = 256):
+
+class LMPredictive:
+    """A causal LM as a predictive model (module docstring).
+
+    With ``share_context`` (the default) each context's tokens go through the model once and
+    its ``len(questions)`` rows continue from that key/value cache: the context is left-padded,
+    the question suffixes right-padded, with explicit position ids, so every row computes what
+    its own unpadded forward pass would. Expected information gain asks for many questions per
+    context (the targets after every simulated answer), so this removes most of the work when the
+    contexts are long; ``share_context=False`` runs every ``(context, question)`` row whole.
+    ``batch_size`` bounds the rows per forward pass.
+    """
+
+    def __init__(
+        self, model: Any, bank: QuestionBank, batch_size: int = 256, share_context: bool = True
+    ):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
         self.model, self.bank, self.batch_size = model, bank, batch_size
+        self.share_context = share_context
         self.num_answers = bank.num_answers
+        # transformers 5 names the cache argument `cache`; earlier versions `past_key_values`
+        forward = inspect.signature(model.forward).parameters
+        self._cache_argument = "cache" if "cache" in forward else "past_key_values"
+
+    def _answer_p(self, logits: Tensor, mask: Tensor) -> Tensor:
+        """Softmax over the answer tokens at each row's last real position."""
+        device = logits.device
+        answer_ids = torch.tensor(self.bank.answer_ids, device=device)
+        last = mask.sum(1).to(device) - 1
+        answer_logits = logits[torch.arange(logits.shape[0], device=device), last][:, answer_ids]
+        return torch.softmax(answer_logits.double(), dim=-1).cpu()
+
+    def _whole_rows(self, rows: list[list[int]]) -> Tensor:
+        device = next(self.model.parameters()).device
+        out = []
+        for start in range(0, len(rows), self.batch_size):
+            ids, mask = _padded(rows[start : start + self.batch_size])
+            logits = self.model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
+            out.append(self._answer_p(logits, mask))
+        return torch.cat(out)
+
+    def _shared_rows(self, contexts: list[list[int]], suffixes: list[list[int]]) -> Tensor:
+        """Rows ``context + suffix`` for every (non-empty) context and suffix, context-major."""
+        device = next(self.model.parameters()).device
+        per_chunk = max(1, self.batch_size // len(suffixes))
+        suffix_ids, suffix_mask = _padded(suffixes)
+        out = []
+        for start in range(0, len(contexts), per_chunk):
+            ids, mask = _padded(contexts[start : start + per_chunk], left=True)
+            positions = (mask.cumsum(1) - 1).clamp(min=0)
+            prefix = self.model(input_ids=ids.to(device), attention_mask=mask.to(device),
+                                position_ids=positions.to(device), use_cache=True)  # fmt: skip
+            cache = getattr(prefix, "cache", None) or prefix.past_key_values
+            cache.batch_repeat_interleave(len(suffixes))
+            n = ids.shape[0]
+            lengths = mask.sum(1).repeat_interleave(len(suffixes))
+            rows_ids = suffix_ids.repeat(n, 1)
+            rows_mask = suffix_mask.repeat(n, 1)
+            rows_positions = lengths[:, None] + torch.arange(suffix_ids.shape[1])[None]
+            full_mask = torch.cat([mask.repeat_interleave(len(suffixes), 0), rows_mask], dim=1)
+            logits = self.model(input_ids=rows_ids.to(device), attention_mask=full_mask.to(device),
+                                position_ids=rows_positions.to(device),
+                                **{self._cache_argument: cache}).logits  # fmt: skip
+            out.append(self._answer_p(logits, rows_mask))
+        return torch.cat(out)
 
     @torch.no_grad()
     def predictive(
         self, contexts: Sequence[Sequence[tuple[int, int]]], questions: Sequence[int]
     ) -> Tensor:
-        rows = [
-            [t for q, a in context for t in self.bank.block(q, a)] + self.bank.block(d, None)
-            for context in contexts
-            for d in questions
-        ]
-        device = next(self.model.parameters()).device
-        answer_ids = torch.tensor(self.bank.answer_ids, device=device)
-        out = []
-        for start in range(0, len(rows), self.batch_size):
-            chunk = rows[start : start + self.batch_size]
-            width = max(len(r) for r in chunk)
-            ids = torch.zeros(len(chunk), width, dtype=torch.long)
-            mask = torch.zeros(len(chunk), width, dtype=torch.long)
-            for i, r in enumerate(chunk):
-                ids[i, : len(r)], mask[i, : len(r)] = torch.tensor(r), 1
-            logits = self.model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
-            last = mask.sum(1).to(device) - 1
-            answer_logits = logits[torch.arange(len(chunk), device=device), last][:, answer_ids]
-            out.append(torch.softmax(answer_logits.double(), dim=-1).cpu())
-        return torch.cat(out).view(len(contexts), len(questions), self.num_answers)
+        prefixes = [[t for q, a in context for t in self.bank.block(q, a)] for context in contexts]
+        suffixes = [self.bank.block(d, None) for d in questions]
+        if not self.share_context:
+            rows = [prefix + suffix for prefix in prefixes for suffix in suffixes]
+            out = self._whole_rows(rows)
+            return out.view(len(contexts), len(questions), self.num_answers)
+        out = torch.empty(len(contexts), len(questions), self.num_answers, dtype=torch.float64)
+        empty = [i for i, prefix in enumerate(prefixes) if not prefix]
+        if empty:  # nothing to share: the question rows alone
+            out[empty] = self._whole_rows(suffixes).expand(len(empty), -1, -1)
+        filled = [i for i, prefix in enumerate(prefixes) if prefix]
+        if filled:
+            shared = self._shared_rows([prefixes[i] for i in filled], suffixes)
+            out[filled] = shared.view(len(filled), len(questions), self.num_answers)
+        return out

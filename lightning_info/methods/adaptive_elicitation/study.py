@@ -157,7 +157,7 @@ class ElicitationStudy(Study):
     latent: dict[str, Any] = field(default_factory=dict)
     digits: dict[str, Any] = field(default_factory=dict)
     size: dict[str, int] = field(default_factory=lambda: {"layers": 2, "width": 64, "heads": 4})
-    epochs: dict[str, int] = field(default_factory=lambda: {"latent": 6, "digits": 10})
+    epochs: dict[str, int] = field(default_factory=lambda: {"latent": 16, "digits": 5})
     lr: float = 3e-3
     predictive_batch: int = 512
     workers: int = 2

@@ -87,17 +87,22 @@ def test_eig_is_non_negative_and_zero_for_questions_independent_of_the_type():
         assert float(eig[:-3].max()) > 1e-4
 
 
+class _Counting(ExactPosteriorModel):
+    """The exact model, recording the number of contexts of each ``predictive`` call."""
+
+    def __init__(self, world):
+        super().__init__(world)
+        self.calls: list[int] = []
+
+    def predictive(self, contexts, questions):
+        self.calls.append(len(contexts))
+        return super().predictive(contexts, questions)
+
+
 def test_every_candidate_and_answer_in_two_predictive_calls():
     world = LatentTypeWorld.sample(num_questions=8, seed=5)
 
-    class Counting(ExactPosteriorModel):
-        calls: list[int] = []
-
-        def predictive(self, contexts, questions):
-            self.calls.append(len(contexts))
-            return super().predictive(contexts, questions)
-
-    model = Counting(world)
+    model = _Counting(world)
     expected_information_gain(model, [(0, 0)], [1, 2, 3, 4, 5], [6, 7])
     assert model.calls == [1, 5 * world.num_answers]
 
@@ -217,14 +222,7 @@ def test_batched_scores_equal_one_context_at_a_time_with_ragged_candidates():
 def test_lookahead_takes_two_predictive_calls_per_greedy_level():
     world = LatentTypeWorld.sample(num_questions=8, seed=10)
 
-    class Counting(ExactPosteriorModel):
-        calls: list[int] = []
-
-        def predictive(self, contexts, questions):
-            self.calls.append(len(contexts))
-            return super().predictive(contexts, questions)
-
-    model = Counting(world)
+    model = _Counting(world)
     for depth in (2, 3):
         model.calls.clear()
         batched_lookahead_scores(model, [[(0, 0)], [(1, 2)]], [[1, 2, 3, 4], [2, 3, 4, 5]],

@@ -17,7 +17,7 @@ from lightning_info.methods.adaptive_elicitation.sequences import (
     encode_entity,
 )
 
-QUESTIONS = [f"Is region {i} dark?" for i in range(6)]
+QUESTIONS = [f"Is region {i} dark?" for i in range(5)] + ["Is the last region very dark?"]
 
 
 @pytest.fixture(scope="module")
@@ -39,19 +39,35 @@ def test_blocks_and_labels(bank_and_model):
     assert all(ids[i] == y and ids[i - 1] == bank.answer_id for i, y in kept)
 
 
-def test_predictive_equals_one_forward_per_row(bank_and_model):
+def _llama(bank):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(bank.tokenizer), hidden_size=16, intermediate_size=32,
+                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                         max_position_embeddings=128)  # fmt: skip
+    return LlamaForCausalLM(config).eval()
+
+
+@pytest.mark.parametrize("architecture", ["gpt2", "llama"])
+def test_predictive_equals_one_forward_per_row(bank_and_model, architecture):
     bank, model = bank_and_model
-    contexts = [[], [(0, 1)], [(0, 2), (3, 0), (5, 1)]]
+    if architecture == "llama":  # rotary positions: the shared cache must place them right
+        model = _llama(bank)
+    # contexts of different token lengths (question 5 is longer than the rest)
+    contexts = [[], [(0, 1)], [(0, 2), (3, 0), (5, 1)], [(5, 2), (2, 1)]]
     questions = [1, 2, 4]
-    batched = LMPredictive(model, bank, batch_size=4).predictive(contexts, questions)
-    assert batched.shape == (3, 3, 3)
-    for c, context in enumerate(contexts):
-        for j, q in enumerate(questions):
-            ids = [t for a, b in context for t in bank.block(a, b)] + bank.block(q, None)
-            with torch.no_grad():
-                logits = model(input_ids=torch.tensor([ids])).logits[0, -1]
-            expected = torch.softmax(logits[bank.answer_ids].double(), dim=-1)
-            torch.testing.assert_close(batched[c, j], expected, rtol=1e-5, atol=1e-6)
+    for share, batch_size in ((True, 4), (True, 256), (False, 4)):
+        lm = LMPredictive(model, bank, batch_size=batch_size, share_context=share)
+        batched = lm.predictive(contexts, questions)
+        assert batched.shape == (4, 3, 3)
+        for c, context in enumerate(contexts):
+            for j, q in enumerate(questions):
+                ids = [t for a, b in context for t in bank.block(a, b)] + bank.block(q, None)
+                with torch.no_grad():
+                    logits = model(input_ids=torch.tensor([ids])).logits[0, -1]
+                expected = torch.softmax(logits[bank.answer_ids].double(), dim=-1)
+                torch.testing.assert_close(batched[c, j], expected, rtol=1e-5, atol=1e-6)
     eig = expected_information_gain(LMPredictive(model, bank), [(0, 1)], [1, 2, 3], [4, 5])
     assert eig.shape == (3,) and bool(torch.isfinite(eig).all())
     with pytest.raises(ValueError, match="no questions"):
