@@ -82,6 +82,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "TabularSolver",
         "nash_conv",
     ),
+    "lightning_info.methods.graph4mm": ("HopDiffusedAttention", "hop_diffused_attention"),
     "lightning_info.methods.fic_tsc": (
         "UCRUEADataModule",
         "FisherConstraint",

@@ -1,0 +1,20 @@
+"""Graph4MM (Ning, Fu, Wei, Xu & He, ICML 2025), in progress: hop-diffused attention (the
+functional core and the ``HopDiffusedAttention`` layer).
+
+See README.md in this folder."""
+
+from lightning_info.methods.graph4mm.attention import HopDiffusedAttention
+from lightning_info.methods.graph4mm.functional import (
+    diffuse,
+    hop_diffused_attention,
+    masked_transition,
+    ppr_weights,
+)
+
+__all__ = [
+    "HopDiffusedAttention",
+    "diffuse",
+    "hop_diffused_attention",
+    "masked_transition",
+    "ppr_weights",
+]

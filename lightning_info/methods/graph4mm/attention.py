@@ -1,0 +1,44 @@
+"""``HopDiffusedAttention``: multi-head self-attention over a graph's nodes whose weights are
+masked by the adjacency and diffused over hops (``functional.py``)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from lightning_info.core.validation import require_int
+from lightning_info.methods.graph4mm.functional import diffuse, masked_transition, ppr_weights
+
+__all__ = ["HopDiffusedAttention"]
+
+
+class HopDiffusedAttention(nn.Module):
+    """Self-attention over ``x (B, N, dim)`` on a graph ``adjacency`` (``(N, N)`` or
+    ``(B, N, N)``, binary): per head ``S = softmax(Q K^T / sqrt(d))``, ``T`` its masked and
+    renormalised transition, output ``sum_i theta_i T^i V`` (truncated personalised PageRank
+    with the remainder term), heads concatenated and projected. The diffusion is ``steps``
+    products with ``V``; no power of ``T`` is formed."""
+
+    def __init__(
+        self, dim: int, heads: int = 4, alpha: float = 0.1, steps: int = 4, remainder: bool = True
+    ):
+        super().__init__()
+        dim, heads = require_int(dim, "dim", 1), require_int(heads, "heads", 1)
+        if dim % heads:
+            raise ValueError(f"dim ({dim}) must be divisible by heads ({heads})")
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+        self.register_buffer("weights", ppr_weights(alpha, steps, remainder).float())
+
+    def forward(self, x: Tensor, adjacency: Tensor) -> Tensor:
+        if x.dim() != 3:
+            raise ValueError(f"x must be (batch, nodes, dim), got {tuple(x.shape)}")
+        b, n, dim = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
+        scores = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]), dim=-1)
+        transition = masked_transition(scores, adjacency)
+        mixed = diffuse(transition, v, self.weights.to(v.dtype))
+        return self.out(mixed.transpose(1, 2).reshape(b, n, dim))

@@ -1,0 +1,127 @@
+"""The pure core of Graph4MM's hop-diffused attention (Ning et al., ICML 2025).
+
+Attention weights ``S`` (rows summing to one, ``(B, N, N)`` or ``(B, H, N, N)``) are masked by
+the graph's adjacency ``G`` and renormalised per row, a transition matrix
+
+    T = (S ⊙ G) / rowsum(S ⊙ G),
+
+then diffused over hops by a truncated personalised-PageRank series
+
+    A = sum_{i=0}^{K-1} theta_i T^i + r T^K,   theta_i = alpha (1 - alpha)^i,
+
+where the remainder ``r = 1 - sum_i theta_i = (1 - alpha)^K`` (``remainder=True``) keeps every
+row of ``A`` summing to one; as ``K`` grows, ``A X`` tends to ``alpha (I - (1 - alpha) T)^-1 X``.
+
+Differences from the reference code, on purpose:
+
+- The mask is applied per sample: ``G`` is ``(N, N)`` or ``(B, N, N)`` and broadcasts over the
+  heads only. The reference multiplies ``(B, N, N)`` scores by ``(B, 1, N, N)`` masks, which
+  broadcasts to ``(B, B, N, N)``, and then averages over that axis, so each sample mixes the
+  attention of every other sample in the batch.
+- The remainder term is added (the reference's weights sum to ``1 - (1 - alpha)^K``, shrinking
+  the features by that factor).
+- A node without edges keeps its own features (its transition row is a self loop) instead of
+  collapsing to ``alpha X``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from lightning_info.core.validation import require_finite_tensor, require_int
+
+__all__ = ["diffuse", "hop_diffused_attention", "masked_transition", "ppr_weights"]
+
+
+def ppr_weights(alpha: float = 0.1, steps: int = 4, remainder: bool = True) -> Tensor:
+    """The hop weights ``theta_0 .. theta_{K-1}`` (module docstring), float64, with the remainder
+    ``(1 - alpha)^K`` appended as the weight of ``T^K`` when ``remainder``."""
+    if not 0.0 < float(alpha) <= 1.0:
+        raise ValueError(f"alpha (the restart probability) must be in (0, 1], got {alpha}")
+    steps = require_int(steps, "steps", 1)
+    theta = float(alpha) * (1.0 - float(alpha)) ** torch.arange(steps, dtype=torch.float64)
+    if remainder:
+        theta = torch.cat([theta, torch.tensor([(1.0 - float(alpha)) ** steps], dtype=theta.dtype)])
+    return theta
+
+
+def _adjacency_like(scores: Tensor, adjacency: Tensor) -> Tensor:
+    """``adjacency`` checked against ``scores`` and shaped to broadcast over its heads only."""
+    if scores.dim() not in (3, 4) or scores.shape[-1] != scores.shape[-2]:
+        raise ValueError(
+            f"scores must be (batch, N, N) or (batch, heads, N, N), got {tuple(scores.shape)}"
+        )
+    n, batch = scores.shape[-1], scores.shape[0]
+    if adjacency.shape[-2:] != (n, n) or adjacency.dim() not in (2, 3):
+        raise ValueError(
+            f"adjacency must be ({n}, {n}) or (batch, {n}, {n}) for scores over {n} nodes, "
+            f"got {tuple(adjacency.shape)}"
+        )
+    if adjacency.dim() == 3 and adjacency.shape[0] != batch:
+        raise ValueError(
+            f"adjacency holds {adjacency.shape[0]} graphs for a batch of {batch}: pass one graph "
+            "per sample, or one (N, N) graph for all"
+        )
+    values = adjacency.to(torch.float64) if adjacency.dtype == torch.bool else adjacency
+    if bool(((values != 0) & (values != 1)).any()):
+        raise ValueError("adjacency must be binary (0/1 or bool): it masks the attention")
+    adjacency = adjacency.to(scores.dtype)
+    if adjacency.dim() == 3 and scores.dim() == 4:
+        adjacency = adjacency.unsqueeze(1)
+    return adjacency
+
+
+def masked_transition(scores: Tensor, adjacency: Tensor) -> Tensor:
+    """``T = (S ⊙ G) / rowsum(S ⊙ G)`` per sample and head; a row whose masked weights are all
+    zero (a node without edges) becomes a self loop, so that node keeps its own features."""
+    require_finite_tensor(scores, "scores")
+    if bool((scores < 0).any()):
+        raise ValueError("scores must be attention weights (non-negative, e.g. a softmax)")
+    masked = scores * _adjacency_like(scores, adjacency)
+    total = masked.sum(-1, keepdim=True)
+    isolated = total == 0
+    eye = torch.eye(scores.shape[-1], dtype=scores.dtype, device=scores.device)
+    return torch.where(isolated, eye, masked / torch.where(isolated, 1.0, total))
+
+
+def diffuse(transition: Tensor, values: Tensor, weights: Tensor | Sequence[float]) -> Tensor:
+    """``sum_i weights_i T^i V`` by ``len(weights) - 1`` products with ``V`` (never a power of
+    ``T``): ``transition (..., N, N)``, ``values (..., N, D)``."""
+    weights = torch.as_tensor(weights, dtype=values.dtype, device=values.device)
+    if weights.dim() != 1 or weights.numel() == 0:
+        raise ValueError("weights must be a non-empty 1-d sequence of hop weights")
+    out = weights[0] * values
+    hop = values
+    for w in weights[1:]:
+        hop = transition @ hop
+        out = out + w * hop
+    return out
+
+
+def hop_diffused_attention(
+    scores: Tensor,
+    adjacency: Tensor,
+    alpha: float = 0.1,
+    steps: int = 4,
+    remainder: bool = True,
+    theta: Tensor | Sequence[float] | None = None,
+) -> Tensor:
+    """The diffused attention matrix ``A`` (module docstring), the shape of ``scores``.
+
+    ``theta`` replaces the PageRank weights ``theta_0, theta_1, ...`` (the weights of
+    ``T^0, T^1, ...``); with ``remainder`` the missing mass ``1 - sum(theta)`` goes on the next
+    power. ``theta = [0, 1]`` gives the masked attention ``T`` itself."""
+    transition = masked_transition(scores, adjacency)
+    if theta is None:
+        weights = ppr_weights(alpha, steps, remainder)
+    else:
+        weights = torch.as_tensor(theta, dtype=torch.float64).flatten()
+        if weights.numel() == 0:
+            raise ValueError("theta must hold at least one hop weight")
+        if remainder:
+            weights = torch.cat([weights, (1.0 - weights.sum()).reshape(1)])
+    eye = torch.eye(scores.shape[-1], dtype=scores.dtype, device=scores.device)
+    return diffuse(transition, eye.expand_as(transition), weights.to(scores.dtype))
