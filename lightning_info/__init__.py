@@ -82,7 +82,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "TabularSolver",
         "nash_conv",
     ),
-    "lightning_info.methods.graph4mm": ("HopDiffusedAttention", "hop_diffused_attention"),
+    "lightning_info.methods.graph4mm": (
+        "HopDiffusedAttention",
+        "MMQFormer",
+        "hop_diffused_attention",
+    ),
     "lightning_info.methods.fic_tsc": (
         "UCRUEADataModule",
         "FisherConstraint",

@@ -1,5 +1,5 @@
 """Graph4MM (Ning, Fu, Wei, Xu & He, ICML 2025), in progress: hop-diffused attention (the
-functional core and the ``HopDiffusedAttention`` layer).
+functional core and the ``HopDiffusedAttention`` layer) and the ``MMQFormer``.
 
 See README.md in this folder."""
 
@@ -10,9 +10,11 @@ from lightning_info.methods.graph4mm.functional import (
     masked_transition,
     ppr_weights,
 )
+from lightning_info.methods.graph4mm.qformer import MMQFormer
 
 __all__ = [
     "HopDiffusedAttention",
+    "MMQFormer",
     "diffuse",
     "hop_diffused_attention",
     "masked_transition",

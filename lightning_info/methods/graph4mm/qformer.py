@@ -1,0 +1,147 @@
+"""``MMQFormer``: learned query tokens that gather image and text-node information for a frozen
+language model (Graph4MM's multimodal Q-Former).
+
+Per layer, with ``M`` learned queries ``Q``, image features ``Z`` (one entity's image tokens) and
+text-node features ``X`` (its graph neighbourhood):
+
+    Q      <- LN(Q + SelfAttn(Q))
+    Q      <- LN(Q + CrossAttn(Q, Z))
+    [Q; X] <- LN([Q; X] + JointAttn([Q; X]))
+    Q      <- LN(Q + FFN(Q))
+
+The joint attention is ordinary multi-head attention over queries and text nodes, or, with
+``hop`` (``{"alpha": ..., "steps": ...}``), :class:`~.attention.HopDiffusedAttention` on the graph
+``[[all, all], [all, G]]``: queries see every node and are seen by every node, text nodes see
+each other along the edges of ``G``. Padded image tokens and text nodes (``False`` in the masks)
+are never attended to. Nothing depends on the order of the text nodes or of the image tokens (no
+positions are added), so the queries' output is invariant to both. The output is ``(B, M,
+out_dim)``: the queries projected to the language model's embedding width.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from lightning_info.core.validation import require_int
+from lightning_info.methods.graph4mm.attention import HopDiffusedAttention
+
+__all__ = ["MMQFormer"]
+
+
+class _Layer(nn.Module):
+    def __init__(self, dim: int, heads: int, ffn_mult: int, hop: dict[str, Any] | None):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.cross_attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.hop = HopDiffusedAttention(dim, heads, **hop) if hop is not None else None
+        self.joint_attn = (
+            nn.MultiheadAttention(dim, heads, batch_first=True) if hop is None else None
+        )
+        self.ffn = nn.Sequential(nn.Linear(dim, ffn_mult * dim), nn.GELU(),
+                                 nn.Linear(ffn_mult * dim, dim))  # fmt: skip
+        self.norms = nn.ModuleList(nn.LayerNorm(dim) for _ in range(4))
+
+    def forward(self, q, image, image_mask, text, text_mask, joint_graph):
+        q = self.norms[0](q + self.self_attn(q, q, q, need_weights=False)[0])
+        cross = self.cross_attn(q, image, image, key_padding_mask=~image_mask, need_weights=False)
+        q = self.norms[1](q + cross[0])
+        joint = torch.cat([q, text], dim=1)
+        if self.hop is not None:
+            mixed = self.hop(joint, joint_graph)
+        else:
+            keep = torch.cat([torch.ones_like(q[..., 0], dtype=torch.bool), text_mask], dim=1)
+            mixed = self.joint_attn(joint, joint, joint, key_padding_mask=~keep,
+                                    need_weights=False)[0]  # fmt: skip
+        joint = self.norms[2](joint + mixed)
+        q, text = joint[:, : q.shape[1]], joint[:, q.shape[1] :]
+        return self.norms[3](q + self.ffn(q)), text
+
+
+class MMQFormer(nn.Module):
+    """The multimodal Q-Former (module docstring).
+
+    Args:
+        dim: the Q-Former's width; image_dim, text_dim: the widths of the image and text-node
+            features (projected to ``dim``); out_dim: the language model's embedding width.
+        num_queries, layers, heads, ffn_mult: its size.
+        hop: ``HopDiffusedAttention`` arguments for the joint attention (``alpha``, ``steps``,
+            ``remainder``); ``None``: plain attention, blind to the graph.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        image_dim: int,
+        text_dim: int,
+        out_dim: int,
+        num_queries: int = 8,
+        layers: int = 2,
+        heads: int = 4,
+        ffn_mult: int = 4,
+        hop: dict[str, Any] | None = None,
+    ):
+        super().__init__()
+        dim, heads = require_int(dim, "dim", 1), require_int(heads, "heads", 1)
+        if dim % heads:
+            raise ValueError(f"dim ({dim}) must be divisible by heads ({heads})")
+        self.queries = nn.Parameter(0.02 * torch.randn(require_int(num_queries, "num_queries", 1),
+                                                       dim))  # fmt: skip
+        self.image_in = nn.Linear(require_int(image_dim, "image_dim", 1), dim)
+        self.text_in = nn.Linear(require_int(text_dim, "text_dim", 1), dim)
+        self.layers = nn.ModuleList(
+            _Layer(dim, heads, ffn_mult, hop) for _ in range(require_int(layers, "layers", 1))
+        )
+        self.out = nn.Linear(dim, require_int(out_dim, "out_dim", 1))
+        self.uses_graph = hop is not None
+
+    def _joint_graph(self, text_mask: Tensor, adjacency: Tensor | None) -> Tensor:
+        """``[[all, all], [all, G]]`` over queries and text nodes, padded nodes cut off."""
+        b, n = text_mask.shape
+        m = self.queries.shape[0]
+        if adjacency is None:
+            raise ValueError(
+                "this MMQFormer diffuses over the graph: pass the text nodes' adjacency"
+            )
+        if adjacency.dim() == 2:
+            adjacency = adjacency.expand(b, n, n)
+        if adjacency.shape != (b, n, n):
+            raise ValueError(f"adjacency must be ({n}, {n}) or ({b}, {n}, {n}), got "
+                             f"{tuple(adjacency.shape)}")  # fmt: skip
+        graph = torch.ones(b, m + n, m + n, dtype=torch.bool, device=text_mask.device)
+        graph[:, m:, m:] = adjacency.bool()
+        keep = torch.cat([torch.ones(b, m, dtype=torch.bool, device=text_mask.device),
+                          text_mask], dim=1)  # fmt: skip
+        return graph & keep[:, None, :] & keep[:, :, None]
+
+    def forward(
+        self,
+        image: Tensor,
+        text: Tensor,
+        image_mask: Tensor | None = None,
+        text_mask: Tensor | None = None,
+        adjacency: Tensor | None = None,
+    ) -> Tensor:
+        """``image (B, Ni, image_dim)``, ``text (B, Nt, text_dim)``, masks ``(B, Ni)`` /
+        ``(B, Nt)`` (``True`` = real), ``adjacency`` over the text nodes (``(Nt, Nt)`` or
+        ``(B, Nt, Nt)``) when ``hop`` is set; returns ``(B, num_queries, out_dim)``."""
+        if image.dim() != 3 or text.dim() != 3 or image.shape[0] != text.shape[0]:
+            raise ValueError(
+                f"image and text must be (batch, tokens, features) with one batch, got "
+                f"{tuple(image.shape)} and {tuple(text.shape)}"
+            )
+        b = image.shape[0]
+        if image_mask is None:
+            image_mask = torch.ones(image.shape[:2], dtype=torch.bool, device=image.device)
+        if text_mask is None:
+            text_mask = torch.ones(text.shape[:2], dtype=torch.bool, device=text.device)
+        if not bool(image_mask.any(1).all()):
+            raise ValueError("every sample needs at least one image token (image_mask)")
+        joint_graph = self._joint_graph(text_mask, adjacency) if self.uses_graph else None
+        q = self.queries.expand(b, -1, -1)
+        z, x = self.image_in(image), self.text_in(text)
+        for layer in self.layers:
+            q, x = layer(q, z, image_mask, x, text_mask, joint_graph)
+        return self.out(q)
