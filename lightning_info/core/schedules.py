@@ -107,3 +107,21 @@ def warmup_cosine(optimizer, total_steps: int, warmup_steps: int, floor: float =
         return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def warmup_cosine_config(
+    optimizer,
+    trainer,
+    warmup_fraction: float,
+    schedule_steps: int | None = None,
+    floor: float = 0.0,
+) -> dict:
+    """What ``configure_optimizers`` returns for ``optimizer`` under :func:`warmup_cosine`,
+    stepped every optimizer step: ``schedule_steps`` in all (``None``: the trainer's
+    ``estimated_stepping_batches``, which change with ``max_epochs``; fix ``schedule_steps`` to
+    resume into a longer run with the same rates), the first ``warmup_fraction`` of them warming
+    up."""
+    steps = trainer.estimated_stepping_batches if schedule_steps is None else schedule_steps
+    total = max(int(steps), 1)
+    schedule = warmup_cosine(optimizer, total, int(warmup_fraction * total), floor)
+    return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}

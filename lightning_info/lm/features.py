@@ -212,6 +212,21 @@ def pad_token_id(tokenizer: Any) -> int:
     return 0
 
 
+def pad_token_rows(
+    rows: Sequence[Sequence[int]], value: int, left: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token rows padded with ``value`` to the longest, on the right (or the ``left``, where a
+    causal LM's next token follows the last column): ``(ids, mask)``, both ``(len(rows), width)``
+    long tensors, ``mask`` 1 at the rows' own tokens."""
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), int(value), dtype=torch.long)
+    mask = torch.zeros(len(rows), width, dtype=torch.long)
+    for i, r in enumerate(rows):
+        span = slice(width - len(r), width) if left else slice(0, len(r))
+        ids[i, span], mask[i, span] = torch.tensor(list(r), dtype=torch.long), 1
+    return ids, mask
+
+
 def _encode_rows(
     tokenizer: Any,
     prompts: Sequence[str],

@@ -28,7 +28,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from lightning_info.core.sampling import EpochShuffleSampler, keyed_generator
 from lightning_info.core.validation import require_int
-from lightning_info.lm.features import pad_token_id
+from lightning_info.lm.features import pad_token_id, pad_token_rows
 from lightning_info.methods.adaptive_elicitation.entities import (
     EntityTable,
     digits_table,
@@ -151,13 +151,10 @@ class ElicitationDataModule(LightningDataModule):
         self.tokenizer = tokenizer
 
     def _collate(self, rows: list[tuple[list[int], list[int]]]) -> dict[str, torch.Tensor]:
-        width = max(len(ids) for ids, _ in rows)
-        input_ids = torch.full((len(rows), width), pad_token_id(self.tokenizer))
-        attention = torch.zeros((len(rows), width), dtype=torch.long)
-        labels = torch.full((len(rows), width), -100)
-        for r, (ids, y) in enumerate(rows):
-            input_ids[r, : len(ids)], labels[r, : len(y)] = torch.tensor(ids), torch.tensor(y)
-            attention[r, : len(ids)] = 1
+        input_ids, attention = pad_token_rows(
+            [ids for ids, _ in rows], pad_token_id(self.tokenizer)
+        )
+        labels, _ = pad_token_rows([y for _, y in rows], -100)
         return {"input_ids": input_ids, "attention_mask": attention, "labels": labels}
 
     def _dataset(self, rows: torch.Tensor, seed: int, training: bool = False) -> _Entities:

@@ -31,6 +31,7 @@ from lightning_info.methods.adaptive_elicitation.world import LatentTypeWorld
 
 __all__ = [
     "EntityTable",
+    "digits_questions",
     "digits_table",
     "latent_world_questions",
     "latent_world_table",
@@ -90,6 +91,16 @@ def latent_world_table(world: LatentTypeWorld, count: int, seed: int = 0) -> Ent
     return EntityTable(latent_world_questions(world.num_questions), names, answers, types)
 
 
+def digits_questions(region: int = 2, class_questions: bool = True) -> list[str]:
+    """The question texts of :func:`digits_table`: "Region r dark?" for the ``(8 / region)^2``
+    regions, then "Is it a k?" for the ten classes when ``class_questions``."""
+    region = require_int(region, "region", 1)
+    if 8 % region:
+        raise ValueError(f"region must divide the digits' 8 pixels, got {region}")
+    questions = [f"Region {r} dark?" for r in range((8 // region) ** 2)]
+    return questions + ([f"Is it a {k}?" for k in range(10)] if class_questions else [])
+
+
 def digits_table(
     region: int = 2, threshold: float = 0.5, class_questions: bool = True
 ) -> EntityTable:
@@ -99,20 +110,16 @@ def digits_table(
     class as yes/no targets."""
     from sklearn.datasets import load_digits
 
-    region = require_int(region, "region", 1)
-    if 8 % region:
-        raise ValueError(f"region must divide the digits' 8 pixels, got {region}")
+    questions = digits_questions(region, class_questions)
     threshold = require_fraction(threshold, "threshold")
     features, labels = load_digits(return_X_y=True)
     side = 8 // region
     images = torch.tensor(features / 16.0).view(-1, side, region, side, region)
     ink = images.mean(dim=(2, 4)).reshape(len(features), side * side)
     answers = (ink >= threshold).long()  # 1 = Yes
-    questions = [f"Region {r} dark?" for r in range(side * side)]
     if class_questions:
         labels_t = torch.as_tensor(labels)
         answers = torch.cat([answers, (labels_t[:, None] == torch.arange(10)).long()], dim=1)
-        questions += [f"Is it a {k}?" for k in range(10)]
     return EntityTable(questions, ["No", "Yes"], answers, torch.as_tensor(labels))
 
 

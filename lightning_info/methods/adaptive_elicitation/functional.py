@@ -80,6 +80,11 @@ def _check_batch(
         _check(context, own, targets)
 
 
+def _check_depth(depth: int) -> None:
+    if int(depth) != depth or depth < 1:
+        raise ValueError(f"depth must be a positive integer, got {depth!r}")
+
+
 def _padded(candidates: Sequence[Sequence[int]]) -> tuple[list[list[int]], Tensor]:
     """Candidate lists padded to one width with their first entry, and the mask of real ones."""
     width = max(len(c) for c in candidates)
@@ -92,6 +97,19 @@ def _expectation(p: Tensor, values: Tensor) -> Tensor:
     """``sum_y p(y) values(y)`` over the last axis; answers of probability 0 count 0 (their
     simulated contexts may be impossible under the model, with undefined entropies)."""
     return torch.where(p > 0, p * values, torch.zeros_like(values)).sum(-1)
+
+
+def _simulated(
+    contexts: Sequence[Context], questions: Sequence[Sequence[int]], num_answers: int
+) -> list[list[tuple[int, int]]]:
+    """``C + (d, y)`` for every context ``C``, its questions ``d`` and every answer ``y``, in
+    that (context, question, answer) order."""
+    return [
+        [*context, (d, y)]
+        for context, own in zip(contexts, questions)
+        for d in own
+        for y in range(num_answers)
+    ]
 
 
 def target_entropy(
@@ -127,12 +145,7 @@ def _gain_terms(
     mean_t H[p(Y_t | C, (d, y))]`` for equal-width candidate lists, in two ``predictive`` calls."""
     answer_p, target_p = _base_predictive(model, contexts, candidates, targets)
     prior_h = entropy(target_p).mean(-1)
-    extended = [
-        [*context, (d, y)]
-        for context, own in zip(contexts, candidates)
-        for d in own
-        for y in range(model.num_answers)
-    ]
+    extended = _simulated(contexts, candidates, model.num_answers)
     posterior_h = target_entropy(model, extended, targets).view(answer_p.shape)
     return prior_h, answer_p, posterior_h
 
@@ -146,6 +159,10 @@ def batched_information_gain(
     """``EIG(d)`` (module docstring) of each context's candidates, ``(B, D_max)``; lists shorter
     than the longest are padded with ``-inf``. Two ``predictive`` calls in all."""
     _check_batch(contexts, candidates, targets)
+    return _information_gain(model, contexts, candidates, targets)
+
+
+def _information_gain(model, contexts, candidates, targets) -> Tensor:
     padded, mask = _padded(candidates)
     prior_h, answer_p, posterior_h = _gain_terms(model, contexts, padded, targets)
     gains = prior_h[:, None] - _expectation(answer_p, posterior_h)
@@ -188,7 +205,7 @@ def _rollout_entropy(
     answers = range(model.num_answers)
     following = _rollout_entropy(
         model,
-        [[*context, (d, y)] for context, d in zip(contexts, choices) for y in answers],
+        _simulated(contexts, [[d] for d in choices], model.num_answers),
         [[q for q in candidates[i] if q != d] for i, d in zip(going, choices) for _ in answers],
         targets,
         depth - 1,
@@ -208,18 +225,21 @@ def batched_lookahead_scores(
     candidate ``d``, the expected drop of the target entropy when ``d`` is asked and then
     ``depth - 1`` more questions are chosen greedily by EIG, every answer simulated by the model.
     ``depth = 1`` is :func:`batched_information_gain`."""
-    if int(depth) != depth or depth < 1:
-        raise ValueError(f"depth must be a positive integer, got {depth!r}")
-    if depth == 1:
-        return batched_information_gain(model, contexts, candidates, targets)
+    _check_depth(depth)
     _check_batch(contexts, candidates, targets)
+    return _lookahead(model, contexts, candidates, targets, depth)
+
+
+def _lookahead(model, contexts, candidates, targets, depth) -> Tensor:
+    if depth == 1:
+        return _information_gain(model, contexts, candidates, targets)
     padded, mask = _padded(candidates)
     answer_p, target_p = _base_predictive(model, contexts, padded, targets)
     prior_h = entropy(target_p).mean(-1)
     answers = range(model.num_answers)
     after = _rollout_entropy(
         model,
-        [[*c, (d, y)] for c, own in zip(contexts, padded) for d in own for y in answers],
+        _simulated(contexts, padded, model.num_answers),
         [
             [q for q in own if q != d]
             for own, row in zip(candidates, padded)
@@ -263,9 +283,10 @@ def select_questions(
         rng = rng or random.Random(0)
         return [rng.choice(list(own)) for own in candidates]
     if policy == "eig":
-        scores = batched_information_gain(model, contexts, candidates, targets)
+        scores = _information_gain(model, contexts, candidates, targets)
     elif policy == "lookahead":
-        scores = batched_lookahead_scores(model, contexts, candidates, targets, depth)
+        _check_depth(depth)
+        scores = _lookahead(model, contexts, candidates, targets, depth)
     else:
         padded, mask = _padded(candidates)
         scores = entropy(_base_predictive(model, contexts, padded)[0])

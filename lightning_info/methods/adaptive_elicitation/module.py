@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torchmetrics import MeanMetric
 
-from lightning_info.core.schedules import warmup_cosine
+from lightning_info.core.schedules import warmup_cosine_config
 from lightning_info.core.validation import require_fraction, require_int
 from lightning_info.lm.fine_tuner import CausalLMFineTuner
 
@@ -28,8 +28,9 @@ class ElicitationLM(CausalLMFineTuner):
     With ``warmup_fraction`` (of ``schedule_steps`` optimizer steps; ``None``: the trainer's
     ``estimated_stepping_batches``, which change with ``max_epochs``, so fix ``schedule_steps``
     to resume into a longer run) the learning rate warms up linearly and then decays along a
-    cosine (``core.schedules.warmup_cosine``); ``warmup_fraction=None`` keeps it constant. A
-    small LM trained from scratch learns the in-context inference markedly better with it."""
+    cosine (``core.schedules.warmup_cosine``); ``warmup_fraction=None`` keeps it constant. At
+    equal steps a small LM trained from scratch ends closer to the exact predictive with it
+    (the method card's measurements)."""
 
     def __init__(
         self,
@@ -75,7 +76,6 @@ class ElicitationLM(CausalLMFineTuner):
         optimizer = super().configure_optimizers()
         if self.warmup_fraction is None:
             return optimizer
-        steps = self.schedule_steps or self.trainer.estimated_stepping_batches
-        total = max(int(steps), 1)
-        schedule = warmup_cosine(optimizer, total, int(self.warmup_fraction * total))
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+        return warmup_cosine_config(
+            optimizer, self.trainer, self.warmup_fraction, self.schedule_steps
+        )

@@ -20,6 +20,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from lightning_info.lm.features import pad_token_rows
+
 __all__ = ["ANSWER", "END_OF_BLOCK", "END_OF_ENTITY", "LMPredictive", "QuestionBank",
            "add_elicitation_tokens", "encode_entity"]  # fmt: skip
 
@@ -71,17 +73,6 @@ def encode_entity(
     return [*ids, bank.entity_id], [*labels, -100]
 
 
-def _padded(rows: Sequence[Sequence[int]], left: bool = False) -> tuple[Tensor, Tensor]:
-    """``(ids, mask)`` of token rows padded to one width (id 0 under the mask's zeros)."""
-    width = max(len(r) for r in rows)
-    ids = torch.zeros(len(rows), width, dtype=torch.long)
-    mask = torch.zeros(len(rows), width, dtype=torch.long)
-    for i, r in enumerate(rows):
-        span = slice(width - len(r), width) if left else slice(0, len(r))
-        ids[i, span], mask[i, span] = torch.tensor(list(r), dtype=torch.long), 1
-    return ids, mask
-
-
 class LMPredictive:
     """A causal LM as a predictive model (module docstring).
 
@@ -118,7 +109,7 @@ class LMPredictive:
         device = next(self.model.parameters()).device
         out = []
         for start in range(0, len(rows), self.batch_size):
-            ids, mask = _padded(rows[start : start + self.batch_size])
+            ids, mask = pad_token_rows(rows[start : start + self.batch_size], 0)
             logits = self.model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
             out.append(self._answer_p(logits, mask))
         return torch.cat(out)
@@ -127,10 +118,10 @@ class LMPredictive:
         """Rows ``context + suffix`` for every (non-empty) context and suffix, context-major."""
         device = next(self.model.parameters()).device
         per_chunk = max(1, self.batch_size // len(suffixes))
-        suffix_ids, suffix_mask = _padded(suffixes)
+        suffix_ids, suffix_mask = pad_token_rows(suffixes, 0)
         out = []
         for start in range(0, len(contexts), per_chunk):
-            ids, mask = _padded(contexts[start : start + per_chunk], left=True)
+            ids, mask = pad_token_rows(contexts[start : start + per_chunk], 0, left=True)
             positions = (mask.cumsum(1) - 1).clamp(min=0)
             prefix = self.model(input_ids=ids.to(device), attention_mask=mask.to(device),
                                 position_ids=positions.to(device), use_cache=True)  # fmt: skip

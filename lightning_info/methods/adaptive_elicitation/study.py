@@ -42,7 +42,7 @@ def _train(job: dict[str, Any]):
     from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
     from lightning_info.methods.adaptive_elicitation.datamodule import ElicitationDataModule
     from lightning_info.methods.adaptive_elicitation.entities import (
-        digits_table,
+        digits_questions,
         latent_world_questions,
     )
     from lightning_info.methods.adaptive_elicitation.module import ElicitationLM
@@ -52,11 +52,7 @@ def _train(job: dict[str, Any]):
     if job["world"] == "latent":
         texts = latent_world_questions(settings.get("num_questions", 12))
     else:
-        texts = digits_table(
-            settings.get("region", 2),
-            settings.get("threshold", 0.5),
-            settings.get("class_questions", True),
-        ).questions
+        texts = digits_questions(settings.get("region", 2), settings.get("class_questions", True))
     tokenizer = train_bpe_tokenizer(texts * 5, vocab_size=300)
     data = ElicitationDataModule(tokenizer, **settings)
     size = job["size"]

@@ -31,7 +31,7 @@ import torch
 from torch import Tensor, nn
 
 from lightning_info.core.sampling import keyed_generator
-from lightning_info.core.schedules import warmup_cosine
+from lightning_info.core.schedules import warmup_cosine_config
 from lightning_info.core.validation import (
     _all_finite,
     require_fraction,
@@ -312,9 +312,10 @@ class CACTI(pl.LightningModule):
             betas=tuple(self.hparams.betas),
             weight_decay=self.hparams.weight_decay,
         )
-        steps = self.hparams.schedule_steps
-        total = max(int(self.trainer.estimated_stepping_batches if steps is None else steps), 1)
-        schedule = warmup_cosine(
-            optimizer, total, int(self.warmup_fraction * total), self.min_lr / self.lr
+        return warmup_cosine_config(
+            optimizer,
+            self.trainer,
+            self.warmup_fraction,
+            self.hparams.schedule_steps,
+            floor=self.min_lr / self.lr,
         )
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}

@@ -23,7 +23,7 @@ from torch.utils.data import DataLoader
 
 from lightning_info.core.sampling import EpochShuffleSampler
 from lightning_info.core.validation import require_int
-from lightning_info.lm.features import pad_token_id
+from lightning_info.lm.features import pad_token_id, pad_token_rows
 from lightning_info.methods.docks_rag.docred import read_docred, read_relation_info
 from lightning_info.methods.docks_rag.functional import (
     NO_RELATION,
@@ -244,15 +244,9 @@ class DocREDDataModule(LightningDataModule):
     def _collate_train(
         self, rows: Sequence[tuple[list[int], list[int]]]
     ) -> dict[str, torch.Tensor]:
-        width = max(len(p) + len(a) for p, a in rows)
         pad = pad_token_id(self.tokenizer)
-        input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
-        attention = torch.zeros((len(rows), width), dtype=torch.long)
-        labels = torch.full((len(rows), width), -100, dtype=torch.long)
-        for r, (prompt, answer) in enumerate(rows):
-            ids = torch.tensor(prompt + answer)
-            input_ids[r, : len(ids)], attention[r, : len(ids)] = ids, 1
-            labels[r, len(prompt) : len(ids)] = torch.tensor(answer)
+        input_ids, attention = pad_token_rows([prompt + answer for prompt, answer in rows], pad)
+        labels, _ = pad_token_rows([[-100] * len(prompt) + answer for prompt, answer in rows], -100)
         return {"input_ids": input_ids, "attention_mask": attention, "labels": labels}
 
     def _collate_eval(self, documents: Sequence[int]) -> dict[str, Any]:
@@ -262,14 +256,8 @@ class DocREDDataModule(LightningDataModule):
             for d in documents
             for h, t in entity_pairs(self.dev_documents[d])
         ]
-        width = max(len(p) for p in prompts)
-        input_ids = torch.full((len(prompts), width), pad_token_id(self.tokenizer))
-        attention = torch.zeros((len(prompts), width), dtype=torch.long)
-        for r, ids in enumerate(prompts):  # left padding: the answer follows the last column
-            input_ids[r, width - len(ids) :], attention[r, width - len(ids) :] = (
-                torch.tensor(ids),
-                1,
-            )
+        # left padding: the answer follows the last column
+        input_ids, attention = pad_token_rows(prompts, pad_token_id(self.tokenizer), left=True)
         return {
             "input_ids": input_ids,
             "attention_mask": attention,

@@ -9,7 +9,12 @@ import torch
 from torch import Tensor, nn
 
 from lightning_info.core.validation import require_int
-from lightning_info.methods.graph4mm.functional import diffuse, masked_transition, ppr_weights
+from lightning_info.methods.graph4mm.functional import (
+    adjacency_mask,
+    diffuse,
+    ppr_weights,
+    renormalised_rows,
+)
 
 __all__ = ["HopDiffusedAttention"]
 
@@ -39,6 +44,7 @@ class HopDiffusedAttention(nn.Module):
         b, n, dim = x.shape
         q, k, v = self.qkv(x).view(b, n, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
         scores = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]), dim=-1)
-        transition = masked_transition(scores, adjacency)
+        # the scores are this layer's own softmax: only the caller's graph needs checking
+        transition = renormalised_rows(scores, adjacency_mask(scores, adjacency))
         mixed = diffuse(transition, v, self.weights.to(v.dtype))
         return self.out(mixed.transpose(1, 2).reshape(b, n, dim))

@@ -48,7 +48,7 @@ def ppr_weights(alpha: float = 0.1, steps: int = 4, remainder: bool = True) -> T
     return theta
 
 
-def _adjacency_like(scores: Tensor, adjacency: Tensor) -> Tensor:
+def adjacency_mask(scores: Tensor, adjacency: Tensor) -> Tensor:
     """``adjacency`` checked against ``scores`` and shaped to broadcast over its heads only."""
     if scores.dim() not in (3, 4) or scores.shape[-1] != scores.shape[-2]:
         raise ValueError(
@@ -65,8 +65,7 @@ def _adjacency_like(scores: Tensor, adjacency: Tensor) -> Tensor:
             f"adjacency holds {adjacency.shape[0]} graphs for a batch of {batch}: pass one graph "
             "per sample, or one (N, N) graph for all"
         )
-    values = adjacency.to(torch.float64) if adjacency.dtype == torch.bool else adjacency
-    if bool(((values != 0) & (values != 1)).any()):
+    if adjacency.dtype != torch.bool and bool(((adjacency != 0) & (adjacency != 1)).any()):
         raise ValueError("adjacency must be binary (0/1 or bool): it masks the attention")
     adjacency = adjacency.to(scores.dtype)
     if adjacency.dim() == 3 and scores.dim() == 4:
@@ -80,7 +79,12 @@ def masked_transition(scores: Tensor, adjacency: Tensor) -> Tensor:
     require_finite_tensor(scores, "scores")
     if bool((scores < 0).any()):
         raise ValueError("scores must be attention weights (non-negative, e.g. a softmax)")
-    masked = scores * _adjacency_like(scores, adjacency)
+    return renormalised_rows(scores, adjacency_mask(scores, adjacency))
+
+
+def renormalised_rows(scores: Tensor, adjacency: Tensor) -> Tensor:
+    """:func:`masked_transition` of checked inputs (``adjacency`` from :func:`adjacency_mask`)."""
+    masked = scores * adjacency
     total = masked.sum(-1, keepdim=True)
     isolated = total == 0
     eye = torch.eye(scores.shape[-1], dtype=scores.dtype, device=scores.device)

@@ -54,7 +54,7 @@ import torch
 from torch import Tensor, nn
 
 from lightning_info.core.sampling import keyed_generator
-from lightning_info.core.schedules import warmup_cosine
+from lightning_info.core.schedules import warmup_cosine_config
 from lightning_info.core.validation import (
     _all_finite,
     require_fraction,
@@ -445,7 +445,6 @@ class ProDiff(pl.LightningModule):
         optimizer = torch.optim.AdamW(
             self.parameters(), lr=self.lr, weight_decay=self.hparams.weight_decay
         )
-        steps = self.hparams.schedule_steps
-        total = max(int(self.trainer.estimated_stepping_batches if steps is None else steps), 1)
-        schedule = warmup_cosine(optimizer, total, int(self.warmup_fraction * total))
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+        return warmup_cosine_config(
+            optimizer, self.trainer, self.warmup_fraction, self.hparams.schedule_steps
+        )
