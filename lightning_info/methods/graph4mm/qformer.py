@@ -65,7 +65,9 @@ class MMQFormer(nn.Module):
 
     Args:
         dim: the Q-Former's width; image_dim, text_dim: the widths of the image and text-node
-            features (projected to ``dim``); out_dim: the language model's embedding width.
+            features (projected to ``dim``; ``text_dim=None``: no text nodes, the image-only
+            Q-Former, whose joint attention runs over the queries alone); out_dim: the
+            language model's embedding width.
         num_queries, layers, heads, ffn_mult: its size.
         hop: ``HopDiffusedAttention`` arguments for the joint attention (``alpha``, ``steps``,
             ``remainder``); ``None``: plain attention, blind to the graph.
@@ -75,7 +77,7 @@ class MMQFormer(nn.Module):
         self,
         dim: int,
         image_dim: int,
-        text_dim: int,
+        text_dim: int | None,
         out_dim: int,
         num_queries: int = 8,
         layers: int = 2,
@@ -89,8 +91,18 @@ class MMQFormer(nn.Module):
             raise ValueError(f"dim ({dim}) must be divisible by heads ({heads})")
         self.queries = nn.Parameter(0.02 * torch.randn(require_int(num_queries, "num_queries", 1),
                                                        dim))  # fmt: skip
-        self.image_in = nn.Linear(require_int(image_dim, "image_dim", 1), dim)
-        self.text_in = nn.Linear(require_int(text_dim, "text_dim", 1), dim)
+        self.image_in = nn.Sequential(
+            nn.Linear(require_int(image_dim, "image_dim", 1), dim), nn.LayerNorm(dim)
+        )
+        if text_dim is None and hop is not None:
+            raise ValueError("hop diffusion runs over the text nodes' graph: give text_dim")
+        self.text_in = (
+            None
+            if text_dim is None
+            else nn.Sequential(
+                nn.Linear(require_int(text_dim, "text_dim", 1), dim), nn.LayerNorm(dim)
+            )
+        )
         self.layers = nn.ModuleList(
             _Layer(dim, heads, ffn_mult, hop) for _ in range(require_int(layers, "layers", 1))
         )
@@ -119,14 +131,19 @@ class MMQFormer(nn.Module):
     def forward(
         self,
         image: Tensor,
-        text: Tensor,
+        text: Tensor | None = None,
         image_mask: Tensor | None = None,
         text_mask: Tensor | None = None,
         adjacency: Tensor | None = None,
     ) -> Tensor:
         """``image (B, Ni, image_dim)``, ``text (B, Nt, text_dim)``, masks ``(B, Ni)`` /
         ``(B, Nt)`` (``True`` = real), ``adjacency`` over the text nodes (``(Nt, Nt)`` or
-        ``(B, Nt, Nt)``) when ``hop`` is set; returns ``(B, num_queries, out_dim)``."""
+        ``(B, Nt, Nt)``) when ``hop`` is set; returns ``(B, num_queries, out_dim)``. ``text``
+        is ``None`` exactly when the Q-Former was built with ``text_dim=None``."""
+        if (text is None) != (self.text_in is None):
+            raise ValueError("pass text-node features exactly when the Q-Former has a text_dim")
+        if text is None:  # the joint attention runs over the queries alone
+            text = image.new_zeros(image.shape[0], 0, 1)
         if image.dim() != 3 or text.dim() != 3 or image.shape[0] != text.shape[0]:
             raise ValueError(
                 f"image and text must be (batch, tokens, features) with one batch, got "
@@ -141,7 +158,8 @@ class MMQFormer(nn.Module):
             raise ValueError("every sample needs at least one image token (image_mask)")
         joint_graph = self._joint_graph(text_mask, adjacency) if self.uses_graph else None
         q = self.queries.expand(b, -1, -1)
-        z, x = self.image_in(image), self.text_in(text)
+        z = self.image_in(image)
+        x = self.text_in(text) if self.text_in is not None else q[:, :0]
         for layer in self.layers:
             q, x = layer(q, z, image_mask, x, text_mask, joint_graph)
         return self.out(q)

@@ -1,0 +1,309 @@
+"""``Graph4MM``: a frozen causal LM that reads a multimodal graph through learned query tokens.
+
+For a batch of ``MultimodalGraphDataModule``:
+
+1. every node's text becomes the mean of the frozen LM's input embeddings over its tokens, every
+   image a feature vector from the image encoder; a node's feature is ``[text; image;
+   has_image; is_centre]`` (the centre is node 0);
+2. the :class:`~.qformer.MMQFormer` reads the image features by cross-attention and the node
+   features by the joint attention (hop-diffused over the graph for ``variant="graph4mm"``) and
+   gives ``num_queries`` vectors of the LM's width;
+3. the LM runs on ``[queries; prompt; target]`` (the queries at the placeholder positions before
+   the prompt); the generative loss is the next-token cross-entropy of the target tokens, the
+   discriminative head a linear layer on the LM's last hidden state at the prompt's last token.
+
+Variants, the paper's ablations: ``"graph4mm"``; ``"agnostic"``: the joint attention ignores
+the graph; ``"image_only"``: a Q-Former over the images alone (no text nodes); ``"text_only"``:
+no queries, the LM reads the prompt alone (the neighbours' texts). The LM stays frozen and in
+eval mode; ``lora`` (``peft.LoraConfig`` arguments) adds trainable adapters.
+
+Validation and test log ``{stage}/loss`` (target NLL per token), ``{stage}/token_accuracy``
+(teacher-forced argmax), ``{stage}/rougeL`` and ``{stage}/exact_match`` of the greedy decoding
+against the target (ROUGE-L F1 by torchmetrics), and ``{stage}/accuracy`` of the node label.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from lightning.pytorch import LightningModule
+from torch import Tensor, nn
+from torchmetrics import MeanMetric
+from torchmetrics.text.rouge import ROUGEScore
+
+from lightning_info.core.validation import require_int, require_non_negative, require_positive
+from lightning_info.methods.graph4mm.decoding import greedy_decode, positions
+from lightning_info.methods.graph4mm.encoders import image_encoder as build_image_encoder
+from lightning_info.methods.graph4mm.qformer import MMQFormer
+
+__all__ = ["Graph4MM", "TASKS", "VARIANTS"]
+
+VARIANTS = ("graph4mm", "agnostic", "image_only", "text_only")
+TASKS = ("generate", "classify", "both")
+
+
+class Graph4MM(LightningModule):
+    """Graph4MM (module docstring).
+
+    Args:
+        lm: a causal LM module, or a Hugging Face name / local folder (its tokenizer is loaded
+            with it); frozen. tokenizer: decodes the generations (needed with a module ``lm``).
+        num_classes: classes of the node label (the discriminative head).
+        variant: one of :data:`VARIANTS`. task: ``"generate"``, ``"classify"`` or ``"both"``
+            (losses summed, the label's weighted by ``class_weight``).
+        image_encoder: ``None`` (a small ConvNet trained here), a Hugging Face vision model's
+            name or folder, or a module (``encoders.image_encoder``); image_channels,
+            image_dim: the ConvNet's input channels and width; freeze_image_encoder: keep a
+            pretrained encoder's weights fixed.
+        dim, num_queries, layers, heads: the Q-Former's size; alpha, steps, remainder: its
+            hop diffusion (``functional.hop_diffused_attention``).
+        lora: ``peft.LoraConfig`` arguments for adapters in the LM, or ``None``.
+        lr, weight_decay: AdamW over the trainable parameters. max_new_tokens: greedy decoding.
+    """
+
+    def __init__(
+        self,
+        lm: nn.Module | str,
+        tokenizer: Any = None,
+        num_classes: int = 10,
+        variant: str = "graph4mm",
+        task: str = "both",
+        image_encoder: nn.Module | str | None = None,
+        image_channels: int = 1,
+        image_dim: int = 64,
+        freeze_image_encoder: bool = True,
+        dim: int = 64,
+        num_queries: int = 8,
+        layers: int = 2,
+        heads: int = 4,
+        alpha: float = 0.1,
+        steps: int = 4,
+        remainder: bool = True,
+        lora: dict[str, Any] | None = None,
+        class_weight: float = 1.0,
+        lr: float = 1e-3,
+        weight_decay: float = 0.0,
+        max_new_tokens: int = 12,
+    ):
+        super().__init__()
+        if variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+        if task not in TASKS:
+            raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+        self.save_hyperparameters(ignore=["lm", "tokenizer", "image_encoder"])
+        self.variant, self.task = variant, task
+        self.lr = require_positive(lr, "lr")
+        self.weight_decay = require_non_negative(weight_decay, "weight_decay")
+        self.class_weight = require_non_negative(class_weight, "class_weight")
+        self.max_new_tokens = require_int(max_new_tokens, "max_new_tokens", 1)
+        if isinstance(lm, str):
+            from lightning_info.lm.tiny_lm import load_causal_lm
+
+            lm, loaded = load_causal_lm(lm)
+            tokenizer = tokenizer or loaded
+        self.tokenizer = tokenizer
+        lm.requires_grad_(False)
+        if lora is not None:
+            from peft import LoraConfig, get_peft_model
+
+            lm = get_peft_model(lm, LoraConfig(task_type="CAUSAL_LM", **lora))
+        self.lm = lm.eval()
+        width = lm.get_input_embeddings().embedding_dim
+        self.image_encoder = self.qformer = self.null_image = None
+        if variant != "text_only":
+            self.image_encoder = build_image_encoder(
+                image_encoder, image_channels, image_dim, freeze_image_encoder
+            )
+            image_width = self.image_encoder.out_dim
+            self.null_image = nn.Parameter(torch.zeros(1, 1, image_width))  # "no image" token
+            hop = {"alpha": alpha, "steps": steps, "remainder": remainder}
+            self.qformer = MMQFormer(
+                dim,
+                image_dim=image_width,
+                text_dim=None if variant == "image_only" else width + image_width + 2,
+                out_dim=width,
+                num_queries=num_queries,
+                layers=layers,
+                heads=heads,
+                hop=hop if variant == "graph4mm" else None,
+            )
+        self.classifier = (
+            nn.Linear(width, require_int(num_classes, "num_classes", 2))
+            if task != "generate"
+            else None
+        )
+        self.metrics = nn.ModuleDict(
+            {
+                stage: nn.ModuleDict(
+                    {
+                        "loss": MeanMetric(),
+                        "token_accuracy": MeanMetric(),
+                        "exact_match": MeanMetric(),
+                        "accuracy": MeanMetric(),
+                        "rougeL": ROUGEScore(rouge_keys="rougeL"),
+                    }
+                )
+                for stage in ("val", "test")
+            }
+        )
+
+    def train(self, mode: bool = True) -> Graph4MM:
+        super().train(mode)
+        self.lm.eval()  # frozen: no dropout, whatever Lightning switches
+        return self
+
+    # -- the forward pass ------------------------------------------------------------------------
+
+    def _embed(self, ids: Tensor) -> Tensor:
+        return self.lm.get_input_embeddings()(ids)
+
+    def query_tokens(self, batch: dict[str, Tensor]) -> Tensor:
+        """The Q-Former's queries ``(B, M, W)`` (``(B, 0, W)`` for the text-only variant)."""
+        b = batch["prompt_ids"].shape[0]
+        if self.qformer is None:
+            width = self.lm.get_input_embeddings().embedding_dim
+            return self._embed(batch["prompt_ids"]).new_zeros(b, 0, width)
+        has_image = batch["has_image"] & batch["node_mask"]
+        images = batch["images"]
+        features = self.image_encoder(images[has_image])
+        image = features.new_zeros(*has_image.shape, features.shape[-1])
+        image[has_image] = features
+        image_tokens = torch.cat([image, self.null_image.expand(b, -1, -1)], dim=1)
+        image_mask = torch.cat([has_image, has_image.new_ones(b, 1)], dim=1)
+        if self.variant == "image_only":
+            return self.qformer(image_tokens, None, image_mask=image_mask)
+        mask = batch["node_text_mask"].to(image.dtype)
+        text = (self._embed(batch["node_text_ids"]) * mask[..., None]).sum(2)
+        text = text / mask.sum(2, keepdim=True).clamp(min=1)
+        centre = torch.zeros_like(has_image)
+        centre[:, 0] = True
+        nodes = torch.cat(
+            [text, image, has_image[..., None].to(image.dtype), centre[..., None].to(image.dtype)],
+            dim=-1,
+        )
+        return self.qformer(
+            image_tokens,
+            nodes,
+            image_mask=image_mask,
+            text_mask=batch["node_mask"],
+            adjacency=batch["adjacency"],
+        )
+
+    def forward(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+        """Logits ``(B, R, V)`` for the target tokens (teacher-forced) and the LM's last hidden
+        state ``(B, W)`` at the prompt's last token."""
+        queries = self.query_tokens(batch)
+        m, p = queries.shape[1], batch["prompt_ids"].shape[1]
+        embeds = torch.cat(
+            [queries, self._embed(batch["prompt_ids"]), self._embed(batch["target_ids"])], dim=1
+        )
+        mask = torch.cat(
+            [
+                batch["prompt_mask"].new_ones(queries.shape[:2]),
+                batch["prompt_mask"],
+                batch["target_mask"],
+            ],
+            dim=1,
+        )
+        out = self.lm(
+            inputs_embeds=embeds,
+            attention_mask=mask,
+            position_ids=positions(mask),
+            output_hidden_states=True,
+        )
+        r = batch["target_ids"].shape[1]
+        logits = out.logits[:, m + p - 1 : m + p - 1 + r]
+        return logits, out.hidden_states[-1][:, m + p - 1]
+
+    def _losses(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor | None, Tensor]:
+        """``(total loss, per-token target NLL, class logits or None, logits)``."""
+        logits, hidden = self(batch)
+        targets = batch["target_ids"].masked_fill(batch["target_mask"] == 0, -100)
+        nll = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
+        generation = nll.sum() / batch["target_mask"].sum().clamp(min=1)
+        class_logits = self.classifier(hidden) if self.classifier is not None else None
+        loss = generation if self.task != "classify" else generation.new_zeros(())
+        if class_logits is not None:
+            labelled = batch["label"] >= 0
+            if bool(labelled.any()):
+                classify = F.cross_entropy(class_logits[labelled], batch["label"][labelled])
+                loss = loss + self.class_weight * classify
+            else:
+                loss = loss + 0.0 * class_logits.sum()  # keeps every parameter in the graph
+        return loss, generation, class_logits, logits
+
+    def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
+        loss, generation, _, _ = self._losses(batch)
+        b = batch["prompt_ids"].shape[0]
+        self.log("train/loss", loss, prog_bar=True, batch_size=b)
+        self.log("train/generation_nll", generation, batch_size=b)
+        return loss
+
+    # -- evaluation ------------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def generate(self, batch: dict[str, Tensor]) -> list[str]:
+        """Greedy generations of the batch's graphs (decoded, special tokens dropped)."""
+        if self.tokenizer is None:
+            raise ValueError("Graph4MM needs its tokenizer to decode generations: pass one")
+        queries = self.query_tokens(batch)
+        embeds = torch.cat([queries, self._embed(batch["prompt_ids"])], dim=1)
+        mask = torch.cat([batch["prompt_mask"].new_ones(queries.shape[:2]),
+                          batch["prompt_mask"]], dim=1)  # fmt: skip
+        eos = self.tokenizer.eos_token_id
+        tokens = greedy_decode(self.lm, embeds, mask, self.max_new_tokens, eos)
+        return self._decode(tokens, tokens != eos)
+
+    def _decode(self, ids: Tensor, keep: Tensor) -> list[str]:
+        """Rows of ``ids`` decoded up to their first dropped token."""
+        texts = []
+        for row, kept in zip(ids.tolist(), keep.long().cumprod(-1).tolist()):
+            tokens = [t for t, k in zip(row, kept) if k]
+            texts.append(self.tokenizer.decode(tokens, skip_special_tokens=True).strip())
+        return texts
+
+    def _evaluate(self, batch: dict[str, Tensor], stage: str) -> None:
+        metrics = self.metrics[stage]
+        _, generation, class_logits, logits = self._losses(batch)
+        tokens = batch["target_mask"].sum()
+        metrics["loss"].update(generation, weight=tokens)
+        correct = (logits.argmax(-1) == batch["target_ids"]) & batch["target_mask"].bool()
+        metrics["token_accuracy"].update(correct.sum() / tokens.clamp(min=1), weight=tokens)
+        if self.task != "classify":
+            ends = batch["target_ids"] == self.tokenizer.eos_token_id
+            references = self._decode(batch["target_ids"], batch["target_mask"].bool() & ~ends)
+            predictions = self.generate(batch)
+            metrics["rougeL"].update(predictions, references)
+            exact = torch.tensor([float(p == r) for p, r in zip(predictions, references)])
+            metrics["exact_match"].update(exact.mean(), weight=len(exact))
+        if class_logits is not None and bool((batch["label"] >= 0).any()):
+            labelled = batch["label"] >= 0
+            hits = (class_logits[labelled].argmax(-1) == batch["label"][labelled]).double()
+            metrics["accuracy"].update(hits.mean(), weight=hits.numel())
+        for name in ("loss", "token_accuracy", "exact_match", "accuracy"):
+            if metrics[name].update_count:
+                self.log(f"{stage}/{name}", metrics[name], on_step=False, on_epoch=True)
+
+    def _log_rouge(self, stage: str) -> None:
+        rouge = self.metrics[stage]["rougeL"]
+        if rouge.update_count:
+            self.log(f"{stage}/rougeL", rouge.compute()["rougeL_fmeasure"])
+            rouge.reset()
+
+    def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
+        self._evaluate(batch, "val")
+
+    def on_validation_epoch_end(self) -> None:
+        self._log_rouge("val")
+
+    def test_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
+        self._evaluate(batch, "test")
+
+    def on_test_epoch_end(self) -> None:
+        self._log_rouge("test")
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        trainable = [p for p in self.parameters() if p.requires_grad]
+        return torch.optim.AdamW(trainable, lr=self.lr, weight_decay=self.weight_decay)
