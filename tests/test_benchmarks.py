@@ -203,3 +203,30 @@ def test_elicitation_benchmark_quick_run_checks_batched_equals_per_pair(one_torc
     assert result["options"]["threads"] == 1
     assert set(result["seconds"]) == {"shared", "whole", "per_pair"}
     assert all(v > 0 for v in result["seconds"].values())
+
+
+_GRAPH4MM_PATH = _CACTI_PATH.with_name("graph4mm_diffusion.py")
+
+
+def test_graph4mm_benchmark_quick_run_checks_the_four_ways_agree(one_torch_thread):
+    bench = _load_benchmark("graph4mm_diffusion_bench", _GRAPH4MM_PATH)
+    results = bench.main(["--quick"])
+    assert [r["n"] for r in results] == [32, 64]
+    for r in results:
+        n, float_bytes = r["n"], 4
+        assert r["max_difference"] <= 1e-12 and r["solve_difference"] <= 1e-6
+        assert r["float32_difference"] <= 1e-4
+        # a symmetric graph without self loops; isolated nodes get a self loop in T
+        assert r["edges"] % 2 == 0 and 0 < r["edges"] <= n * (n - 1)
+        assert r["nnz"] == r["edges"] + r["isolated"]
+        assert r["transition_bytes"] == {
+            "sparse": (n + 1) * 4 + r["nnz"] * (4 + float_bytes),
+            "dense": n * n * float_bytes,
+        }
+        assert set(r["seconds"]) == set(bench.WAYS) and r["ratio"]["sparse"] == 1
+        assert all(s > 0 for s in r["seconds"].values())
+        assert all(x > 0 for x in r["ratio"].values())
+        output = n * 64 * float_bytes
+        assert r["peak_bytes"]["sparse"] >= output and r["peak_bytes"]["dense"] >= output
+        assert r["peak_bytes"]["power"] >= 2 * n * n * float_bytes  # A and one power of T
+        assert r["peak_bytes"]["solve"] >= n * n * float_bytes + output
