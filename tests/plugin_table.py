@@ -50,6 +50,7 @@ from lightning_info.methods.train_test_overlap.functional import TestInstance
 from tests import tiny_lm
 from tests.methods.adaptive_elicitation import tiny as elicitation_tiny
 from tests.methods.docks_rag import tiny as docks_rag_tiny
+from tests.methods.graph4mm import tiny as graph4mm_tiny
 from tests.methods.rome.tiny_ib import TinyIBClassifier
 from tests.tiny import TinyClassifier, TinyDataModule
 
@@ -346,6 +347,11 @@ PLUGINS = [
         id="ElicitationLM-ElicitationDataModule",
         make_model=elicitation_tiny.module,
         make_data=elicitation_tiny.data,
+    ),
+    PluginCase(
+        id="Graph4MM-MultimodalGraphDataModule",
+        make_model=graph4mm_tiny.module,
+        make_data=graph4mm_tiny.data,
     ),
     PluginCase(
         id="AsymmetricActorCritic-CartPole", make_model=tiny_deep_actor_critic, make_data=None

@@ -11,6 +11,7 @@ and returns the blocks as :class:`~lightning_info.core.blocks.TokenBlocks`, and
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -155,6 +156,18 @@ def _unwrap(model: Any) -> Any:
     """The model inside a ``peft`` wrapper, or ``model`` itself."""
     get_base_model = getattr(model, "get_base_model", None)
     return get_base_model() if callable(get_base_model) else model
+
+
+def cache_argument(model: Any) -> str:
+    """The keyword by which a Hugging Face causal LM (or its ``peft`` wrapper) takes a key/value
+    cache: transformers 5 names it ``cache``, earlier versions ``past_key_values``."""
+    forward = inspect.signature(_unwrap(model).forward).parameters
+    return "cache" if "cache" in forward else "past_key_values"
+
+
+def output_cache(output: Any) -> Any:
+    """The key/value cache a causal LM's output returns, under either name."""
+    return getattr(output, "cache", None) or output.past_key_values
 
 
 def check_causal_lm(model: Any, tokenizer: Any = None) -> Any:

@@ -13,14 +13,13 @@ model in one padded batch.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from lightning_info.lm.features import pad_token_rows
+from lightning_info.lm.features import cache_argument, output_cache, pad_token_rows
 
 __all__ = ["ANSWER", "END_OF_BLOCK", "END_OF_ENTITY", "LMPredictive", "QuestionBank",
            "add_elicitation_tokens", "encode_entity"]  # fmt: skip
@@ -93,9 +92,7 @@ class LMPredictive:
         self.model, self.bank, self.batch_size = model, bank, batch_size
         self.share_context = share_context
         self.num_answers = bank.num_answers
-        # transformers 5 names the cache argument `cache`; earlier versions `past_key_values`
-        forward = inspect.signature(model.forward).parameters
-        self._cache_argument = "cache" if "cache" in forward else "past_key_values"
+        self._cache_argument = cache_argument(model)
 
     def _answer_p(self, logits: Tensor, mask: Tensor) -> Tensor:
         """Softmax over the answer tokens at each row's last real position."""
@@ -125,7 +122,7 @@ class LMPredictive:
             positions = (mask.cumsum(1) - 1).clamp(min=0)
             prefix = self.model(input_ids=ids.to(device), attention_mask=mask.to(device),
                                 position_ids=positions.to(device), use_cache=True)  # fmt: skip
-            cache = getattr(prefix, "cache", None) or prefix.past_key_values
+            cache = output_cache(prefix)
             cache.batch_repeat_interleave(len(suffixes))
             n = ids.shape[0]
             lengths = mask.sum(1).repeat_interleave(len(suffixes))

@@ -107,11 +107,17 @@ class MultimodalGraphDataModule(LightningDataModule):
         images, labels = load_digits_images()
         order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(self.seed))
         cuts = (0, int(0.6 * len(order)), int(0.8 * len(order)), len(order))
+        counts = (require_int(num_train, "num_train", 1), require_int(num_val, "num_val", 1),
+                  require_int(num_test, "num_test", 0))  # fmt: skip
         splits = []
-        for offset, count in enumerate((num_train, num_val, num_test)):
+        for offset, count in enumerate(counts):
             rows = order[cuts[offset] : cuts[offset + 1]]
             seed = 3 * self.seed + offset
-            splits.append(digit_graphs(images[rows], labels[rows], count, *graph_args, seed=seed))
+            if count:
+                splits.append(digit_graphs(images[rows], labels[rows], count, *graph_args,
+                                           seed=seed))  # fmt: skip
+            else:
+                splits.append([])
         self.train_graphs, self.val_graphs, self.test_graphs = splits
         self.class_names = list(DIGIT_WORDS)
 

@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 
 from lightning_info.core.validation import require_int
+from lightning_info.lm.features import cache_argument, output_cache
 
 __all__ = ["greedy_decode", "positions"]
 
@@ -30,6 +31,7 @@ def greedy_decode(
     ``lm`` with its key/value cache: ``(B, <= max_new_tokens)`` token ids; a row that produced
     ``eos_id`` continues with ``eos_id``. Decoding stops when every row has ended."""
     max_new_tokens = require_int(max_new_tokens, "max_new_tokens", 1)
+    cache_keyword = cache_argument(lm)
     mask = mask.long()
     pos = positions(mask)
     out = lm(inputs_embeds=embeds, attention_mask=mask, position_ids=pos, use_cache=True)
@@ -44,6 +46,6 @@ def greedy_decode(
             break
         mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
         out = lm(input_ids=token[:, None], attention_mask=mask, position_ids=next_pos,
-                 past_key_values=out.past_key_values, use_cache=True)  # fmt: skip
+                 use_cache=True, **{cache_keyword: output_cache(out)})  # fmt: skip
         next_pos = next_pos + 1
     return torch.stack(tokens, dim=1)

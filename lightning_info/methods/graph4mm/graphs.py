@@ -182,7 +182,7 @@ def read_graphs_json(
     if not records:
         raise ValueError(f"{path} holds no graph")
     if class_names is None:
-        found = {_centre_node(r, path).get("label") for r in records}
+        found = {_centre_label(r) for r in records}
         class_names = sorted(str(label) for label in found if label is not None)
     index = {str(name): i for i, name in enumerate(class_names)}
     parsed = [_parse_record(r, f"{path}, graph {i}", path, index) for i, r in enumerate(records)]
@@ -223,12 +223,11 @@ def _parse_record(record: dict, where: str, path: Path, index: dict[str, int]):
     return texts, images, edges, label_index, str(record.get("target", default))
 
 
-def _centre_node(record: dict, path: Path) -> dict:
+def _centre_label(record: dict):
+    """The centre's label, or ``None`` (a malformed graph is reported by ``_parse_record``)."""
     nodes = record.get("nodes") or []
     centre = int(record.get("centre", 0))
-    if not 0 <= centre < len(nodes):
-        raise ValueError(f"{path}: centre {centre} is not a node index of its graph")
-    return nodes[centre]
+    return nodes[centre].get("label") if 0 <= centre < len(nodes) else None
 
 
 def _read_image(value, path: Path) -> Tensor | None:

@@ -1,0 +1,172 @@
+"""Graph4MM: the queries reach the frozen LM at their placeholder positions, padding anywhere in
+a row changes nothing, each variant reads what it should, only the trainable parts train, and
+the logged metrics equal a hand computation."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from lightning.pytorch import Trainer
+from torchmetrics.functional.text.rouge import rouge_score
+
+from lightning_info.methods.graph4mm.decoding import greedy_decode
+from lightning_info.methods.graph4mm.module import VARIANTS, Graph4MM
+from tests.methods.graph4mm import tiny
+
+
+def _batch(graphs):
+    return tiny.data().collate(graphs)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_graph_in_a_padded_batch_equals_the_graph_alone(variant):
+    model = tiny.module(variant).eval()
+    graphs = tiny.data().train_graphs[:4]
+    logits, hidden = model(_batch(graphs))
+    for i, g in enumerate(graphs):
+        alone_logits, alone_hidden = model(_batch([g]))
+        r = alone_logits.shape[1]
+        torch.testing.assert_close(logits[i, :r], alone_logits[0], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(hidden[i], alone_hidden[0], atol=1e-5, rtol=1e-5)
+
+
+def test_the_queries_sit_before_the_prompt_in_the_lms_input():
+    model = tiny.module().eval()
+    batch = _batch(tiny.data().train_graphs[:1])
+    queries = model.query_tokens(batch)
+    embed = model.lm.get_input_embeddings()
+    row = torch.cat([queries, embed(batch["prompt_ids"]), embed(batch["target_ids"])], dim=1)
+    direct = model.lm(inputs_embeds=row, output_hidden_states=True)
+    start = queries.shape[1] + batch["prompt_ids"].shape[1] - 1
+    logits, hidden = model(batch)
+    torch.testing.assert_close(logits, direct.logits[:, start : start + logits.shape[1]])
+    torch.testing.assert_close(hidden, direct.hidden_states[-1][:, start])
+    assert queries.shape == (1, 3, 16)
+
+
+def _rewired(batch):
+    """The same nodes with every edge among non-centre nodes flipped."""
+    out = dict(batch)
+    adjacency = batch["adjacency"].clone()
+    real = batch["node_mask"][:, :, None] & batch["node_mask"][:, None, :]
+    inner = real.clone()
+    inner[:, 0, :] = inner[:, :, 0] = False
+    eye = torch.eye(adjacency.shape[-1], dtype=torch.bool)
+    adjacency[inner & ~eye] = ~adjacency[inner & ~eye]
+    out["adjacency"] = adjacency
+    return out
+
+
+def test_each_variant_reads_what_it_should():
+    batch = _batch(tiny.data().train_graphs[:4])
+    other_images = dict(batch, images=torch.rand_like(batch["images"]))
+    other_texts = dict(batch, node_text_ids=batch["node_text_ids"].flip(-1))
+    for variant, graph, images, texts in [
+        ("graph4mm", True, True, True),
+        ("agnostic", False, True, True),
+        ("image_only", False, True, False),
+        ("text_only", False, False, False),
+    ]:
+        model = tiny.module(variant).eval()
+        base = model(batch)[0]
+        for changed, reads in ((_rewired(batch), graph), (other_images, images),
+                               (other_texts, texts)):  # fmt: skip
+            moved = not torch.allclose(model(changed)[0], base, atol=1e-6)
+            assert moved == reads, variant
+
+
+def test_only_the_trainable_parts_train_and_the_lm_stays_frozen():
+    for lora in (None, {"r": 2, "lora_alpha": 4, "target_modules": ["c_attn"]}):
+        model = tiny.module(lora=lora)
+        before = {k: v.clone() for k, v in model.state_dict().items()}
+        trainer = Trainer(max_steps=2, logger=False, enable_checkpointing=False,
+                          enable_progress_bar=False, enable_model_summary=False,
+                          num_sanity_val_steps=0, limit_val_batches=0)  # fmt: skip
+        trainer.fit(model, tiny.data())
+        after = model.state_dict()
+        changed = {k for k in before if not torch.equal(before[k], after[k])}
+        lm_changed = {k for k in changed if k.startswith("lm.")}
+        assert all("lora_" in k for k in lm_changed)
+        assert bool(lm_changed) == (lora is not None)
+        assert any(k.startswith("qformer.") for k in changed)
+        assert any(k.startswith("image_encoder.") for k in changed)
+        assert any(k.startswith("classifier.") for k in changed)
+        assert not model.lm.training  # frozen: no dropout even while fitting
+
+
+def test_logged_metrics_equal_a_hand_computation():
+    model = tiny.module()
+    dm = tiny.data(batch_size=3)
+    trainer = Trainer(logger=False, enable_progress_bar=False, enable_model_summary=False)
+    logged = trainer.test(model, dm, verbose=False)[0]
+    model.eval()
+    predictions, references, nll, tokens, hits, correct = [], [], 0.0, 0, 0, 0
+    with torch.no_grad():
+        for batch in dm.test_dataloader():
+            logits, hidden = model(batch)
+            mask = batch["target_mask"].bool()
+            nll += float(torch.nn.functional.cross_entropy(logits[mask], batch["target_ids"][mask],
+                                                           reduction="sum"))  # fmt: skip
+            tokens += int(mask.sum())
+            hits += int((logits.argmax(-1) == batch["target_ids"])[mask].sum())
+            correct += int((model.classifier(hidden).argmax(-1) == batch["label"]).sum())
+            predictions += model.generate(batch)
+    references = [g.target for g in dm.test_graphs]
+    assert logged["test/loss"] == pytest.approx(nll / tokens, rel=1e-5)
+    assert logged["test/token_accuracy"] == pytest.approx(hits / tokens, rel=1e-6)
+    assert logged["test/accuracy"] == pytest.approx(correct / len(references), rel=1e-6)
+    exact = sum(p == r for p, r in zip(predictions, references)) / len(references)
+    assert logged["test/exact_match"] == pytest.approx(exact, abs=1e-7)
+    rouge = float(rouge_score(predictions, references, rouge_keys="rougeL")["rougeL_fmeasure"])
+    assert logged["test/rougeL"] == pytest.approx(rouge, rel=1e-6)
+
+
+def test_generations_are_the_greedy_continuation_of_queries_and_prompt():
+    model = tiny.module().eval()
+    batch = _batch(tiny.data().train_graphs[:3])
+    texts = model.generate(batch)
+    queries = model.query_tokens(batch)
+    embed = model.lm.get_input_embeddings()
+    eos = tiny.tokenizer().eos_token_id
+    for i, text in enumerate(texts):
+        prompt = batch["prompt_ids"][i][batch["prompt_mask"][i].bool()]
+        row = torch.cat([queries[i : i + 1], embed(prompt[None])], dim=1)
+        tokens = []
+        for _ in range(model.max_new_tokens):
+            token = int(model.lm(inputs_embeds=row).logits[0, -1].argmax())
+            if token == eos:
+                break
+            tokens.append(token)
+            row = torch.cat([row, embed(torch.tensor([[token]]))], dim=1)
+        assert text == tiny.tokenizer().decode(tokens, skip_special_tokens=True).strip()
+
+
+def test_greedy_decode_with_padding_in_the_middle_equals_each_row_alone():
+    lm = tiny.lm(seed=1)
+    embed = lm.get_input_embeddings()
+    g = torch.Generator().manual_seed(0)
+    rows = [torch.randint(3, 100, (n,), generator=g) for n in (5, 2, 7)]
+    prefix = torch.randn(3, 2, 16, generator=g)  # two "query" vectors before each prompt
+    width = max(len(r) for r in rows)
+    ids = torch.zeros(3, width, dtype=torch.long)
+    mask = torch.zeros(3, 2 + width, dtype=torch.long)
+    mask[:, :2] = 1
+    for i, r in enumerate(rows):
+        ids[i, width - len(r) :] = r
+        mask[i, 2 + width - len(r) :] = 1
+    with torch.no_grad():
+        batch = greedy_decode(lm, torch.cat([prefix, embed(ids)], 1), mask, 6, eos_id=2)
+        for i, r in enumerate(rows):
+            alone = greedy_decode(lm, torch.cat([prefix[i : i + 1], embed(r[None])], 1),
+                                  torch.ones(1, 2 + len(r)), 6, eos_id=2)  # fmt: skip
+            assert batch[i, : alone.shape[1]].tolist() == alone[0].tolist()
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError, match="variant"):
+        tiny.module("hop")
+    with pytest.raises(ValueError, match="task"):
+        tiny.module(task="summarise")
+    model = Graph4MM(tiny.lm(), tokenizer=None, dim=16, num_queries=2, heads=2, image_dim=8)
+    with pytest.raises(ValueError, match="tokenizer"):
+        model.generate(_batch(tiny.data().train_graphs[:1]))
