@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import math
 
-import torch
 from torch import Tensor, nn
 
 from lightning_info.core.validation import require_int
 from lightning_info.methods.graph4mm.functional import (
     adjacency_mask,
     diffuse,
+    masked_softmax_transition,
     ppr_weights,
-    renormalised_rows,
 )
 
 __all__ = ["HopDiffusedAttention"]
@@ -22,9 +21,11 @@ __all__ = ["HopDiffusedAttention"]
 class HopDiffusedAttention(nn.Module):
     """Self-attention over ``x (B, N, dim)`` on a graph ``adjacency`` (``(N, N)`` or
     ``(B, N, N)``, binary): per head ``S = softmax(Q K^T / sqrt(d))``, ``T`` its masked and
-    renormalised transition, output ``sum_i theta_i T^i V`` (truncated personalised PageRank
-    with the remainder term), heads concatenated and projected. The diffusion is ``steps``
-    products with ``V``; no power of ``T`` is formed."""
+    renormalised transition (computed as the softmax over each row's edges,
+    ``functional.masked_softmax_transition``: the same matrix without the underflow), output
+    ``sum_i theta_i T^i V`` (truncated personalised PageRank with the remainder term), heads
+    concatenated and projected. The diffusion is ``steps`` products with ``V``; no power of
+    ``T`` is formed."""
 
     def __init__(
         self, dim: int, heads: int = 4, alpha: float = 0.1, steps: int = 4, remainder: bool = True
@@ -43,8 +44,7 @@ class HopDiffusedAttention(nn.Module):
             raise ValueError(f"x must be (batch, nodes, dim), got {tuple(x.shape)}")
         b, n, dim = x.shape
         q, k, v = self.qkv(x).view(b, n, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
-        scores = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]), dim=-1)
-        # the scores are this layer's own softmax: only the caller's graph needs checking
-        transition = renormalised_rows(scores, adjacency_mask(scores, adjacency))
+        logits = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        transition = masked_softmax_transition(logits, adjacency_mask(logits, adjacency))
         mixed = diffuse(transition, v, self.weights.to(v.dtype))
         return self.out(mixed.transpose(1, 2).reshape(b, n, dim))

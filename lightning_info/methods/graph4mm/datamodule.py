@@ -9,7 +9,9 @@ end-of-sequence token. A batch is a dict:
   nodes), ``adjacency`` ``(B, N, N)`` (bool, symmetric, padded nodes unlinked);
 - ``node_text_ids`` / ``node_text_mask`` ``(B, N, L)``: each node's text, right-padded;
 - ``prompt_ids`` / ``prompt_mask`` ``(B, P)``, left-padded so that every prompt ends in the
-  last column; ``target_ids`` / ``target_mask`` ``(B, R)``, right-padded;
+  last column, with one placeholder slot (a padding id, mask 1) where the template has
+  ``{graph}`` (at the start without it); ``query_position`` ``(B,)``: that slot's column, where
+  the model writes its query tokens; ``target_ids`` / ``target_mask`` ``(B, R)``, right-padded;
 - ``label`` ``(B,)``: the centre's class (-1: none).
 
 Sources: ``"digits"`` (``graphs.digit_graphs`` over a seeded 60/20/20 split of scikit-learn's
@@ -40,7 +42,7 @@ from lightning_info.methods.graph4mm.graphs import (
 
 __all__ = ["MultimodalGraphDataModule"]
 
-DEFAULT_PROMPT = "linked: {context}. digits of the linked nodes:"
+DEFAULT_PROMPT = "linked:{graph} {context}. digits of the linked nodes:"
 
 
 class MultimodalGraphDataModule(LightningDataModule):
@@ -55,12 +57,14 @@ class MultimodalGraphDataModule(LightningDataModule):
         max_neighbours, max_distractors, homophily, text_node_rate: the digit graphs
             (``graphs.digit_graphs``).
         class_names: a file's classes (default: its centres' labels, sorted).
-        prompt: the LM prompt, ``{context}`` replaced by the neighbours' texts joined by ``"; "``.
+        prompt: the LM prompt, ``{context}`` replaced by the neighbours' texts joined by ``"; "``
+            and ``{graph}`` marking where the query tokens go (optional: at the start).
         max_text_tokens: each node text's tokens are cut to this many.
         seed: the graphs, the splits and the shuffling. batch_size: graphs per batch.
 
-    ``num_classes``, ``class_names`` and the split lists ``train_graphs``, ``val_graphs`` and
-    ``test_graphs`` exist after construction.
+    ``num_classes``, ``class_names``, the split lists ``train_graphs``, ``val_graphs`` and
+    ``test_graphs``, and ``graph_settings`` (the digit graphs' arguments) exist after
+    construction.
     """
 
     def __init__(
@@ -85,9 +89,18 @@ class MultimodalGraphDataModule(LightningDataModule):
         self.seed = require_int(seed, "seed", 0)
         self.batch_size = require_int(batch_size, "batch_size", 1)
         self.max_text_tokens = require_int(max_text_tokens, "max_text_tokens", 1)
-        if "{context}" not in prompt:
-            raise ValueError("prompt must contain {context} (the neighbours' texts)")
+        if "{context}" not in prompt or prompt.count("{graph}") > 1:
+            raise ValueError(
+                "prompt must contain {context} (the neighbours' texts) and at most one {graph} "
+                "(where the query tokens go)"
+            )
         self.prompt = prompt
+        self.graph_settings = {
+            "max_neighbours": max_neighbours,
+            "max_distractors": max_distractors,
+            "homophily": homophily,
+            "text_node_rate": text_node_rate,
+        }
         if source == "digits":
             self._digit_splits(num_train, num_val, num_test, max_neighbours, max_distractors,
                                homophily, text_node_rate)  # fmt: skip
@@ -140,8 +153,23 @@ class MultimodalGraphDataModule(LightningDataModule):
         return len(self.class_names)
 
     def prompt_text(self, graph: MultimodalGraph) -> str:
-        """The LM prompt of ``graph``: its centre's neighbours' texts in the template."""
-        return self.prompt.format(context="; ".join(graph.texts[i] for i in graph.neighbours()))
+        """The LM prompt of ``graph``: its centre's neighbours' texts in the template (without
+        the placeholder)."""
+        return "".join(self._prompt_parts(graph))
+
+    def _prompt_parts(self, graph: MultimodalGraph) -> tuple[str, str]:
+        """The prompt's text before and after the placeholder."""
+        context = "; ".join(graph.texts[i] for i in graph.neighbours())
+        template = self.prompt if "{graph}" in self.prompt else "{graph}" + self.prompt
+        before, after = template.split("{graph}", 1)
+        return before.format(context=context), after.format(context=context)
+
+    def encode_prompt(self, graph: MultimodalGraph) -> tuple[list[int], int]:
+        """The prompt's token ids with the placeholder slot (a padding id), and its index. The
+        two parts are tokenised apart, so the ids without the slot are what a text-only LM
+        reads."""
+        before, after = (self._ids(part) if part else [] for part in self._prompt_parts(graph))
+        return before + [pad_token_id(self.tokenizer)] + after, len(before)
 
     def training_texts(self) -> list[str]:
         """Every text of the training split (node texts, prompts, targets)."""
@@ -156,7 +184,7 @@ class MultimodalGraphDataModule(LightningDataModule):
         has_image = torch.zeros(b, n, dtype=torch.bool)
         node_mask = torch.zeros(b, n, dtype=torch.bool)
         adjacency = torch.zeros(b, n, n, dtype=torch.bool)
-        node_rows, prompts, targets = [], [], []
+        node_rows, prompts, slots, targets = [], [], [], []
         pad, eos = pad_token_id(self.tokenizer), self.tokenizer.eos_token_id
         for i, g in enumerate(graphs):
             k = len(g.texts)
@@ -165,7 +193,9 @@ class MultimodalGraphDataModule(LightningDataModule):
             encoded = self.tokenizer(list(g.texts), add_special_tokens=False)["input_ids"]
             node_rows += [ids[: self.max_text_tokens] or [pad] for ids in encoded]
             node_rows += [[pad]] * (n - k)
-            prompts.append(self._ids(self.prompt_text(g)))
+            ids, slot = self.encode_prompt(g)
+            prompts.append(ids)
+            slots.append(slot - len(ids))  # from the end: the prompts are left-padded
             targets.append(self._ids(" " + g.target) + [eos])
         node_ids, node_text_mask = pad_token_rows(node_rows, pad)
         prompt_ids, prompt_mask = pad_token_rows(prompts, pad, left=True)
@@ -179,6 +209,7 @@ class MultimodalGraphDataModule(LightningDataModule):
             "node_text_mask": node_text_mask.view(b, n, -1).bool() & node_mask[..., None],
             "prompt_ids": prompt_ids,
             "prompt_mask": prompt_mask,
+            "query_position": prompt_ids.shape[1] + torch.tensor(slots, dtype=torch.long),
             "target_ids": target_ids,
             "target_mask": target_mask,
             "label": torch.tensor([g.label for g in graphs], dtype=torch.long),

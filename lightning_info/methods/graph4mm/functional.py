@@ -33,7 +33,13 @@ from torch import Tensor
 
 from lightning_info.core.validation import require_finite_tensor, require_int
 
-__all__ = ["diffuse", "hop_diffused_attention", "masked_transition", "ppr_weights"]
+__all__ = [
+    "diffuse",
+    "hop_diffused_attention",
+    "masked_softmax_transition",
+    "masked_transition",
+    "ppr_weights",
+]
 
 
 def ppr_weights(alpha: float = 0.1, steps: int = 4, remainder: bool = True) -> Tensor:
@@ -89,6 +95,22 @@ def renormalised_rows(scores: Tensor, adjacency: Tensor) -> Tensor:
     isolated = total == 0
     eye = torch.eye(scores.shape[-1], dtype=scores.dtype, device=scores.device)
     return torch.where(isolated, eye, masked / torch.where(isolated, 1.0, total))
+
+
+def masked_softmax_transition(logits: Tensor, adjacency: Tensor) -> Tensor:
+    """``T`` from attention *logits*: each row's softmax over its edges only (``-inf`` off the
+    graph), a node without edges a self loop. In exact arithmetic this is
+    :func:`renormalised_rows` of ``softmax(logits)``; in floating point it is the stable form:
+    when a row's weight falls almost all off the graph, ``softmax`` underflows on the edges and
+    renormalising those weights divides by a vanishing sum (an infinite gradient, or a row
+    mistaken for an isolated one), while the masked softmax subtracts the largest *edge* logit.
+    ``adjacency`` as :func:`adjacency_mask` returns it."""
+    edges = adjacency.bool().expand_as(logits)
+    isolated = ~edges.any(-1, keepdim=True)
+    # an isolated row's logits are zeroed, not -inf, so that no NaN enters the graph
+    masked = logits.masked_fill(~edges & ~isolated, float("-inf")).masked_fill(isolated, 0.0)
+    eye = torch.eye(logits.shape[-1], dtype=logits.dtype, device=logits.device)
+    return torch.where(isolated, eye, torch.softmax(masked, dim=-1))
 
 
 def diffuse(transition: Tensor, values: Tensor, weights: Tensor | Sequence[float]) -> Tensor:

@@ -8,8 +8,9 @@ For a batch of ``MultimodalGraphDataModule``:
 2. the :class:`~.qformer.MMQFormer` reads the image features by cross-attention and the node
    features by the joint attention (hop-diffused over the graph for ``variant="graph4mm"``) and
    gives ``num_queries`` vectors of the LM's width;
-3. the LM runs on ``[queries; prompt; target]`` (the queries at the placeholder positions before
-   the prompt); the generative loss is the next-token cross-entropy of the target tokens, the
+3. the LM runs on ``[prompt with the queries at its placeholder slot; target]`` (the data
+   module's ``query_position``, by default right after "linked:", where the LM reads the linked
+   nodes); the generative loss is the next-token cross-entropy of the target tokens, the
    discriminative head a linear layer on the LM's last hidden state at the prompt's last token.
 
 Variants, the paper's ablations: ``"graph4mm"``; ``"agnostic"``: the joint attention ignores
@@ -191,31 +192,32 @@ class Graph4MM(LightningModule):
             adjacency=batch["adjacency"],
         )
 
+    def prompt_embeddings(self, batch: dict[str, Tensor], queries: Tensor) -> tuple[Tensor, Tensor]:
+        """The prompt's input embeddings with the queries written at the placeholder slot
+        (``query_position``), ``(B, P - 1 + M, W)``, and their mask; without queries (text-only)
+        the slot is dropped."""
+        embeds, mask = self._embed(batch["prompt_ids"]), batch["prompt_mask"]
+        rows, masks = [], []
+        for b, slot in enumerate(batch["query_position"].tolist()):
+            rows.append(torch.cat([embeds[b, :slot], queries[b], embeds[b, slot + 1 :]]))
+            masks.append(torch.cat([mask[b, :slot], mask.new_ones(queries.shape[1]),
+                                    mask[b, slot + 1 :]]))  # fmt: skip
+        return torch.stack(rows), torch.stack(masks)
+
     def forward(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
         """Logits ``(B, R, V)`` for the target tokens (teacher-forced) and the LM's last hidden
         state ``(B, W)`` at the prompt's last token."""
-        queries = self.query_tokens(batch)
-        m, p = queries.shape[1], batch["prompt_ids"].shape[1]
-        embeds = torch.cat(
-            [queries, self._embed(batch["prompt_ids"]), self._embed(batch["target_ids"])], dim=1
-        )
-        mask = torch.cat(
-            [
-                batch["prompt_mask"].new_ones(queries.shape[:2]),
-                batch["prompt_mask"],
-                batch["target_mask"],
-            ],
-            dim=1,
-        )
+        prompt, prompt_mask = self.prompt_embeddings(batch, self.query_tokens(batch))
+        embeds = torch.cat([prompt, self._embed(batch["target_ids"])], dim=1)
+        mask = torch.cat([prompt_mask, batch["target_mask"]], dim=1)
         out = self.lm(
             inputs_embeds=embeds,
             attention_mask=mask,
             position_ids=positions(mask),
             output_hidden_states=True,
         )
-        r = batch["target_ids"].shape[1]
-        logits = out.logits[:, m + p - 1 : m + p - 1 + r]
-        return logits, out.hidden_states[-1][:, m + p - 1]
+        last, r = prompt.shape[1] - 1, batch["target_ids"].shape[1]
+        return out.logits[:, last : last + r], out.hidden_states[-1][:, last]
 
     def _losses(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor | None, Tensor]:
         """``(total loss, per-token target NLL, class logits or None, logits)``."""
@@ -248,10 +250,7 @@ class Graph4MM(LightningModule):
         """Greedy generations of the batch's graphs (decoded, special tokens dropped)."""
         if self.tokenizer is None:
             raise ValueError("Graph4MM needs its tokenizer to decode generations: pass one")
-        queries = self.query_tokens(batch)
-        embeds = torch.cat([queries, self._embed(batch["prompt_ids"])], dim=1)
-        mask = torch.cat([batch["prompt_mask"].new_ones(queries.shape[:2]),
-                          batch["prompt_mask"]], dim=1)  # fmt: skip
+        embeds, mask = self.prompt_embeddings(batch, self.query_tokens(batch))
         eos = self.tokenizer.eos_token_id
         tokens = greedy_decode(self.lm, embeds, mask, self.max_new_tokens, eos)
         return self._decode(tokens, tokens != eos)

@@ -31,13 +31,18 @@ def test_a_batch_holds_each_graph_exactly():
             ids = batch["node_text_ids"][i, v][batch["node_text_mask"][i, v]]
             assert tok.decode(ids) == g.texts[v]
         assert not batch["node_text_mask"][i, k:].any()
-        prompt = batch["prompt_ids"][i][batch["prompt_mask"][i].bool()]
-        assert tok.decode(prompt) == dm.prompt_text(g)
+        prompt = batch["prompt_ids"][i][batch["prompt_mask"][i].bool()].tolist()
+        ids, slot = dm.encode_prompt(g)
+        assert prompt == ids and ids[:slot] == tok("linked:")["input_ids"]
+        assert int(batch["query_position"][i]) == batch["prompt_ids"].shape[1] - len(ids) + slot
+        assert tok.decode(ids[:slot] + ids[slot + 1 :]) == dm.prompt_text(g)
         target = batch["target_ids"][i][batch["target_mask"][i].bool()].tolist()
         assert target[-1] == tok.eos_token_id and tok.decode(target[:-1]) == " " + g.target
         assert int(batch["label"][i]) == g.label
     neighbours = "; ".join(graphs[0].texts[v] for v in graphs[0].neighbours())
     assert dm.prompt_text(graphs[0]) == f"linked: {neighbours}. digits of the linked nodes:"
+    assert (batch["prompt_ids"][torch.arange(5), batch["query_position"]] == tok.pad_token_id).all()
+    assert batch["prompt_mask"][torch.arange(5), batch["query_position"]].all()
 
 
 def test_node_texts_are_cut_to_max_text_tokens():

@@ -30,18 +30,27 @@ def test_a_graph_in_a_padded_batch_equals_the_graph_alone(variant):
         torch.testing.assert_close(hidden[i], alone_hidden[0], atol=1e-5, rtol=1e-5)
 
 
-def test_the_queries_sit_before_the_prompt_in_the_lms_input():
-    model = tiny.module().eval()
+def _row(model, batch, i, queries):
+    """Row ``i``'s prompt embeddings built by hand: its tokens, the queries at the slot."""
+    embed = model.lm.get_input_embeddings()
+    ids = batch["prompt_ids"][i][batch["prompt_mask"][i].bool()]
+    slot = int(batch["query_position"][i]) - (batch["prompt_ids"].shape[1] - len(ids))
+    return torch.cat([embed(ids[:slot]), queries[i], embed(ids[slot + 1 :])])[None]
+
+
+@pytest.mark.parametrize("variant", ["graph4mm", "text_only"])
+def test_the_queries_sit_at_the_placeholder_slot_of_the_prompt(variant):
+    model = tiny.module(variant).eval()
     batch = _batch(tiny.data().train_graphs[:1])
     queries = model.query_tokens(batch)
-    embed = model.lm.get_input_embeddings()
-    row = torch.cat([queries, embed(batch["prompt_ids"]), embed(batch["target_ids"])], dim=1)
+    target = model.lm.get_input_embeddings()(batch["target_ids"])
+    row = torch.cat([_row(model, batch, 0, queries), target], dim=1)
     direct = model.lm(inputs_embeds=row, output_hidden_states=True)
-    start = queries.shape[1] + batch["prompt_ids"].shape[1] - 1
+    start = row.shape[1] - target.shape[1] - 1
     logits, hidden = model(batch)
     torch.testing.assert_close(logits, direct.logits[:, start : start + logits.shape[1]])
     torch.testing.assert_close(hidden, direct.hidden_states[-1][:, start])
-    assert queries.shape == (1, 3, 16)
+    assert queries.shape == ((1, 3, 16) if variant == "graph4mm" else (1, 0, 16))
 
 
 def _rewired(batch):
@@ -129,8 +138,7 @@ def test_generations_are_the_greedy_continuation_of_queries_and_prompt():
     embed = model.lm.get_input_embeddings()
     eos = tiny.tokenizer().eos_token_id
     for i, text in enumerate(texts):
-        prompt = batch["prompt_ids"][i][batch["prompt_mask"][i].bool()]
-        row = torch.cat([queries[i : i + 1], embed(prompt[None])], dim=1)
+        row = _row(model, batch, i, queries)
         tokens = []
         for _ in range(model.max_new_tokens):
             token = int(model.lm(inputs_embeds=row).logits[0, -1].argmax())
