@@ -83,8 +83,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "nash_conv",
     ),
     "lightning_info.methods.graph4mm": (
+        "Graph4MM",
         "HopDiffusedAttention",
         "MMQFormer",
+        "MultimodalGraphDataModule",
         "hop_diffused_attention",
     ),
     "lightning_info.methods.fic_tsc": (

@@ -770,3 +770,73 @@ def test_adaptive_elicitation_recipe_tables_every_policy_and_the_reference(tmp_p
               for p in run.glob("files/media/table/elicitation/*_table_*.json")}  # fmt: skip
     assert charts == {"latent_accuracy", "latent_nll", "digits_accuracy", "digits_nll"}
     assert any(run.glob("files/media/images/elicitation/curves_*.png") for run in runs)
+
+
+GRAPH4MM_SMALL = [
+    "--studies.graph4mm.arms={graph4mm: {variant: graph4mm}, text_only: {variant: text_only}}",
+    "--studies.graph4mm.seeds=[0, 1]",
+    "--studies.graph4mm.data={num_train: 24, num_val: 8, num_test: 8, batch_size: 8}",
+    "--studies.graph4mm.model={dim: 16, num_queries: 2, layers: 1, heads: 2, image_dim: 8, "
+    "lr: 0.003, warmup_fraction: 0.1, max_new_tokens: 4}",
+    "--studies.graph4mm.lm={layers: 1, width: 16, heads: 2}",
+    "--studies.graph4mm.corpus=32",
+    "--studies.graph4mm.lm_epochs=1",
+    "--studies.graph4mm.epochs=2",
+    "--studies.graph4mm.val_every=1",
+    "--studies.graph4mm.workers=1",
+]
+
+
+def test_graph4mm_recipe_tables_every_arm_from_its_runs(tmp_path, monkeypatch):
+    from lightning.pytorch import Trainer, seed_everything
+
+    from lightning_info.methods.graph4mm import Graph4MM, MultimodalGraphDataModule
+    from lightning_info.methods.graph4mm.study import (
+        bayes_label_accuracy,
+        pretrain_language_model,
+    )
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    cli = _recipe("graph4mm").main(
+        GRAPH4MM_SMALL
+        + [f"--compare.output_dir={tmp_path}", f"--trainer.logger.init_args.save_dir={tmp_path}"]
+    )
+    result = cli.study_results["graph4mm"]
+    ((title, (columns, rows)),) = result.tables.items()
+    assert columns == ["arm", "token accuracy", "ROUGE-L", "exact match", "node-label accuracy",
+                       "fit seconds"]  # fmt: skip
+    assert [r[0] for r in rows] == ["Graph4MM (hop-diffused Q-Former)", "text-only LM",
+                                    "Bayes from every neighbour's digit (reference)",
+                                    "Bayes from the captioned neighbours (reference)"]  # fmt: skip
+    records = result.records
+    assert sorted((r["arm"], r["seed"]) for r in records) == [
+        ("graph4mm", 0), ("graph4mm", 1), ("text_only", 0), ("text_only", 1)
+    ]  # fmt: skip
+    rouge = [r["scores"]["test/rougeL"] for r in records if r["arm"] == "graph4mm"]
+    mean, std = (float(x) for x in rows[0][2].split(" ± "))
+    assert mean == pytest.approx(np.mean(rouge), abs=1e-4)
+    assert std == pytest.approx(np.std(rouge, ddof=1), abs=1e-4)
+    assert all([p[0] for p in r["curves"]] == [1, 2] for r in records)
+    # the text-only arm of seed 1, rebuilt here from the components, scores what was recorded
+    data = MultimodalGraphDataModule(seed=1, num_train=24, num_val=8, num_test=8, batch_size=8)
+    lm = pretrain_language_model(data, {"seed": 1, "corpus": 32, "lm_epochs": 1, "lm_lr": 0.003,
+                                        "lm": {"layers": 1, "width": 16, "heads": 2},
+                                        "root": str(tmp_path)})  # fmt: skip
+    model = Graph4MM(lm, data.tokenizer, num_classes=10, variant="text_only", dim=16,
+                     num_queries=2, layers=1, heads=2, image_dim=8, lr=0.003,
+                     warmup_fraction=0.1, max_new_tokens=4)  # fmt: skip
+    seed_everything(1, verbose=False)
+    trainer = Trainer(max_epochs=2, logger=False, enable_checkpointing=False,
+                      enable_progress_bar=False, enable_model_summary=False,
+                      num_sanity_val_steps=0, gradient_clip_val=1.0,
+                      default_root_dir=tmp_path)  # fmt: skip
+    trainer.fit(model, datamodule=data)
+    expected = trainer.test(model, datamodule=data, verbose=False)[0]
+    recorded = next(r for r in records if r["arm"] == "text_only" and r["seed"] == 1)
+    assert recorded["scores"] == pytest.approx(expected, abs=1e-6)
+    assert recorded["bayes"]["all"] == pytest.approx(bayes_label_accuracy(data.test_graphs))
+    assert (tmp_path / "graph4mm_graph4mm_scores.png").stat().st_size > 0
+    runs = sorted((tmp_path / "wandb").glob("offline-run-*"))
+    charts = {p.name.split("_table")[0] for run in runs
+              for p in run.glob("files/media/table/graph4mm/*_table_*.json")}  # fmt: skip
+    assert charts == {"val_rougeL", "val_accuracy"}

@@ -34,7 +34,13 @@ from torch import Tensor, nn
 from torchmetrics import MeanMetric
 from torchmetrics.text.rouge import ROUGEScore
 
-from lightning_info.core.validation import require_int, require_non_negative, require_positive
+from lightning_info.core.schedules import warmup_cosine_config
+from lightning_info.core.validation import (
+    require_fraction,
+    require_int,
+    require_non_negative,
+    require_positive,
+)
 from lightning_info.methods.graph4mm.decoding import greedy_decode, positions
 from lightning_info.methods.graph4mm.encoders import image_encoder as build_image_encoder
 from lightning_info.methods.graph4mm.qformer import MMQFormer
@@ -61,7 +67,11 @@ class Graph4MM(LightningModule):
         dim, num_queries, layers, heads: the Q-Former's size; alpha, steps, remainder: its
             hop diffusion (``functional.hop_diffused_attention``).
         lora: ``peft.LoraConfig`` arguments for adapters in the LM, or ``None``.
-        lr, weight_decay: AdamW over the trainable parameters. max_new_tokens: greedy decoding.
+        lr, weight_decay: AdamW over the trainable parameters; warmup_fraction,
+            schedule_steps: a linear warmup over that fraction of ``schedule_steps`` optimizer
+            steps (``None``: the trainer's estimate), then a cosine decay
+            (``core.schedules.warmup_cosine``); ``warmup_fraction=None``: a constant rate.
+        max_new_tokens: greedy decoding.
     """
 
     def __init__(
@@ -86,6 +96,8 @@ class Graph4MM(LightningModule):
         class_weight: float = 1.0,
         lr: float = 1e-3,
         weight_decay: float = 0.0,
+        warmup_fraction: float | None = None,
+        schedule_steps: int | None = None,
         max_new_tokens: int = 12,
     ):
         super().__init__()
@@ -98,6 +110,12 @@ class Graph4MM(LightningModule):
         self.lr = require_positive(lr, "lr")
         self.weight_decay = require_non_negative(weight_decay, "weight_decay")
         self.class_weight = require_non_negative(class_weight, "class_weight")
+        if warmup_fraction is not None:
+            require_fraction(warmup_fraction, "warmup_fraction")
+        self.warmup_fraction = warmup_fraction
+        self.schedule_steps = (
+            None if schedule_steps is None else require_int(schedule_steps, "schedule_steps", 1)
+        )
         self.max_new_tokens = require_int(max_new_tokens, "max_new_tokens", 1)
         if isinstance(lm, str):
             from lightning_info.lm.tiny_lm import load_causal_lm
@@ -303,6 +321,11 @@ class Graph4MM(LightningModule):
     def on_test_epoch_end(self) -> None:
         self._log_rouge("test")
 
-    def configure_optimizers(self) -> torch.optim.Optimizer:
+    def configure_optimizers(self) -> Any:
         trainable = [p for p in self.parameters() if p.requires_grad]
-        return torch.optim.AdamW(trainable, lr=self.lr, weight_decay=self.weight_decay)
+        optimizer = torch.optim.AdamW(trainable, lr=self.lr, weight_decay=self.weight_decay)
+        if self.warmup_fraction is None:
+            return optimizer
+        return warmup_cosine_config(
+            optimizer, self.trainer, self.warmup_fraction, self.schedule_steps
+        )

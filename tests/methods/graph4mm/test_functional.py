@@ -12,9 +12,11 @@ from lightning_info.methods.graph4mm import (
     HopDiffusedAttention,
     diffuse,
     hop_diffused_attention,
+    masked_softmax_transition,
     masked_transition,
     ppr_weights,
 )
+from lightning_info.methods.graph4mm.functional import adjacency_mask
 
 
 def _graph(batch: int, n: int, p: float = 0.4, seed: int = 0) -> torch.Tensor:
@@ -51,6 +53,36 @@ def test_post_softmax_renormalisation_equals_the_minus_inf_masked_softmax():
     masked = torch.softmax(logits.masked_fill(adjacency[:, None] == 0, float("-inf")), dim=-1)
     rows = adjacency.sum(-1)[:, None].expand(-1, 2, -1) > 0
     torch.testing.assert_close(transition[rows], masked[rows], rtol=1e-12, atol=1e-14)
+
+
+def test_the_edge_softmax_from_logits_is_the_same_transition():
+    adjacency = _graph(3, 9, p=0.4, seed=5)
+    adjacency[0, 4, :] = adjacency[0, :, 4] = 0  # an isolated node
+    logits, scores = _scores((3, 2, 9, 9))
+    mask = adjacency_mask(logits, adjacency)
+    edge = masked_softmax_transition(logits, mask)
+    renormalised = masked_transition(scores, adjacency)
+    torch.testing.assert_close(edge, renormalised, rtol=1e-12, atol=1e-14)
+    assert masked_softmax_transition(logits, mask)[0, :, 4, 4].eq(1).all()
+
+
+def test_the_edge_softmax_survives_where_renormalising_the_softmax_underflows():
+    # row 0 puts nearly all its attention off the graph (on itself); its edges go to 1 and 2
+    adjacency = torch.tensor([[0, 1, 1], [1, 0, 0], [1, 0, 0]])
+    logits = torch.tensor([[[120.0, 1.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]])
+    reference = masked_softmax_transition(logits.double(), adjacency_mask(logits.double(),
+                                                                          adjacency))  # fmt: skip
+    expected = torch.softmax(torch.tensor([1.0, 0.0], dtype=torch.float64), 0)
+    torch.testing.assert_close(reference[0, 0, 1:], expected)
+    logits.requires_grad_(True)
+    edge = masked_softmax_transition(logits, adjacency_mask(logits, adjacency))
+    torch.testing.assert_close(edge[0, 0].double(), reference[0, 0])
+    (grad,) = torch.autograd.grad(edge[0, 0, 1], logits)
+    assert torch.isfinite(grad).all() and grad[0, 0, 1] > 0
+    # renormalising the float32 softmax: the edges' weights underflow to 0, and the row is
+    # taken for an isolated node (a self loop), the wrong transition
+    post = masked_transition(torch.softmax(logits.detach(), -1), adjacency)
+    assert post[0, 0].tolist() == [1.0, 0.0, 0.0]
 
 
 def test_the_series_with_its_remainder_tends_to_the_pagerank_solve():
