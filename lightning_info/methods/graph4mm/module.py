@@ -36,6 +36,7 @@ from torchmetrics.text.rouge import ROUGEScore
 
 from lightning_info.core.schedules import warmup_cosine_config
 from lightning_info.core.validation import (
+    require_finite_tensor,
     require_fraction,
     require_int,
     require_non_negative,
@@ -148,6 +149,7 @@ class Graph4MM(LightningModule):
                 heads=heads,
                 hop=hop if variant == "graph4mm" else None,
             )
+            self._queries_at_token_scale()
         self.classifier = (
             nn.Linear(width, require_int(num_classes, "num_classes", 2))
             if task != "generate"
@@ -168,6 +170,17 @@ class Graph4MM(LightningModule):
             }
         )
 
+    @torch.no_grad()
+    def _queries_at_token_scale(self) -> None:
+        """Start the queries at the spread of the LM's token embeddings: the Q-Former's output
+        projection reads layer-normalised vectors, so weights of std ``s / sqrt(dim)`` (and no
+        bias) give outputs of std about ``s``, the embeddings' own. With the default
+        initialisation the queries' norms were about 25 times the tokens'."""
+        spread = float(self.lm.get_input_embeddings().weight.std())
+        out = self.qformer.out
+        out.weight.normal_(0.0, spread / out.in_features**0.5)
+        out.bias.zero_()
+
     def train(self, mode: bool = True) -> Graph4MM:
         super().train(mode)
         self.lm.eval()  # frozen: no dropout, whatever Lightning switches
@@ -185,7 +198,7 @@ class Graph4MM(LightningModule):
             width = self.lm.get_input_embeddings().embedding_dim
             return self._embed(batch["prompt_ids"]).new_zeros(b, 0, width)
         has_image = batch["has_image"] & batch["node_mask"]
-        images = batch["images"]
+        images = require_finite_tensor(batch["images"], "images")
         features = self.image_encoder(images[has_image])
         image = features.new_zeros(*has_image.shape, features.shape[-1])
         image[has_image] = features

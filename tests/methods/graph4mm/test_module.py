@@ -176,5 +176,9 @@ def test_bad_arguments_are_refused():
     with pytest.raises(ValueError, match="task"):
         tiny.module(task="summarise")
     model = Graph4MM(tiny.lm(), tokenizer=None, dim=16, num_queries=2, heads=2, image_dim=8)
+    batch = _batch(tiny.data().train_graphs[:2])
     with pytest.raises(ValueError, match="tokenizer"):
-        model.generate(_batch(tiny.data().train_graphs[:1]))
+        model.generate(batch)
+    batch["images"][0, 0, 0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match="images"):
+        model(batch)
