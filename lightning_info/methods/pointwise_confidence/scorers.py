@@ -45,6 +45,8 @@ from lightning_info.measures.mutual_information import jensen_shannon_mi
 from lightning_info.scoring.base import PosthocScorer
 
 LN2 = math.log(2.0)
+PROBABILITY_FLOOR = 1e-12
+LOG_PROBABILITY_FLOOR = math.log(PROBABILITY_FLOOR)
 _PMI_OBJECTIVES = ("classifier", "density_ratio", "fjs")
 _PVI_VARIANTS = ("classifier", "temperature", "head", "ensemble")
 _DENSITIES = ("histogram", "gaussian")
@@ -328,11 +330,14 @@ class PVIScorer(_NetworkScorer):
         inputs = self._inputs(features)
         with torch.no_grad():
             probs = torch.stack([head(inputs).softmax(1) for head in self.heads]).mean(0)
-        return probs.clamp_min(1e-12).log()
+        return probs.clamp_min(PROBABILITY_FLOOR).log()
 
     def pointwise(self, features: Tensor, logits: Tensor) -> Tensor:
-        """PVI(x -> k) in bits, ``(N, K)``."""
-        return (self.log_probabilities(features, logits) - self.log_null) / LN2
+        """PVI(x -> k) in bits, ``(N, K)``, ``g[x](k)`` clipped below at ``1e-12`` as the
+        reference code clips it (a probability the logits put at ``1e-80`` would otherwise give
+        -266 bits and dominate any mean over examples)."""
+        log_g = self.log_probabilities(features, logits).clamp_min(LOG_PROBABILITY_FLOOR)
+        return (log_g - self.log_null) / LN2
 
     def _values(self, features: Tensor, logits: Tensor) -> Tensor:
         return self.pointwise(features, logits)

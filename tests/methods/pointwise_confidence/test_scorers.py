@@ -93,6 +93,17 @@ def test_pvi_of_the_classifier_with_prior_null_is_prior_corrected_softmax():
     torch.testing.assert_close(scores, confidence_from_pointwise(pvi, logits))
 
 
+def test_pvi_clips_the_probability_at_1e_12_as_the_reference_does():
+    labels = torch.tensor([0, 1, 2, 2])
+    logits = torch.tensor([[0.0, -200.0, 0.0], [0.0, 0.0, 0.0], [1.0, 2.0, 3.0], [0.0, 0.0, 9.0]])
+    scorer = PVIScorer("classifier", null="prior").fit(torch.zeros(4, 1), logits, labels)
+    pvi = scorer.pointwise(torch.zeros(4, 1), logits)
+    # log2(1e-12) - log2(prior 1/4): the floor, not log2 of e^-200 (about -290 bits)
+    assert float(pvi[0, 1]) == pytest.approx(math.log2(1e-12) - math.log2(0.25), rel=1e-6)
+    unclipped = (logits.log_softmax(1) - scorer.log_null) / math.log(2)
+    torch.testing.assert_close(pvi[1:], unclipped[1:])  # above the floor nothing changes
+
+
 def test_fit_temperature_recovers_the_generating_temperature():
     generator = torch.Generator().manual_seed(5)
     logits = 4 * torch.randn(20000, 5, generator=generator)
