@@ -23,12 +23,19 @@ class HopDiffusedAttention(nn.Module):
     ``(B, N, N)``, binary): per head ``S = softmax(Q K^T / sqrt(d))``, ``T`` its masked and
     renormalised transition (computed as the softmax over each row's edges,
     ``functional.masked_softmax_transition``: the same matrix without the underflow), output
-    ``sum_i theta_i T^i V`` (truncated personalised PageRank with the remainder term), heads
+    ``sum_i theta_i T^i V`` (truncated personalised PageRank made to sum to one by the remainder
+    term, or by ``rescale``; ``functional.ppr_weights``), heads
     concatenated and projected. The diffusion is ``steps`` products with ``V``; no power of
     ``T`` is formed."""
 
     def __init__(
-        self, dim: int, heads: int = 4, alpha: float = 0.1, steps: int = 4, remainder: bool = True
+        self,
+        dim: int,
+        heads: int = 4,
+        alpha: float = 0.1,
+        steps: int = 4,
+        remainder: bool = True,
+        rescale: bool = False,
     ):
         super().__init__()
         dim, heads = require_int(dim, "dim", 1), require_int(heads, "heads", 1)
@@ -37,7 +44,7 @@ class HopDiffusedAttention(nn.Module):
         self.heads = heads
         self.qkv = nn.Linear(dim, 3 * dim)
         self.out = nn.Linear(dim, dim)
-        self.register_buffer("weights", ppr_weights(alpha, steps, remainder).float())
+        self.register_buffer("weights", ppr_weights(alpha, steps, remainder, rescale).float())
 
     def forward(self, x: Tensor, adjacency: Tensor) -> Tensor:
         if x.dim() != 3:

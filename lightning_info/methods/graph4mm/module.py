@@ -65,8 +65,8 @@ class Graph4MM(LightningModule):
             name or folder, or a module (``encoders.image_encoder``); image_channels,
             image_dim: the ConvNet's input channels and width; freeze_image_encoder: keep a
             pretrained encoder's weights fixed.
-        dim, num_queries, layers, heads: the Q-Former's size; alpha, steps, remainder: its
-            hop diffusion (``functional.hop_diffused_attention``).
+        dim, num_queries, layers, heads: the Q-Former's size; alpha, steps, remainder,
+            rescale: its hop diffusion (``functional.ppr_weights``).
         lora: ``peft.LoraConfig`` arguments for adapters in the LM, or ``None``.
         lr, weight_decay: AdamW over the trainable parameters; warmup_fraction,
             schedule_steps: a linear warmup over that fraction of ``schedule_steps`` optimizer
@@ -93,6 +93,7 @@ class Graph4MM(LightningModule):
         alpha: float = 0.1,
         steps: int = 4,
         remainder: bool = True,
+        rescale: bool = False,
         lora: dict[str, Any] | None = None,
         class_weight: float = 1.0,
         lr: float = 1e-3,
@@ -138,7 +139,7 @@ class Graph4MM(LightningModule):
             )
             image_width = self.image_encoder.out_dim
             self.null_image = nn.Parameter(torch.zeros(1, 1, image_width))  # "no image" token
-            hop = {"alpha": alpha, "steps": steps, "remainder": remainder}
+            hop = {"alpha": alpha, "steps": steps, "remainder": remainder, "rescale": rescale}
             self.qformer = MMQFormer(
                 dim,
                 image_dim=image_width,

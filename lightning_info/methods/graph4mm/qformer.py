@@ -70,7 +70,7 @@ class MMQFormer(nn.Module):
             language model's embedding width.
         num_queries, layers, heads, ffn_mult: its size.
         hop: ``HopDiffusedAttention`` arguments for the joint attention (``alpha``, ``steps``,
-            ``remainder``); ``None``: plain attention, blind to the graph.
+            ``remainder``, ``rescale``); ``None``: plain attention, blind to the graph.
     """
 
     def __init__(

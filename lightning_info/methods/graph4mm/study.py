@@ -39,6 +39,7 @@ METRICS = {
 }
 LABELS = {
     "graph4mm": "Graph4MM (hop-diffused Q-Former)",
+    "series": "Graph4MM, the reference's series (no remainder)",
     "agnostic": "graph-agnostic Q-Former",
     "image_only": "image-only Q-Former",
     "text_only": "text-only LM",
@@ -180,7 +181,9 @@ class Graph4MMStudy(Study):
     """
 
     arms: dict[str, dict[str, Any]] = field(
-        default_factory=lambda: {name: {"variant": name} for name in LABELS}
+        default_factory=lambda: {
+            name: {"variant": name} for name in ("graph4mm", "agnostic", "image_only", "text_only")
+        }
     )
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
     data: dict[str, Any] = field(default_factory=dict)

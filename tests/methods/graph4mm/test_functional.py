@@ -110,6 +110,22 @@ def test_rows_sum_to_one_with_the_remainder_and_shrink_without_it():
     assert ppr_weights(0.1, 4).tolist() == pytest.approx([0.1, 0.09, 0.081, 0.0729, 0.6561])
 
 
+def test_rescaled_weights_sum_to_one_and_keep_the_series_proportions():
+    adjacency = _graph(2, 6, seed=6)
+    _, scores = _scores((2, 6, 6), seed=7)
+    rescaled = hop_diffused_attention(scores, adjacency, remainder=False, rescale=True)
+    cut = hop_diffused_attention(scores, adjacency, remainder=False)
+    torch.testing.assert_close(rescaled.sum(-1), torch.ones(2, 6, dtype=torch.float64))
+    torch.testing.assert_close(rescaled, cut / (1 - 0.9**4), rtol=1e-12, atol=1e-14)
+    series = [0.1, 0.09, 0.081, 0.0729]
+    expected = [w / sum(series) for w in series]
+    assert ppr_weights(0.1, 4, remainder=False, rescale=True).tolist() == pytest.approx(expected)
+    doubled = hop_diffused_attention(scores, adjacency, theta=[0, 2], remainder=False, rescale=True)
+    assert doubled.equal(masked_transition(scores, adjacency))
+    with pytest.raises(ValueError, match="remainder or rescale"):
+        ppr_weights(0.1, 4, remainder=True, rescale=True)
+
+
 def test_a_node_without_edges_keeps_its_own_features():
     adjacency = _graph(1, 5, p=1.0)
     adjacency[0, 2, :] = adjacency[0, :, 2] = 0  # node 2 is isolated
