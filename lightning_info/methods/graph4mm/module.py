@@ -150,7 +150,6 @@ class Graph4MM(LightningModule):
                 heads=heads,
                 hop=hop if variant == "graph4mm" else None,
             )
-            self._queries_at_token_scale()
         self.classifier = (
             nn.Linear(width, require_int(num_classes, "num_classes", 2))
             if task != "generate"
@@ -170,17 +169,6 @@ class Graph4MM(LightningModule):
                 for stage in ("val", "test")
             }
         )
-
-    @torch.no_grad()
-    def _queries_at_token_scale(self) -> None:
-        """Start the queries at the spread of the LM's token embeddings: the Q-Former's output
-        projection reads layer-normalised vectors, so weights of std ``s / sqrt(dim)`` (and no
-        bias) give outputs of std about ``s``, the embeddings' own. With the default
-        initialisation the queries' norms were about 25 times the tokens'."""
-        spread = float(self.lm.get_input_embeddings().weight.std())
-        out = self.qformer.out
-        out.weight.normal_(0.0, spread / out.in_features**0.5)
-        out.bias.zero_()
 
     def train(self, mode: bool = True) -> Graph4MM:
         super().train(mode)
