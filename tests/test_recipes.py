@@ -389,7 +389,9 @@ def test_data_audit_recipe_flags_planted_text_and_scores_attacks(tmp_path, capsy
     assert row[2] == 14 and float(row[3]) > 0.8  # planted instances are found
     assert float(row[4]) < 0.05  # few other instances overlap
     assert {r[1] for r in attacks[1]} == {"target", "lr", "prism", "data_aware"}
-    assert all(0.0 <= float(r[2]) <= 1.0 for r in attacks[1])
+    assert attacks[0][2:5] == ["AUC", "AUC vs non-members", "AUC vs unseen"]
+    assert all(0.0 <= float(v) <= 1.0 for r in attacks[1] for v in r[2:8])
+    assert len({(r[7], r[8]) for r in attacks[1]}) == 1  # one diagnosis per target
     assert (tmp_path / "overlap_report.json").exists()
     printed = capsys.readouterr().out
     for study in ("overlap", "prism"):

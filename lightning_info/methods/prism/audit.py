@@ -10,8 +10,9 @@ the trained module's model as the target and logs the report.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +28,14 @@ from lightning_info.core.validation import require_int
 from lightning_info.lm.features import check_causal_lm
 from lightning_info.methods.prism.fragments import AttackSet
 from lightning_info.methods.prism.functional import (
+    DATA_AWARE_CLASSIFIERS,
     DEFAULT_FPR_LEVELS,
     attack_metrics,
     data_aware_scores,
     fragment_log_probability,
     likelihood_ratio,
     prism_score,
+    roc_auc,
     world_log_probability,
 )
 
@@ -50,13 +53,18 @@ class FragmentAuditReport:
 
     ``log_probs`` maps ``"target"``, ``"shadow"``, ``"world"`` to float64 vectors;
     ``scores`` maps each of :data:`ATTACKS` to its scores (higher = more likely a member);
-    ``metrics`` maps each attack to ``{"auc", "tpr@2%fpr", "tpr@5%fpr"}``.
+    ``metrics`` maps each attack to ``{"auc", "tpr@2%fpr", "tpr@5%fpr"}`` and, when the queries'
+    kinds are known, the AUC of members against each kind of negative alone (``"auc vs
+    non-members"``, ``"auc vs unseen"``). ``diagnostics``: the share of queries with
+    ``p_w > p_s`` and the median ``log(p_w / p_s)`` over the seen fragments (members and
+    non-members), the condition PRISM needs (:meth:`FragmentAuditor.score`).
     """
 
     labels: np.ndarray
     log_probs: dict[str, np.ndarray]
     scores: dict[str, np.ndarray]
     metrics: dict[str, dict[str, float]]
+    diagnostics: dict[str, float] = field(default_factory=dict)
 
     def table(self) -> tuple[list[str], list[list]]:
         """``(columns, rows)``: one row per attack, one column per metric."""
@@ -73,7 +81,9 @@ class FragmentAuditReport:
         }
 
     def __str__(self) -> str:
-        return markdown_table(*self.table())
+        lines = [markdown_table(*self.table())]
+        lines += [f"{name}: {value:.4f}" for name, value in self.diagnostics.items()]
+        return "\n".join(lines)
 
 
 class FragmentAuditor:
@@ -84,8 +94,8 @@ class FragmentAuditor:
     :func:`~lightning_info.lm.tiny_lm.load_causal_lm` on first use. Every model is run on its own
     device. ``world_models`` is a single spec or a *list* of specs (a tuple is read as one
     ``(model, tokenizer)`` pair); ``p_w`` is the mean of their probabilities. ``prior`` is
-    PRISM's ``pi``; the data-aware classifier uses ``n_splits``-fold stratified CV shuffled with
-    ``seed``.
+    PRISM's ``pi``; the data-aware classifier (``data_aware``: ``"boosted_trees"``, as the
+    reference, or ``"logistic"``) uses ``n_splits``-fold stratified CV shuffled with ``seed``.
     """
 
     def __init__(
@@ -99,7 +109,13 @@ class FragmentAuditor:
         n_splits: int = 5,
         seed: int = 0,
         fpr_levels: Sequence[float] = DEFAULT_FPR_LEVELS,
+        data_aware: str = "boosted_trees",
     ) -> None:
+        if data_aware not in DATA_AWARE_CLASSIFIERS:
+            raise ValueError(
+                f"`data_aware` must be one of {DATA_AWARE_CLASSIFIERS}, got {data_aware!r}."
+            )
+        self.data_aware = data_aware
         if not 0.0 < float(prior) < 1.0:
             raise ValueError(f"`prior` must lie in (0, 1), got {prior!r}.")
         if isinstance(world_models, (str, tuple)) or not isinstance(world_models, Sequence):
@@ -130,22 +146,36 @@ class FragmentAuditor:
 
     def run(self, attack_set: AttackSet) -> FragmentAuditReport:
         """Score ``attack_set`` with all models and attacks; see :meth:`score`."""
-        return self.score(self.log_probabilities(attack_set), attack_set.labels)
+        log_probs = self.log_probabilities(attack_set)
+        return self.score(log_probs, attack_set.labels, attack_set.kinds)
 
     def score(
-        self, log_probs: Mapping[str, Tensor | np.ndarray], labels: Sequence[int]
+        self,
+        log_probs: Mapping[str, Tensor | np.ndarray],
+        labels: Sequence[int],
+        kinds: Sequence[str] | None = None,
     ) -> FragmentAuditReport:
         """The report from cached ``{"target", "shadow", "world"}`` log-probabilities.
 
         Attacks: ``target`` = ``log p_t`` (the raw target probability, a monotone transform);
         ``lr`` = ``p_t / (p_s + 1e-12)``; ``prism`` = :func:`prism_score`; ``data_aware`` =
-        out-of-fold logistic regression on ``[log p_t, log p_w, log p_s]``.
+        out-of-fold classifier on ``[log p_t, log p_w, log p_s]``. With the queries' ``kinds``
+        (``"member"``, ``"non_member"``, ``"unseen"``) each attack's AUC is also reported
+        against each kind of negative alone.
+
+        PRISM ``= p_s + (p_w - p_s) / posterior`` rises with the target's memorisation (the
+        posterior) only where ``p_w < p_s``: the world model must be an external prior that gives
+        the record's fragments *less* probability than the shadow (another corpus or format),
+        not a second shadow. When the median ``log(p_w / p_s)`` over the seen fragments is above
+        0 a warning says so; both numbers are in ``diagnostics``.
         """
         lp = {k: torch.as_tensor(np.asarray(log_probs[k]), dtype=torch.float64) for k in _MODELS}
         p = {k: torch.exp(v) for k, v in lp.items()}
         y = np.asarray(labels, dtype=np.int64)
         features = torch.stack([lp["target"], lp["world"], lp["shadow"]], 1)
-        data_aware, _ = data_aware_scores(features, y, self.n_splits, self.seed)
+        data_aware, _ = data_aware_scores(
+            features, y, self.n_splits, self.seed, classifier=self.data_aware
+        )
         scores = {
             "target": lp["target"].numpy(),
             "lr": likelihood_ratio(p["target"], p["shadow"]).numpy(),
@@ -153,7 +183,13 @@ class FragmentAuditor:
             "data_aware": data_aware,
         }
         metrics = {name: attack_metrics(s, y, self.fpr_levels) for name, s in scores.items()}
-        return FragmentAuditReport(y, {k: v.numpy() for k, v in lp.items()}, scores, metrics)
+        if kinds is not None:
+            for name, values in scores.items():
+                metrics[name].update(_auc_by_negative_kind(values, y, kinds))
+        diagnostics = _world_shadow_diagnostics(lp["world"], lp["shadow"], kinds)
+        return FragmentAuditReport(
+            y, {k: v.numpy() for k, v in lp.items()}, scores, metrics, diagnostics
+        )
 
     def _log_probability(self, spec: ModelSpec, attack_set: AttackSet) -> Tensor:
         model, tokenizer = self._resolve(spec)
@@ -267,6 +303,42 @@ def _target(pl_module: pl.LightningModule) -> Any:
 
 
 _MODELS = ("target", "shadow", "world")
+NEGATIVE_KINDS = {"non_member": "auc vs non-members", "unseen": "auc vs unseen"}
+
+
+def _auc_by_negative_kind(scores: np.ndarray, labels: np.ndarray, kinds: Sequence[str]):
+    """Members against each kind of negative alone (kinds present in the attack set only)."""
+    kinds = np.asarray(kinds)
+    if kinds.shape != labels.shape:
+        raise ValueError(f"`kinds` has {kinds.shape[0]} entries for {labels.shape[0]} queries.")
+    out = {}
+    for kind, name in NEGATIVE_KINDS.items():
+        keep = (kinds == "member") | (kinds == kind)
+        if (kinds == kind).any() and (kinds == "member").any():
+            out[name] = roc_auc(scores[keep], labels[keep])
+    return out
+
+
+def _world_shadow_diagnostics(
+    log_world: Tensor, log_shadow: Tensor, kinds: Sequence[str] | None
+) -> dict[str, float]:
+    """The share of queries with ``p_w > p_s`` and the median ``log(p_w / p_s)`` over the seen
+    fragments (every query when the kinds are not known); warns when that median is above 0."""
+    log_ratio = (log_world - log_shadow).numpy()
+    seen = np.ones_like(log_ratio, dtype=bool)
+    if kinds is not None:
+        seen = np.isin(np.asarray(kinds), ["member", "non_member"])
+    median = float(np.median(log_ratio[seen]))
+    if median > 0:
+        warnings.warn(
+            f"The world model gives the seen fragments more probability than the shadow "
+            f"(median log(p_w / p_s) = {median:.3f} > 0): PRISM then falls as the target "
+            "memorises. Use a world model that is an external prior (another corpus or format), "
+            "not more of the shadow's data.",
+            stacklevel=3,
+        )
+    return {"share of queries with p_w > p_s": float((log_ratio > 0).mean()),
+            "median log(p_w / p_s), seen fragments": median}  # fmt: skip
 
 
 def _check_attack_set(attack_set: Any) -> None:

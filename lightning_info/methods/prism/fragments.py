@@ -28,6 +28,7 @@ __all__ = [
     "PROFILES",
     "PROMPT_TEMPLATE",
     "UNSEEN_FRAGMENTS",
+    "WORLD_TEMPLATE",
     "AttackSet",
     "build_attack_set",
     "fragment_prompt",
@@ -40,6 +41,11 @@ PROMPT_TEMPLATE = (
     "That individual's medical summary then also includes: "
 )
 """The note's prompt; the candidate fragment follows it directly (the reference's wording)."""
+
+WORLD_TEMPLATE = "Problem list ({context}) and: "
+"""Another format for a world model's training texts: a general model knows which conditions go
+together, but not the audited notes' wording, so on the audit's queries it gives the records'
+fragments less probability than a shadow trained in that wording (the condition PRISM needs)."""
 
 PROFILES: dict[str, tuple[str, ...]] = {
     "cardiometabolic": (

@@ -233,26 +233,35 @@ def prism_score(
 # --------------------------------------------------------------------------------------------
 
 
+DATA_AWARE_CLASSIFIERS = ("boosted_trees", "logistic")
+
+
 def data_aware_scores(
     features: ArrayLike,
     labels: ArrayLike,
     n_splits: int = 5,
     seed: int = 0,
     folds: ArrayLike | None = None,
+    classifier: str = "boosted_trees",
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Out-of-fold ``P(member | x)`` of a logistic regression on ``features``, and the fold ids.
+    """Out-of-fold ``P(member | x)`` of a classifier on ``features``, and the fold ids.
 
     ``features`` is ``(n, d)``; PRISM's data-aware attack uses ``[log p_t, log p_w, log p_s]``
-    (logs, as the raw probabilities span many orders of magnitude; an infinite log is replaced
-    by the column's finite extreme -/+ 1). Samples are split into ``n_splits`` stratified folds
-    (shuffled with ``seed``), or by the given integer ``folds`` ids; each fold is scored by a
-    standardise + ``LogisticRegression`` pipeline fitted on the other folds only, so no sample is
-    scored by a model that saw it. Returns float64 scores and int fold ids, both of shape ``(n,)``.
+    (an infinite log is replaced by the column's finite extreme -/+ 1). ``classifier``:
+    ``"boosted_trees"``, scikit-learn's ``HistGradientBoostingClassifier`` (seeded), the
+    reference's gradient-boosted trees; trees split on the order of each feature only, so the
+    logs give the same model as the reference's raw probabilities. ``"logistic"``: a
+    standardise + ``LogisticRegression`` pipeline. Samples are split into ``n_splits``
+    stratified folds (shuffled with ``seed``), or by the given integer ``folds`` ids; each fold
+    is scored by a model fitted on the other folds only, so no sample is scored by a model that
+    saw it. Returns float64 scores and int fold ids, both of shape ``(n,)``.
     """
-    from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
+
+    if classifier not in DATA_AWARE_CLASSIFIERS:
+        raise ValueError(
+            f"`classifier` must be one of {DATA_AWARE_CLASSIFIERS}, got {classifier!r}."
+        )
 
     x = np.asarray(features.detach().cpu() if isinstance(features, Tensor) else features)
     x = np.array(x, dtype=np.float64)  # a copy: the caller's array is not modified
@@ -288,10 +297,22 @@ def data_aware_scores(
         train = ~test
         if len(np.unique(y[train])) < 2:
             raise ValueError(f"Fold {k}'s training part holds one class only; use fewer folds.")
-        model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+        model = _data_aware_model(classifier, seed)
         model.fit(x[train], y[train])
         scores[test] = model.predict_proba(x[test])[:, 1]
     return scores, fold_ids
+
+
+def _data_aware_model(classifier: str, seed: int):
+    if classifier == "boosted_trees":
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
+        return HistGradientBoostingClassifier(random_state=seed)
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
 
 
 # --------------------------------------------------------------------------------------------

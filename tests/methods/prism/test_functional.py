@@ -1,4 +1,5 @@
 import copy
+import warnings
 
 import lightning.pytorch as pl
 import numpy as np
@@ -172,7 +173,7 @@ def test_data_aware_scores_are_out_of_fold():
     labels = np.tile([0, 1], 30)
     features = rng.normal(size=(60, 3)) + labels[:, None]
     features[0, 1] = -np.inf  # an underflowed log-probability is tolerated
-    scores, folds = data_aware_scores(features, labels, n_splits=5, seed=0)
+    scores, folds = data_aware_scores(features, labels, n_splits=5, seed=0, classifier="logistic")
     assert sorted(np.bincount(folds)) == [12] * 5
     for k in range(5):  # stratified
         assert labels[folds == k].sum() == 6
@@ -186,11 +187,29 @@ def test_data_aware_scores_are_out_of_fold():
     # Flipping one sample's label cannot change its own score, only other folds' scores.
     flipped = labels.copy()
     flipped[7] = 1 - flipped[7]
-    again, _ = data_aware_scores(features, flipped, folds=folds)
+    again, _ = data_aware_scores(features, flipped, folds=folds, classifier="logistic")
     assert again[7] == scores[7]
     np.testing.assert_array_equal(again[folds == folds[7]], scores[folds == folds[7]])
     assert not np.allclose(again[folds != folds[7]], scores[folds != folds[7]])
     assert np.isfinite(features[1:]).all() and np.isneginf(features[0, 1])  # input untouched
+
+
+def test_data_aware_boosted_trees_are_out_of_fold_and_see_only_the_order_of_each_feature():
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    rng = np.random.default_rng(1)
+    labels = np.tile([0, 1], 40)
+    logs = rng.normal(size=(80, 3)) + 0.8 * labels[:, None]
+    scores, folds = data_aware_scores(logs, labels, n_splits=4, seed=3)
+    for k in range(4):
+        model = HistGradientBoostingClassifier(random_state=3)
+        model.fit(logs[folds != k], labels[folds != k])
+        np.testing.assert_allclose(scores[folds == k], model.predict_proba(logs[folds == k])[:, 1])
+    # the reference feeds raw probabilities: trees bin each feature by its order, same model
+    raw, _ = data_aware_scores(np.exp(logs), labels, folds=folds, seed=3)
+    np.testing.assert_allclose(raw, scores, atol=1e-12)
+    with pytest.raises(ValueError, match="classifier"):
+        data_aware_scores(logs, labels, classifier="forest")
 
 
 # ------------------------------------------------------------------ synthetic data
@@ -240,16 +259,52 @@ def test_end_to_end_audit_with_tiny_models(frag_tokenizer, records):
     auditor = FragmentAuditor(
         _lm(frag_tokenizer, 0), _lm(frag_tokenizer, 1), worlds, frag_tokenizer
     )
-    report = auditor.run(attack)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # untrained tiny models may trip the p_w > p_s warning
+        report = auditor.run(attack)
     assert set(report.metrics) == set(ATTACKS)
-    for metrics in report.metrics.values():
-        assert set(metrics) == {"auc", "tpr@2%fpr", "tpr@5%fpr"}
+    kinds = np.asarray(attack.kinds)
+    labels = np.asarray(attack.labels)
+    for name, metrics in report.metrics.items():
+        assert set(metrics) == {"auc", "tpr@2%fpr", "tpr@5%fpr", "auc vs non-members",
+                                "auc vs unseen"}  # fmt: skip
         assert all(0.0 <= value <= 1.0 for value in metrics.values())
+        for kind, key in (("non_member", "auc vs non-members"), ("unseen", "auc vs unseen")):
+            keep = np.isin(kinds, ["member", kind])  # members against this kind alone
+            expected = roc_auc_score(labels[keep], report.scores[name][keep])
+            assert metrics[key] == pytest.approx(expected, abs=1e-12)
+    log_ratio = report.log_probs["world"] - report.log_probs["shadow"]
+    seen = kinds != "unseen"
+    assert report.diagnostics == pytest.approx({
+        "share of queries with p_w > p_s": float((log_ratio > 0).mean()),
+        "median log(p_w / p_s), seen fragments": float(np.median(log_ratio[seen])),
+    })  # fmt: skip
     assert all(len(s) == len(attack) for s in report.scores.values())
-    assert len(report.scalars()) == 12 and "| data_aware" in str(report)
+    assert len(report.scalars()) == 20 and "| data_aware" in str(report)
+    assert "median log(p_w / p_s)" in str(report)
     # Reusing cached log-probabilities gives the same report.
-    again = auditor.score(report.log_probs, attack.labels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        again = auditor.score(report.log_probs, attack.labels, attack.kinds)
     assert again.metrics == report.metrics
+
+
+def test_a_world_model_above_the_shadow_on_seen_fragments_is_warned_about(frag_tokenizer, records):
+    auditor = FragmentAuditor(None, None, [None], frag_tokenizer, n_splits=2)  # cached values
+    labels = [1, 1, 1, 0, 0, 0]
+    kinds = ["member"] * 3 + ["non_member"] * 2 + ["unseen"]
+    shadow = np.log([0.2, 0.1, 0.3, 0.2, 0.1, 0.001])
+    target = np.log([0.5, 0.4, 0.6, 0.2, 0.1, 0.001])
+    second_shadow = {"target": target, "shadow": shadow, "world": shadow + 0.5}
+    with pytest.warns(UserWarning, match="external prior"):
+        report = auditor.score(second_shadow, labels, kinds)
+    assert report.diagnostics["median log(p_w / p_s), seen fragments"] == pytest.approx(0.5)
+    assert report.diagnostics["share of queries with p_w > p_s"] == 1.0
+    prior = {"target": target, "shadow": shadow, "world": shadow - 1.0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning for an external prior below the shadow
+        report = auditor.score(prior, labels, kinds)
+    assert report.diagnostics["share of queries with p_w > p_s"] == 0.0
 
 
 class _MemoryLogger(Logger):
