@@ -19,10 +19,14 @@ always accepted or rejected together, as in scikit-learn. With ``P`` positives, 
                                                   sklearn ``average_precision_score``)
     FPR@TPR   = min { FP(t)/Q : TP(t)/P >= level } (the FPR at the highest threshold whose TPR
                                                   reaches ``level``; with sklearn's ``roc_curve``
-                                                  this is ``fpr[argmax(tpr >= level)]``, as in
-                                                  OpenOOD; pass ``drop_intermediate=False`` there
-                                                  when scores tie, or a collinear point it drops
-                                                  can move the answer)
+                                                  this is ``fpr[argmax(tpr >= level)]``, the
+                                                  rule of OpenOOD's ``fpr_recall``; pass
+                                                  ``drop_intermediate=False`` there when scores
+                                                  tie, or a collinear point it drops can move
+                                                  the answer). Which class is positive is the
+                                                  caller's: OOD detection here takes the
+                                                  in-distribution inputs as positive
+                                                  (``ood_shaping.metrics``)
 
 Every function returns a 0-dim float64 tensor on the device of its input; ``PooledScores`` is the
 torchmetrics base that pools ``(scores, labels)`` over batches and processes (``cat`` states).

@@ -505,3 +505,15 @@ def test_compute_before_update_says_so(metric):
         pytest.raises(ValueError, match="no samples|is empty"),
     ):
         metric.compute()
+
+
+def test_fpr_at_95_takes_the_in_distribution_inputs_as_positive():
+    from sklearn.metrics import roc_curve
+
+    scores_in, scores_out = [10.0, 9, 8, 7, 6, 1], [5.0, 4, 3, 2, 0.5, 0]
+    # keeping every ID input (threshold 1) accepts the OOD scores 5, 4, 3 and 2
+    assert float(fpr_at_95_tpr(scores_in, scores_out)) == pytest.approx(4 / 6)
+    # OpenOOD's current evaluator and pytorch-ood: OOD positive, scored by -s; another number
+    scores = np.array(scores_in + scores_out)
+    fpr, tpr, _ = roc_curve([0] * 6 + [1] * 6, -scores, drop_intermediate=False)
+    assert fpr[np.argmax(tpr >= 0.95)] == pytest.approx(1 / 6)

@@ -34,7 +34,13 @@ def fpr_at_95_tpr(
     scores_in: ArrayLike, scores_out: ArrayLike, *, tpr_level: float = 0.95
 ) -> Tensor:
     """FPR@95TPR for OOD detection: the fraction of OOD inputs scoring at or above the highest
-    threshold that keeps ``tpr_level`` of the in-distribution inputs (see :func:`fpr_at_tpr`)."""
+    threshold that keeps ``tpr_level`` of the in-distribution inputs (see :func:`fpr_at_tpr`).
+
+    The in-distribution inputs are the positives (higher score = more in-distribution), as in
+    OpenOOD's ``fpr_recall`` and most OOD papers' tables. OpenOOD's current evaluator
+    (``auc_and_fpr_recall``) and pytorch-ood take the OOD inputs as positive: the fraction of
+    in-distribution inputs flagged when 95% of the OOD ones are, a different number (the method
+    card gives an example where they are 0.667 and 0.167)."""
     level = check_tpr_level(tpr_level)
     scores, is_in = _in_out(scores_in, scores_out)
     return ranked_fpr_at_tpr(scores, is_in, level, "is_in_distribution", _OOD)

@@ -167,3 +167,16 @@ def test_bad_inputs_fail_with_clear_errors(data, tmp_path):
         scorer = PSIScorer(num_directions=3).fit(x, logits, y)
         scorer.save(tmp_path / "psi.pt")
         MSPScorer().load(tmp_path / "psi.pt")
+
+
+@pytest.mark.parametrize("density", ["gaussian", "histogram"])
+def test_psi_ratios_in_one_direction_are_those_of_one_floored_model(data, density):
+    # the mixture is the prior-weighted mean of the clipped densities: sum_k pi_k 2^PSI_k = 1,
+    # also where the 1e-5 floor is reached (points far from every class)
+    x, y, _, _ = data
+    scorer = PSIScorer(num_directions=1, density=density).fit(x, torch.zeros(len(y), 3), y)
+    far = torch.cat([x[:20], 50 * x[:20]])
+    psi = scorer.pointwise(far)
+    total = (scorer.prior[None] * torch.exp2(psi)).sum(1)
+    torch.testing.assert_close(total, torch.ones_like(total), rtol=1e-5, atol=1e-5)
+    assert (scorer.class_densities(far) < 1e-5).any()  # the floor was exercised
