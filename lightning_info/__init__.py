@@ -21,6 +21,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "LinearSchedule",
         "Schedule",
     ),
+    "lightning_info.core.lookahead": ("Lookahead",),
     "lightning_info.data": (
         "DigitsDataModule",
         "GaussianMixtureDataModule",

@@ -24,6 +24,7 @@ from lightning_info import (
     InceptionTimeClassifier,
     LinearAsymmetricActorCritic,
     LinearSchedule,
+    Lookahead,
     MLPClassifier,
     MSPScorer,
     OODShapingReport,
@@ -221,6 +222,13 @@ EXEMPT = {
 """Lightning classes of the package without a row, and why (checked by discovery)."""
 
 PLUGINS = [
+    PluginCase(
+        id="Lookahead",
+        make_callbacks=lambda: [Lookahead(k=2, alpha=0.5)],
+        callback_yaml="lookahead.yaml",
+        expected_callback=Lookahead,
+        ddp_matches_single_device=True,
+    ),
     PluginCase(
         id="FisherConstraint",
         # A bound the tiny model's gradients exceed, so the rescaling is exercised every step.

@@ -72,6 +72,16 @@ def test_fisher_constraint():
     assert fit(run).global_step == 1
 
 
+def test_lookahead_slows_the_weights_every_k_steps():
+    run = cli("lookahead", "--trainer.max_steps=5", "--trainer.limit_val_batches=0")
+    callback = attached(run, lightning_info.Lookahead)
+    assert (callback.k, callback.alpha) == (5, 0.5)
+    trainer = fit(run)
+    assert trainer.global_step == 5 and callback.last_step == 5
+    for slow, fast in zip(callback.slow, run.model.parameters()):  # step 5 synced them
+        assert torch.equal(slow, fast.detach())
+
+
 def test_smoothed_information_reads_the_last_linear_input_by_default():
     run = cli(
         "smoothed_information",
@@ -195,6 +205,7 @@ def test_fragment_extraction_audit_names_everything_on_disk(tmp_path):
 
 YAML_TESTS = {
     "fisher_constraint": test_fisher_constraint,
+    "lookahead": test_lookahead_slows_the_weights_every_k_steps,
     "smoothed_information": test_smoothed_information_reads_the_last_linear_input_by_default,
     "posthoc_scoring": test_posthoc_scoring_refuses_unlabelled_batches_then_scores_a_classifier,
     "ood_shaping": test_ood_shaping_needs_ood_sets_then_reports_on_digits,

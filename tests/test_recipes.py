@@ -76,6 +76,22 @@ def test_fic_tsc_recipe_runs_both_arms_and_writes_the_table(tmp_path, capsys):
     assert with_fisher == [False, True, False, True]
 
 
+def test_fic_tsc_full_config_trains_inside_lookahead_and_tests_over_data_sets(tmp_path, capsys):
+    from lightning_info import Lookahead
+
+    cli = _recipe("fic_tsc").main(
+        ["--config", str(RECIPES / "fic_tsc_full.yaml")]
+        + SMALL
+        + ["--compare.grid=[GunPoint, ItalyPowerDemand]", "--compare.seeds=[0]",
+           "--trainer.max_epochs=1", "--trainer.logger=false",
+           f"--compare.output_dir={tmp_path}"]  # fmt: skip
+    )
+    assert any(isinstance(c, Lookahead) for c in cli.trainer.callbacks)
+    table = (tmp_path / "fic_tsc_full.md").read_text()
+    assert "all 2 (paired Wilcoxon)" in table and "p = " in table
+    assert table in capsys.readouterr().out
+
+
 def test_default_logger_is_offline_wandb_with_one_run_per_cell(tmp_path, monkeypatch):
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))

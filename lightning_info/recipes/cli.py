@@ -92,7 +92,11 @@ def summarize(
     """Table rows ``grid value [| metric] | mean ± std per arm [| difference] | seeds``.
 
     The metric column appears when the results hold several metrics; the difference (second arm
-    minus first, in means) when there are exactly two arms.
+    minus first, in means) when there are exactly two arms. With two arms and two or more grid
+    values a last row per metric pools the grid: each arm's mean ± std over the grid values'
+    means, the mean difference, how many grid values the second arm raised, and the two-sided
+    p-value of scipy's paired Wilcoxon signed-rank test over the grid values' mean differences
+    (exact for small samples; zero differences dropped).
     """
     arms = list(arm_names)
     metrics = list(dict.fromkeys(r.metric for r in results))
@@ -118,7 +122,38 @@ def summarize(
                 row.append(f"{means[1] - means[0]:+.4f}")
             row.append(max(len(v) for v in per_arm.values()))
             rows.append(row)
+    grid_values = list(dict.fromkeys(r.grid_value for r in results))
+    if len(arms) == 2 and len(grid_values) >= 2:
+        for metric in metrics:
+            rows.append(_paired_row(results, arms, grid_values, metric, several))
     return columns, rows
+
+
+def _paired_row(results, arms, grid_values, metric, several) -> list:
+    """The pooled row of :func:`summarize`: arms over grid values, with the Wilcoxon test."""
+    means = {
+        arm: [
+            statistics.fmean(
+                r.value
+                for r in results
+                if r.grid_value == g and r.arm == arm and r.metric == metric
+            )
+            for g in grid_values
+        ]
+        for arm in arms
+    }
+    differences = [b - a for a, b in zip(means[arms[0]], means[arms[1]])]
+    raised = sum(d > 0 for d in differences)
+    p = "n/a"  # every difference zero: no signed rank to test
+    if any(d != 0 for d in differences):
+        from scipy.stats import wilcoxon
+
+        p = f"{wilcoxon(differences).pvalue:.3g}"
+    row = [f"all {len(grid_values)} (paired Wilcoxon)", *([metric] if several else [])]
+    row += [mean_std(means[arm]) for arm in arms]
+    row.append(f"{statistics.fmean(differences):+.4f} ({raised}/{len(differences)} up, p = {p})")
+    row.append(len(grid_values))
+    return row
 
 
 class ComparisonCLI(LightningCLI):

@@ -138,3 +138,30 @@ def test_a_grid_field_that_is_no_argument_fails_before_training(tmp_path, capsys
     with pytest.raises(ValueError, match="not an argument of the data section.*num_samples"):
         _cli(GRID + ["--compare.grid_field=size", "--trainer.logger=false"]).run()
     assert "[1/" not in capsys.readouterr().out
+
+
+def test_two_arms_over_several_data_sets_get_a_paired_wilcoxon_row():
+    from scipy.stats import wilcoxon
+
+    from lightning_info.recipes.cli import RunResult, summarize
+
+    values = {"A": (0.5, 0.6), "B": (0.7, 0.9), "C": (0.2, 0.5)}  # differences +0.1, +0.2, +0.3
+    results = [
+        RunResult(grid, seed, arm, "test/acc", value + 0.01 * seed)
+        for grid, pair in values.items()
+        for seed in (0, 1)
+        for arm, value in zip(("baseline", "method"), pair)
+    ]
+    columns, rows = summarize(results, {"baseline": "plain", "method": "with it"})
+    assert columns == ["dataset", "plain", "with it", "difference", "seeds"]
+    assert [r[0] for r in rows] == ["A", "B", "C", "all 3 (paired Wilcoxon)"]
+    pooled = rows[-1]
+    # exact two-sided test, all three differences positive: p = 2 / 2^3
+    assert wilcoxon([0.1, 0.2, 0.3]).pvalue == pytest.approx(0.25)
+    assert pooled[3] == "+0.2000 (3/3 up, p = 0.25)" and pooled[4] == 3
+    mean, std = (float(x) for x in pooled[1].split(" ± "))
+    assert mean == pytest.approx((0.505 + 0.705 + 0.205) / 3, abs=1e-4)
+    tied = [RunResult(r.grid_value, r.seed, r.arm, r.metric, 0.5) for r in results]
+    assert summarize(tied, {"baseline": "a", "method": "b"})[1][-1][3].endswith("p = n/a)")
+    one_grid = [r for r in results if r.grid_value == "A"]
+    assert len(summarize(one_grid, {"baseline": "a", "method": "b"})[1]) == 1
