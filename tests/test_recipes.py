@@ -82,9 +82,14 @@ def test_fic_tsc_full_config_trains_inside_lookahead_and_tests_over_data_sets(tm
     cli = _recipe("fic_tsc").main(
         ["--config", str(RECIPES / "fic_tsc_full.yaml")]
         + SMALL
-        + ["--compare.grid=[GunPoint, ItalyPowerDemand]", "--compare.seeds=[0]",
-           "--trainer.max_epochs=1", "--trainer.logger=false",
-           f"--compare.output_dir={tmp_path}"]  # fmt: skip
+        + [
+            "--compare.grid=[GunPoint, ItalyPowerDemand]",
+            "--compare.seeds=[0]",
+            "--trainer.max_epochs=1",
+            "--trainer.logger=false",
+            f"--trainer.default_root_dir={tmp_path}",
+            f"--compare.output_dir={tmp_path}",
+        ]
     )
     assert any(isinstance(c, Lookahead) for c in cli.trainer.callbacks)
     table = (tmp_path / "fic_tsc_full.md").read_text()

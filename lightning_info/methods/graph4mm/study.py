@@ -40,6 +40,7 @@ METRICS = {
 LABELS = {
     "graph4mm": "Graph4MM (hop-diffused Q-Former)",
     "series": "Graph4MM, the reference's series (no remainder)",
+    "rescaled": "Graph4MM, rescaled series",
     "agnostic": "graph-agnostic Q-Former",
     "image_only": "image-only Q-Former",
     "text_only": "text-only LM",
