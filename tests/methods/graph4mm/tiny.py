@@ -28,6 +28,6 @@ def lm(seed: int = 0):
 
 def module(variant: str = "graph4mm", **kwargs) -> Graph4MM:
     kwargs = {"dim": 16, "num_queries": 3, "layers": 1, "heads": 2, "image_dim": 8,
-              "lr": 1e-2, "warmup_fraction": 0.1, "schedule_steps": 20, "max_new_tokens": 6,
+              "lr": 1e-2, "warmup_fraction": 0.0, "schedule_steps": 20, "max_new_tokens": 6,
               **kwargs}  # fmt: skip
     return Graph4MM(lm(), tokenizer(), variant=variant, **kwargs)
