@@ -2,7 +2,7 @@
 
 See README.md in this folder."""
 
-from lightning_info.methods.rome.attacks import fgsm, next_class_targets, pgd
+from lightning_info.methods.rome.attacks import fgsm, next_class_targets, pgd, shifted_targets
 from lightning_info.methods.rome.bottleneck import GaussianBottleneck, InformationBottleneckMixin
 from lightning_info.methods.rome.evaluation import evaluate_distilled
 from lightning_info.methods.rome.functional import rome_alignment
@@ -34,6 +34,7 @@ __all__ = [
     "improved_crei",
     "improved_robustness_ratio",
     "next_class_targets",
+    "shifted_targets",
     "pgd",
     "robustness_ratio",
     "rome_alignment",

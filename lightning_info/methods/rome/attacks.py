@@ -49,12 +49,22 @@ _CLASS_INDEX_LOSS_MODULES = (nn.CrossEntropyLoss, nn.NLLLoss)
 
 
 def next_class_targets(y: Tensor, num_classes: int) -> Tensor:
-    """Target labels ``(y + 1) mod num_classes`` for a targeted attack.
+    """Target labels ``(y + 1) mod num_classes`` for a targeted attack (BEARD's target map).
 
     ``num_classes`` is required: taking it from a fixed constant would send every label of a
     100-class problem into the first ten classes.
     """
+    return shifted_targets(y, num_classes, 1)
+
+
+def shifted_targets(y: Tensor, num_classes: int, shift: int) -> Tensor:
+    """Target labels ``(y + shift) mod num_classes``: the map ``c -> c + shift`` of a targeted
+    attack (``shift=1`` is BEARD's; ``2`` or ``-1`` test whether a robustness is specific to
+    it). ``shift`` must not be a multiple of ``num_classes`` (the target would be the label)."""
     num_classes = require_int(num_classes, "num_classes", 2)
+    shift = int(shift)
+    if shift % num_classes == 0:
+        raise ValueError(f"a shift of {shift} maps every class of {num_classes} onto itself")
     if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
         raise TypeError(f"`y` must hold integer class labels, got dtype {y.dtype}.")
     if y.numel() and (int(y.min()) < 0 or int(y.max()) >= num_classes):
@@ -62,7 +72,7 @@ def next_class_targets(y: Tensor, num_classes: int) -> Tensor:
             f"`y` must hold labels in [0, {num_classes}), got values in "
             f"[{int(y.min())}, {int(y.max())}]."
         )
-    return (y + 1) % num_classes
+    return (y + shift) % num_classes
 
 
 def fgsm(

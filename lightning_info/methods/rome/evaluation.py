@@ -12,7 +12,7 @@ from lightning_info.core.validation import (
     require_int,
     require_positive,
 )
-from lightning_info.methods.rome.attacks import fgsm, pgd
+from lightning_info.methods.rome.attacks import fgsm, pgd, shifted_targets
 from lightning_info.methods.rome.functional import (
     ATTACKS,
     check_attacks,
@@ -72,19 +72,29 @@ def attacked_predictions(
     eps_l2: float = 0.5,
     steps: int = 10,
     generator: torch.Generator | None = None,
+    target_shift: int | None = None,
+    num_classes: int | None = None,
 ) -> dict[str, Tensor]:
-    """Predicted labels of ``net`` on ``x`` under each untargeted attack on the true labels ``y``.
+    """Predicted labels of ``net`` on ``x`` under each attack on the true labels ``y``.
 
     ``"fgsm"`` and ``"pgd"`` use the L-inf radius ``eps``, ``"pgd_l2"`` the L2 radius ``eps_l2``;
     PGD takes ``steps`` steps from a random start drawn with ``generator``. Pixel space ``[0, 1]``.
+    The attacks are untargeted, or with ``target_shift`` targeted at ``(y + target_shift) mod
+    num_classes`` (:func:`~.attacks.shifted_targets`; BEARD's protocol is ``1``).
     """
+    goal, targeted = y, target_shift is not None
+    if targeted:
+        if num_classes is None:
+            raise ValueError("a targeted attack needs num_classes to map the labels")
+        goal = shifted_targets(y, num_classes, target_shift)
     predictions = {}
     for name in check_attacks(attacks):
         if name == "fgsm":
-            x_adv = fgsm(net, x, y, eps)
+            x_adv = fgsm(net, x, goal, eps, targeted=targeted)
         else:
             radius, norm = (eps, "linf") if name == "pgd" else (eps_l2, "l2")
-            x_adv = pgd(net, x, y, radius, steps=steps, norm=norm, generator=generator)
+            x_adv = pgd(net, x, goal, radius, steps=steps, norm=norm, targeted=targeted,
+                        generator=generator)  # fmt: skip
         with torch.no_grad():
             predictions[name] = net(x_adv).argmax(1)
     return predictions
@@ -106,6 +116,7 @@ def evaluate_distilled(
     batch_size: int = 256,
     width: int = 32,
     num_classes: int | None = None,
+    target_shifts: Sequence[int] = (),
 ) -> dict[str, float]:
     """Train a fresh :class:`SmallConvNet` on a (distilled) set and test it clean and attacked.
 
@@ -115,9 +126,14 @@ def evaluate_distilled(
         RR   = 100 * (1 - mean(ASR) / max(ASR)),
         I-RR = 100 * (1 - mean(ASR) * max(ASR) / ACC^2)    (BEARD; Zhou et al., ICML 2025).
 
+    Each shift in ``target_shifts`` repeats the attacks targeted at ``(y + shift) mod K``
+    (BEARD's headline protocol is the shift 1; others test whether a robustness is specific to
+    that map), adding ``targeted+<shift>/<attack>`` accuracies (the fraction still predicted as
+    the true label) and their ``targeted+<shift>/rr`` and ``targeted+<shift>/i_rr``.
+
     Returns:
         ``{"clean": ACC, <attack>: acc_i for each attack, "rr": RR, "i_rr": I-RR}``, accuracies
-        as fractions in ``[0, 1]`` and the two ratios in percent.
+        as fractions in ``[0, 1]`` and the two ratios in percent, plus the targeted keys.
     """
     attacks = check_attacks(attacks)
     test_x, test_y = check_real(test_x, test_y)
@@ -150,7 +166,26 @@ def evaluate_distilled(
     with torch.no_grad():
         result = {"clean": accuracy(net(test_x).argmax(1))}
     result.update({name: accuracy(predictions[name]) for name in attacks})
-    attacked = [result[name] for name in attacks]
-    result["rr"] = float(robustness_ratio(result["clean"], attacked))
-    result["i_rr"] = float(improved_robustness_ratio(result["clean"], attacked))
+    _add_ratios(result, "", [result[name] for name in attacks])
+    for shift in target_shifts:
+        targeted = attacked_predictions(
+            net,
+            test_x,
+            test_y,
+            attacks,
+            eps=eps,
+            eps_l2=eps_l2,
+            steps=attack_steps,
+            generator=torch.Generator().manual_seed(seed),
+            target_shift=int(shift),
+            num_classes=k,
+        )
+        prefix = f"targeted{int(shift):+d}/"
+        result.update({prefix + name: accuracy(targeted[name]) for name in attacks})
+        _add_ratios(result, prefix, [result[prefix + name] for name in attacks])
     return result
+
+
+def _add_ratios(result: dict[str, float], prefix: str, attacked: list[float]) -> None:
+    result[prefix + "rr"] = float(robustness_ratio(result["clean"], attacked))
+    result[prefix + "i_rr"] = float(improved_robustness_ratio(result["clean"], attacked))

@@ -275,3 +275,33 @@ def test_arguments_are_checked_with_clear_errors():
         pgd(model, torch.ones(3, 4, dtype=torch.long), y, 0.1)
     with pytest.raises(ValueError, match="batch"):
         pgd(model, x, y[:2], 0.1)
+
+
+def test_shifted_targets_map_each_class_by_the_shift():
+    from lightning_info.methods.rome.attacks import shifted_targets
+
+    y = torch.tensor([0, 1, 4, 9])
+    assert torch.equal(shifted_targets(y, 10, 1), next_class_targets(y, 10))
+    assert shifted_targets(y, 10, -1).tolist() == [9, 0, 3, 8]
+    assert shifted_targets(y, 10, 2).tolist() == [2, 3, 6, 1]
+    with pytest.raises(ValueError, match="onto itself"):
+        shifted_targets(y, 10, 20)
+
+
+def test_targeted_attacks_reach_the_shifted_class_on_a_linear_model():
+    from lightning_info.methods.rome.evaluation import attacked_predictions
+
+    # three well-separated classes along the axes; a radius of 10 reaches any class
+    torch.manual_seed(0)
+    net = torch.nn.Linear(3, 3, bias=False)
+    with torch.no_grad():
+        net.weight.copy_(torch.eye(3))
+    x = torch.eye(3).repeat(4, 1) * 0.9 + 0.05
+    y = torch.arange(3).repeat(4)
+    for shift in (1, -1):
+        out = attacked_predictions(net, x, y, ["fgsm", "pgd"], eps=10.0, steps=5,
+                                   target_shift=shift, num_classes=3)  # fmt: skip
+        for name in ("fgsm", "pgd"):
+            assert out[name].tolist() == ((y + shift) % 3).tolist(), (name, shift)
+    with pytest.raises(ValueError, match="num_classes"):
+        attacked_predictions(net, x, y, ["pgd"], target_shift=1)

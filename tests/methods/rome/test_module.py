@@ -352,3 +352,21 @@ def test_rejects_bad_evaluation_arguments(digits):
         _small(x, y, eval_attacks=["pgd", "cw"])
     with pytest.raises(ValueError, match="attacks must be distinct"):
         _small(x, y, eval_attacks=["pgd", "pgd"])
+
+
+def test_evaluate_distilled_reports_targeted_attacks_per_shift(digits):
+    x, y, test_x, test_y = digits
+    pick = torch.cat([torch.nonzero(y == c).flatten()[:5] for c in range(int(y.max()) + 1)])
+    settings = {"epochs": 5, "seed": 0, "eps": 0.1, "width": 4, "attack_steps": 2}
+    result = evaluate_distilled(x[pick], y[pick], test_x[:60], test_y[:60], **settings,
+                                target_shifts=(1, -1))  # fmt: skip
+    untargeted = {"clean", "fgsm", "pgd", "pgd_l2", "rr", "i_rr"}
+    per_shift = {f"targeted{s}/{k}" for s in ("+1", "-1")
+                 for k in ("fgsm", "pgd", "pgd_l2", "rr", "i_rr")}  # fmt: skip
+    assert set(result) == untargeted | per_shift
+    for shift in ("+1", "-1"):  # I-RR by hand from the targeted accuracies
+        asr = [result["clean"] - result[f"targeted{shift}/{a}"] for a in ("fgsm", "pgd", "pgd_l2")]
+        expected = 100 * (1 - (sum(asr) / 3) * max(asr) / result["clean"] ** 2)
+        assert result[f"targeted{shift}/i_rr"] == pytest.approx(expected, abs=1e-4)
+    plain = evaluate_distilled(x[pick], y[pick], test_x[:60], test_y[:60], **settings)
+    assert all(plain[k] == result[k] for k in untargeted)  # the targeted runs change nothing else
