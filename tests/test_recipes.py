@@ -178,7 +178,7 @@ ROME_SMALL = [
 ]
 
 
-def test_rome_recipe_compares_three_arms_on_five_metrics(tmp_path, capsys):
+def test_rome_recipe_compares_three_arms_untargeted_and_targeted(tmp_path, capsys):
     out = tmp_path / "results"
     results = (
         _recipe("rome")
@@ -194,10 +194,12 @@ def test_rome_recipe_compares_three_arms_on_five_metrics(tmp_path, capsys):
         .results
     )
     arms = ["random real", "DM", "ROME"]
-    metrics = ["test/clean", "test/fgsm", "test/pgd", "test/pgd_l2", "test/i_rr"]
+    metrics = ["test/clean", "test/fgsm", "test/pgd", "test/pgd_l2", "test/i_rr",
+               "test/targeted+1/pgd", "test/targeted+1/i_rr", "test/targeted+2/pgd",
+               "test/targeted-1/pgd"]  # fmt: skip
     assert [(r.arm, r.metric) for r in results] == [(a, m) for a in arms for m in metrics]
     for r in results:
-        if r.metric != "test/i_rr":
+        if not r.metric.endswith("i_rr"):
             assert 0.0 <= r.value <= 1.0
     table = (out / "rome.md").read_text()
     assert all(arm in table for arm in arms) and "test/pgd_l2" in table

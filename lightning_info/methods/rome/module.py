@@ -21,7 +21,7 @@ from lightning_info.core.validation import (
     require_non_negative,
     require_positive,
 )
-from lightning_info.methods.rome.attacks import next_class_targets, pgd
+from lightning_info.methods.rome.attacks import next_class_targets, pgd, shifted_targets
 from lightning_info.methods.rome.evaluation import (
     attacked_predictions,
     train_fresh_net,
@@ -94,6 +94,9 @@ class ROMEDistillation(pl.LightningModule):
             not saved in the hyperparameters: pass it again when loading a checkpoint.
         steps_per_epoch: length of the module's own step-counting dataloader.
         eval_epochs, eval_lr, eval_attacks, eval_eps_l2: the test-time evaluation.
+        eval_target_shifts: each shift repeats the test attacks targeted at ``(y + shift) mod
+            K`` (BEARD's protocol is ``1``), logged as ``test/targeted+1/pgd``, ...,
+            ``test/targeted+1/i_rr`` (see :func:`evaluate_distilled`).
         seed: seeds the initial images, the network initialisations and all sampling.
     """
 
@@ -127,6 +130,7 @@ class ROMEDistillation(pl.LightningModule):
         eval_lr: float = 0.01,
         eval_attacks: Sequence[str] = ATTACKS,
         eval_eps_l2: float = 0.5,
+        eval_target_shifts: Sequence[int] = (),
         seed: int = 0,
     ) -> None:
         super().__init__()
@@ -189,6 +193,13 @@ class ROMEDistillation(pl.LightningModule):
         self.register_buffer("labels", torch.arange(k).repeat_interleave(self.ipc))
         self.nets = nn.ModuleList(self._build_net(i) for i in range(num_nets))
         self.test_scores = ImprovedRobustnessRatio(self.eval_attacks)
+        self.eval_target_shifts = [int(shift) for shift in eval_target_shifts]
+        for shift in self.eval_target_shifts:
+            shifted_targets(torch.zeros(1, dtype=torch.long), k, shift)  # refuses shift % K == 0
+        self.targeted_scores = nn.ModuleDict(
+            {f"{shift:+d}": ImprovedRobustnessRatio(self.eval_attacks)
+             for shift in self.eval_target_shifts}
+        )  # fmt: skip
         self._evaluation: dict[str, nn.Module] = {}
 
     # ---------------------------------------------------------------- data and networks
@@ -376,6 +387,8 @@ class ROMEDistillation(pl.LightningModule):
             )
         self._evaluation["net"] = net
         self.test_scores.reset()
+        for scores in self.targeted_scores.values():
+            scores.reset()
 
     def test_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> None:
         net = self._evaluation["net"]
@@ -393,9 +406,26 @@ class ROMEDistillation(pl.LightningModule):
                 steps=self.attack_steps,
                 generator=generator,
             )
+            targeted = {
+                shift: attacked_predictions(
+                    net,
+                    x,
+                    y,
+                    self.eval_attacks,
+                    eps=self.eps,
+                    eps_l2=self.eval_eps_l2,
+                    steps=self.attack_steps,
+                    generator=generator,
+                    target_shift=shift,
+                    num_classes=self.num_classes,
+                )
+                for shift in self.eval_target_shifts
+            }
             with torch.no_grad():
                 clean = net(x).argmax(1)
         self.test_scores.update(clean, attacked, y)
+        for shift, predictions in targeted.items():
+            self.targeted_scores[f"{shift:+d}"].update(clean, predictions, y)
 
     def on_test_epoch_end(self) -> None:
         clean, accs = self.test_scores.accuracies()
@@ -404,6 +434,12 @@ class ROMEDistillation(pl.LightningModule):
             self.log(f"test/{name}", acc.float())
         self.log("test/rr", robustness_ratio(clean, accs).float())
         self.log("test/i_rr", self.test_scores.compute().float())
+        for key, scores in self.targeted_scores.items():
+            _, accs = scores.accuracies()
+            for name, acc in zip(self.eval_attacks, accs):
+                self.log(f"test/targeted{key}/{name}", acc.float())
+            self.log(f"test/targeted{key}/rr", robustness_ratio(clean, accs).float())
+            self.log(f"test/targeted{key}/i_rr", scores.compute().float())
 
     # ---------------------------------------------------------------- checkpoints
 

@@ -276,6 +276,7 @@ def test_trainer_test_matches_evaluate_distilled(tmp_path):
         add_net_every=0,
         eval_epochs=20,
         eval_eps_l2=1.0,
+        eval_target_shifts=(1,),
     )
     trainer = _trainer(2, default_root_dir=tmp_path)
     trainer.fit(module, datamodule=data)
@@ -292,6 +293,7 @@ def test_trainer_test_matches_evaluate_distilled(tmp_path):
         attack_steps=2,
         width=8,
         num_classes=5,
+        target_shifts=(1,),
     )
     # the same seeded network: clean and FGSM (deterministic) agree exactly; PGD's random start
     # is drawn per batch here and once in evaluate_distilled
@@ -303,6 +305,14 @@ def test_trainer_test_matches_evaluate_distilled(tmp_path):
     accs = [metrics[f"test/{name}"] for name in ("fgsm", "pgd", "pgd_l2")]
     i_rr = improved_robustness_ratio(metrics["test/clean"], accs)
     assert metrics["test/i_rr"] == pytest.approx(float(i_rr), rel=1e-5)
+    # the targeted protocol (shift 1) likewise
+    assert metrics["test/targeted+1/fgsm"] == pytest.approx(expected["targeted+1/fgsm"], abs=1e-6)
+    for name in ("pgd", "pgd_l2"):
+        key = f"targeted+1/{name}"
+        assert metrics[f"test/{key}"] == pytest.approx(expected[key], abs=0.05)
+    accs = [metrics[f"test/targeted+1/{name}"] for name in ("fgsm", "pgd", "pgd_l2")]
+    i_rr = improved_robustness_ratio(metrics["test/clean"], accs)
+    assert metrics["test/targeted+1/i_rr"] == pytest.approx(float(i_rr), rel=1e-5)
 
 
 def test_ddp_keeps_pool_and_images_identical_across_ranks(digits, tmp_path):
