@@ -8,15 +8,11 @@ reference) and on scikit-learn's digits. No grid: the recipe is its study, e.g.:
     python recipes/adaptive_elicitation.py --studies.elicitation.seeds='[0, 1, 2, 3, 4]'
 """
 
-from pathlib import Path
-
-from lightning_info.recipes import ComparisonCLI
+from lightning_info.recipes import run_study_recipe
 
 
 def main(args=None):
-    cli = ComparisonCLI(None, None, default_config=Path(__file__).with_suffix(".yaml"), args=args)
-    cli.run()
-    return cli
+    return run_study_recipe(__file__, args)
 
 
 if __name__ == "__main__":

@@ -6,15 +6,11 @@ the method note's toy graphs as N grows. No grid: the recipe is its study, e.g.:
     python recipes/ancestral_search.py --studies.search.method=bic --studies.search.workers=1
 """
 
-from pathlib import Path
-
-from lightning_info.recipes import ComparisonCLI
+from lightning_info.recipes import run_study_recipe
 
 
 def main(args=None):
-    cli = ComparisonCLI(None, None, default_config=Path(__file__).with_suffix(".yaml"), args=args)
-    cli.run()
-    return cli
+    return run_study_recipe(__file__, args)
 
 
 if __name__ == "__main__":

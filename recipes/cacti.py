@@ -7,18 +7,14 @@ every field can be overridden, e.g.::
     python recipes/cacti.py --studies.imputation.model='{"embed_dim": 64, "encoder_depth": 10}'
 """
 
-from pathlib import Path
-
 import torch
 
-from lightning_info.recipes import ComparisonCLI
+from lightning_info.recipes import run_study_recipe
 
 
 def main(args=None):
     torch.set_num_threads(1)  # small transformers on small tables: one thread per process
-    cli = ComparisonCLI(None, None, default_config=Path(__file__).with_suffix(".yaml"), args=args)
-    cli.run()
-    return cli
+    return run_study_recipe(__file__, args)
 
 
 if __name__ == "__main__":

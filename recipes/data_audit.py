@@ -8,18 +8,14 @@ Every field of ``recipes/data_audit.yaml`` can be overridden, e.g.::
     python recipes/data_audit.py --studies.prism=null --trainer.logger=false
 """
 
-from pathlib import Path
-
 import torch
 
-from lightning_info.recipes import ComparisonCLI
+from lightning_info.recipes import run_study_recipe
 
 
 def main(args=None):
     torch.set_num_threads(1)  # tiny models: one thread is fastest
-    cli = ComparisonCLI(None, None, default_config=Path(__file__).with_suffix(".yaml"), args=args)
-    cli.run()
-    return cli
+    return run_study_recipe(__file__, args)
 
 
 if __name__ == "__main__":

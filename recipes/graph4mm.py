@@ -8,15 +8,11 @@ study, e.g.::
     python recipes/graph4mm.py --studies.graph4mm.model.alpha=0.3
 """
 
-from pathlib import Path
-
-from lightning_info.recipes import ComparisonCLI
+from lightning_info.recipes import run_study_recipe
 
 
 def main(args=None):
-    cli = ComparisonCLI(None, None, default_config=Path(__file__).with_suffix(".yaml"), args=args)
-    cli.run()
-    return cli
+    return run_study_recipe(__file__, args)
 
 
 if __name__ == "__main__":

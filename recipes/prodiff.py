@@ -7,18 +7,14 @@ e.g.::
     python recipes/prodiff.py --studies.trajectories.synthetic='{"left_side_probability": 0.5}'
 """
 
-from pathlib import Path
-
 import torch
 
-from lightning_info.recipes import ComparisonCLI
+from lightning_info.recipes import run_study_recipe
 
 
 def main(args=None):
     torch.set_num_threads(1)  # small networks on small windows: one thread per process
-    cli = ComparisonCLI(None, None, default_config=Path(__file__).with_suffix(".yaml"), args=args)
-    cli.run()
-    return cli
+    return run_study_recipe(__file__, args)
 
 
 if __name__ == "__main__":

@@ -556,3 +556,13 @@ class ComparisonCLI(LightningCLI):
             "group": self.config.compare.name,
         }
         return WandbLogger(**{k: v for k, v in init_args.items() if v is not None})
+
+
+def run_study_recipe(recipe_file: str | Path, args: Any = None) -> ComparisonCLI:
+    """Run a recipe without a grid, only its studies, configured by the YAML next to
+    ``recipe_file`` (``recipes/x.py`` reads ``recipes/x.yaml``); returns the CLI."""
+    cli = ComparisonCLI(
+        None, None, default_config=Path(recipe_file).with_suffix(".yaml"), args=args
+    )
+    cli.run()
+    return cli
