@@ -62,9 +62,7 @@ def shifted_targets(y: Tensor, num_classes: int, shift: int) -> Tensor:
     attack (``shift=1`` is BEARD's; ``2`` or ``-1`` test whether a robustness is specific to
     it). ``shift`` must not be a multiple of ``num_classes`` (the target would be the label)."""
     num_classes = require_int(num_classes, "num_classes", 2)
-    shift = int(shift)
-    if shift % num_classes == 0:
-        raise ValueError(f"a shift of {shift} maps every class of {num_classes} onto itself")
+    shift = check_target_shift(shift, num_classes)
     if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
         raise TypeError(f"`y` must hold integer class labels, got dtype {y.dtype}.")
     if y.numel() and (int(y.min()) < 0 or int(y.max()) >= num_classes):
@@ -73,6 +71,15 @@ def shifted_targets(y: Tensor, num_classes: int, shift: int) -> Tensor:
             f"[{int(y.min())}, {int(y.max())}]."
         )
     return (y + shift) % num_classes
+
+
+def check_target_shift(shift: int, num_classes: int) -> int:
+    """``shift`` as an int, refused when it is a multiple of ``num_classes`` (the target would
+    be the label itself)."""
+    shift = int(shift)
+    if shift % num_classes == 0:
+        raise ValueError(f"a shift of {shift} maps every class of {num_classes} onto itself")
+    return shift
 
 
 def fgsm(

@@ -148,27 +148,14 @@ def evaluate_distilled(
         width=width,
         num_classes=k,
     )
-    generator = torch.Generator().manual_seed(seed)
-    predictions = attacked_predictions(
-        net,
-        test_x,
-        test_y,
-        attacks,
-        eps=eps,
-        eps_l2=eps_l2,
-        steps=attack_steps,
-        generator=generator,
-    )
 
     def accuracy(preds: Tensor) -> float:
         return float((preds == test_y).float().mean())
 
     with torch.no_grad():
         result = {"clean": accuracy(net(test_x).argmax(1))}
-    result.update({name: accuracy(predictions[name]) for name in attacks})
-    _add_ratios(result, "", [result[name] for name in attacks])
-    for shift in target_shifts:
-        targeted = attacked_predictions(
+    for shift in (None, *target_shifts):  # untargeted, then each target shift
+        predictions = attacked_predictions(
             net,
             test_x,
             test_y,
@@ -177,11 +164,11 @@ def evaluate_distilled(
             eps_l2=eps_l2,
             steps=attack_steps,
             generator=torch.Generator().manual_seed(seed),
-            target_shift=int(shift),
+            target_shift=shift,
             num_classes=k,
         )
-        prefix = f"targeted{int(shift):+d}/"
-        result.update({prefix + name: accuracy(targeted[name]) for name in attacks})
+        prefix = "" if shift is None else f"targeted{int(shift):+d}/"
+        result.update({prefix + name: accuracy(predictions[name]) for name in attacks})
         _add_ratios(result, prefix, [result[prefix + name] for name in attacks])
     return result
 

@@ -21,7 +21,7 @@ from lightning_info.core.validation import (
     require_non_negative,
     require_positive,
 )
-from lightning_info.methods.rome.attacks import next_class_targets, pgd, shifted_targets
+from lightning_info.methods.rome.attacks import check_target_shift, next_class_targets, pgd
 from lightning_info.methods.rome.evaluation import (
     attacked_predictions,
     train_fresh_net,
@@ -193,9 +193,7 @@ class ROMEDistillation(pl.LightningModule):
         self.register_buffer("labels", torch.arange(k).repeat_interleave(self.ipc))
         self.nets = nn.ModuleList(self._build_net(i) for i in range(num_nets))
         self.test_scores = ImprovedRobustnessRatio(self.eval_attacks)
-        self.eval_target_shifts = [int(shift) for shift in eval_target_shifts]
-        for shift in self.eval_target_shifts:
-            shifted_targets(torch.zeros(1, dtype=torch.long), k, shift)  # refuses shift % K == 0
+        self.eval_target_shifts = [check_target_shift(shift, k) for shift in eval_target_shifts]
         self.targeted_scores = nn.ModuleDict(
             {f"{shift:+d}": ImprovedRobustnessRatio(self.eval_attacks)
              for shift in self.eval_target_shifts}
@@ -386,8 +384,7 @@ class ROMEDistillation(pl.LightningModule):
                 num_classes=self.num_classes,
             )
         self._evaluation["net"] = net
-        self.test_scores.reset()
-        for scores in self.targeted_scores.values():
+        for _, scores in self._score_sets():
             scores.reset()
 
     def test_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> None:
@@ -396,17 +393,7 @@ class ROMEDistillation(pl.LightningModule):
             # batches made under inference mode cannot enter autograd; copies made here can
             x, y = batch[0].clone(), batch[1].clone()
             generator = self._generator(_TEST_STREAM + batch_idx, self.global_rank, x.device)
-            attacked = attacked_predictions(
-                net,
-                x,
-                y,
-                self.eval_attacks,
-                eps=self.eps,
-                eps_l2=self.eval_eps_l2,
-                steps=self.attack_steps,
-                generator=generator,
-            )
-            targeted = {
+            attacked = {
                 shift: attacked_predictions(
                     net,
                     x,
@@ -419,27 +406,28 @@ class ROMEDistillation(pl.LightningModule):
                     target_shift=shift,
                     num_classes=self.num_classes,
                 )
-                for shift in self.eval_target_shifts
+                for shift in (None, *self.eval_target_shifts)  # untargeted, then each shift
             }
             with torch.no_grad():
                 clean = net(x).argmax(1)
-        self.test_scores.update(clean, attacked, y)
-        for shift, predictions in targeted.items():
-            self.targeted_scores[f"{shift:+d}"].update(clean, predictions, y)
+        for (_, scores), predictions in zip(self._score_sets(), attacked.values()):
+            scores.update(clean, predictions, y)
+
+    def _score_sets(self) -> list[tuple[str, ImprovedRobustnessRatio]]:
+        """``(metric-name prefix, scores)``: the untargeted attacks, then each target shift."""
+        return [("", self.test_scores)] + [
+            (f"targeted{key}/", scores) for key, scores in self.targeted_scores.items()
+        ]
 
     def on_test_epoch_end(self) -> None:
-        clean, accs = self.test_scores.accuracies()
+        clean, _ = self.test_scores.accuracies()
         self.log("test/clean", clean.float())
-        for name, acc in zip(self.eval_attacks, accs):
-            self.log(f"test/{name}", acc.float())
-        self.log("test/rr", robustness_ratio(clean, accs).float())
-        self.log("test/i_rr", self.test_scores.compute().float())
-        for key, scores in self.targeted_scores.items():
+        for prefix, scores in self._score_sets():
             _, accs = scores.accuracies()
             for name, acc in zip(self.eval_attacks, accs):
-                self.log(f"test/targeted{key}/{name}", acc.float())
-            self.log(f"test/targeted{key}/rr", robustness_ratio(clean, accs).float())
-            self.log(f"test/targeted{key}/i_rr", scores.compute().float())
+                self.log(f"test/{prefix}{name}", acc.float())
+            self.log(f"test/{prefix}rr", robustness_ratio(clean, accs).float())
+            self.log(f"test/{prefix}i_rr", scores.compute().float())
 
     # ---------------------------------------------------------------- checkpoints
 
