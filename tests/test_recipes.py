@@ -38,6 +38,19 @@ def _recipe(name: str):
     return module
 
 
+def _mean_std(cell: str) -> tuple[float, float]:
+    """A table cell ``"mean ± std"`` as two floats."""
+    mean, std = (float(v) for v in cell.split(" ± "))
+    return mean, std
+
+
+def _wandb_table_keys(root: Path, study: str) -> set[str]:
+    """The keys of the W&B tables (line plots) a study logged in the offline runs under ``root``."""
+    runs = (root / "wandb").glob("offline-run-*")
+    return {p.name.split("_table")[0] for run in runs
+            for p in run.glob(f"files/media/table/{study}/*_table_*.json")}  # fmt: skip
+
+
 def _metric_columns(version_dir: Path) -> set[str]:
     with open(version_dir / "metrics.csv") as f:
         return set(next(csv.reader(f)))
@@ -534,7 +547,7 @@ def test_cacti_recipe_puts_cacti_next_to_baselines_on_the_same_masks(tmp_path, c
         test, truth, target = data.arrays("test")
         imputed = IterativeImputer(max_iter=10, random_state=seed).fit(train).transform(test)
         expected.append(imputation_scores(truth, imputed, target)["r2"])
-    mean, std = (float(x) for x in rows[1][4].split(" ± "))
+    mean, std = _mean_std(rows[1][4])
     assert mean == pytest.approx(np.mean(expected), abs=1e-4)
     assert std == pytest.approx(np.std(expected, ddof=1), abs=1e-4)
     records = cli.study_results["imputation"].records
@@ -588,7 +601,7 @@ def test_prodiff_recipe_puts_prodiff_next_to_interpolation_on_the_same_windows(t
         expected.append(
             trajectory_scores(linear_interpolation(truth).numpy(), truth.numpy())["mtd"]
         )
-    mean, std = (float(v) for v in rows[1][1].split(" ± "))
+    mean, std = _mean_std(rows[1][1])
     assert mean == pytest.approx(np.mean(expected), abs=1e-3)
     assert std == pytest.approx(np.std(expected, ddof=1), abs=1e-3)
     records = cli.study_results["trajectories"].records
@@ -625,7 +638,7 @@ def test_ancestral_search_recipe_puts_the_search_next_to_fci_on_the_same_samples
             "asia", num_samples=2000, hidden_fraction=0.2, data_seed=seed, constant_columns="hide"
         )
         expected.append(graph_scores(fci_pag(data.codes), data.truth)["orientation_f1"])
-    mean, std = (float(v) for v in rows[1][4].split(" ± "))
+    mean, std = _mean_std(rows[1][4])
     assert mean == pytest.approx(np.mean(expected), abs=1e-4)
     assert std == pytest.approx(np.std(expected, ddof=1), abs=1e-4)
     toys = result.tables["toy graphs: share of seeds recovering the MAG exactly"][1]
@@ -686,7 +699,7 @@ def test_efg_last_iterate_recipe_tunes_then_compares_the_learners_at_one_budget(
     assert run["nash_conv"] == pytest.approx(curve, abs=1e-12)
     assert run["slope"] == pytest.approx(fitted_slope(points, curve, 0.01 * 4096))
     finals = [r["nash_conv"][-1] for r in records["runs"] if r["method"] == "ix_omd"]
-    mean, std = (float(v) for v in rows[0][3].split(" ± "))
+    mean, std = _mean_std(rows[0][3])
     assert mean == pytest.approx(np.mean(finals), abs=1e-4)
     assert std == pytest.approx(np.std(finals, ddof=1), abs=1e-4)
     assert records["cfr"][0]["average"] < 0.1  # CFR's average policy after 20 iterations
@@ -723,7 +736,7 @@ def test_docks_rag_recipe_tables_every_prompt_variant_over_seeds(tmp_path):
         ("hybrid", 0), ("hybrid", 1), ("plain", 0), ("plain", 1)
     ]  # fmt: skip
     hybrid = [r["f1"] for r in records if r["variant"] == "hybrid"]
-    mean, std = (float(v) for v in rows[1][1].split(" ± "))
+    mean, std = _mean_std(rows[1][1])
     assert mean == pytest.approx(np.mean(hybrid), abs=1e-4)
     assert std == pytest.approx(np.std(hybrid, ddof=1), abs=1e-4)
     assert all(0.0 <= r["ign_f1"] <= r["f1"] + 1e-9 <= 1.0 + 1e-9 for r in records)
@@ -783,17 +796,14 @@ def test_adaptive_elicitation_recipe_tables_every_policy_and_the_reference(tmp_p
         assert record["curves"]["reference"]["nll"] == pytest.approx(expected, abs=1e-12)
         assert all(kl >= -1e-9 for kl in record["kl"])
     eig = [r["curves"]["eig"]["accuracy"][2] for r in records if r["world"] == "digits"]
-    mean, std = (float(v) for v in
-                 result.tables["digits: target accuracy and NLL after n questions"][1][0][2]
-                 .split(" ± "))  # fmt: skip
+    digits = result.tables["digits: target accuracy and NLL after n questions"]
+    mean, std = _mean_std(digits[1][0][2])
     assert mean == pytest.approx(np.mean(eig), abs=1e-4)
     assert std == pytest.approx(np.std(eig, ddof=1), abs=1e-4)
     assert (tmp_path / "adaptive_elicitation_elicitation_curves.png").stat().st_size > 0
-    runs = sorted((tmp_path / "wandb").glob("offline-run-*"))
-    charts = [p.name for run in runs for p in run.glob("files/media/table/elicitation/*.json")]
-    charts = {p.name.split("_table")[0] for run in runs
-              for p in run.glob("files/media/table/elicitation/*_table_*.json")}  # fmt: skip
+    charts = _wandb_table_keys(tmp_path, "elicitation")
     assert charts == {"latent_accuracy", "latent_nll", "digits_accuracy", "digits_nll"}
+    runs = sorted((tmp_path / "wandb").glob("offline-run-*"))
     assert any(run.glob("files/media/images/elicitation/curves_*.png") for run in runs)
 
 
@@ -838,7 +848,7 @@ def test_graph4mm_recipe_tables_every_arm_from_its_runs(tmp_path, monkeypatch):
         ("graph4mm", 0), ("graph4mm", 1), ("text_only", 0), ("text_only", 1)
     ]  # fmt: skip
     rouge = [r["scores"]["test/rougeL"] for r in records if r["arm"] == "graph4mm"]
-    mean, std = (float(x) for x in rows[0][2].split(" ± "))
+    mean, std = _mean_std(rows[0][2])
     assert mean == pytest.approx(np.mean(rouge), abs=1e-4)
     assert std == pytest.approx(np.std(rouge, ddof=1), abs=1e-4)
     assert all([p[0] for p in r["curves"]] == [1, 2] for r in records)
@@ -861,7 +871,4 @@ def test_graph4mm_recipe_tables_every_arm_from_its_runs(tmp_path, monkeypatch):
     assert recorded["scores"] == pytest.approx(expected, abs=1e-6)
     assert recorded["bayes"]["all"] == pytest.approx(bayes_label_accuracy(data.test_graphs))
     assert (tmp_path / "graph4mm_graph4mm_scores.png").stat().st_size > 0
-    runs = sorted((tmp_path / "wandb").glob("offline-run-*"))
-    charts = {p.name.split("_table")[0] for run in runs
-              for p in run.glob("files/media/table/graph4mm/*_table_*.json")}  # fmt: skip
-    assert charts == {"val_rougeL", "val_accuracy"}
+    assert _wandb_table_keys(tmp_path, "graph4mm") == {"val_rougeL", "val_accuracy"}

@@ -184,8 +184,8 @@ class Graph4MM(LightningModule):
         """The Q-Former's queries ``(B, M, W)`` (``(B, 0, W)`` for the text-only variant)."""
         b = batch["prompt_ids"].shape[0]
         if self.qformer is None:
-            width = self.lm.get_input_embeddings().embedding_dim
-            return self._embed(batch["prompt_ids"]).new_zeros(b, 0, width)
+            embedding = self.lm.get_input_embeddings().weight
+            return embedding.new_zeros(b, 0, embedding.shape[1])
         has_image = batch["has_image"] & batch["node_mask"]
         images = require_finite_tensor(batch["images"], "images")
         features = self.image_encoder(images[has_image])
@@ -224,10 +224,14 @@ class Graph4MM(LightningModule):
                                     mask[b, slot + 1 :]]))  # fmt: skip
         return torch.stack(rows), torch.stack(masks)
 
-    def forward(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+    def forward(
+        self, batch: dict[str, Tensor], queries: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
         """Logits ``(B, R, V)`` for the target tokens (teacher-forced) and the LM's last hidden
-        state ``(B, W)`` at the prompt's last token."""
-        prompt, prompt_mask = self.prompt_embeddings(batch, self.query_tokens(batch))
+        state ``(B, W)`` at the prompt's last token; ``queries``: the batch's
+        :meth:`query_tokens`, if already computed."""
+        queries = self.query_tokens(batch) if queries is None else queries
+        prompt, prompt_mask = self.prompt_embeddings(batch, queries)
         embeds = torch.cat([prompt, self._embed(batch["target_ids"])], dim=1)
         mask = torch.cat([prompt_mask, batch["target_mask"]], dim=1)
         out = self.lm(
@@ -239,9 +243,11 @@ class Graph4MM(LightningModule):
         last, r = prompt.shape[1] - 1, batch["target_ids"].shape[1]
         return out.logits[:, last : last + r], out.hidden_states[-1][:, last]
 
-    def _losses(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor | None, Tensor]:
+    def _losses(
+        self, batch: dict[str, Tensor], queries: Tensor | None = None
+    ) -> tuple[Tensor, Tensor, Tensor | None, Tensor]:
         """``(total loss, per-token target NLL, class logits or None, logits)``."""
-        logits, hidden = self(batch)
+        logits, hidden = self(batch, queries)
         targets = batch["target_ids"].masked_fill(batch["target_mask"] == 0, -100)
         nll = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
         generation = nll.sum() / batch["target_mask"].sum().clamp(min=1)
@@ -266,11 +272,13 @@ class Graph4MM(LightningModule):
     # -- evaluation ------------------------------------------------------------------------------
 
     @torch.no_grad()
-    def generate(self, batch: dict[str, Tensor]) -> list[str]:
-        """Greedy generations of the batch's graphs (decoded, special tokens dropped)."""
+    def generate(self, batch: dict[str, Tensor], queries: Tensor | None = None) -> list[str]:
+        """Greedy generations of the batch's graphs (decoded, special tokens dropped);
+        ``queries`` as for :meth:`forward`."""
         if self.tokenizer is None:
             raise ValueError("Graph4MM needs its tokenizer to decode generations: pass one")
-        embeds, mask = self.prompt_embeddings(batch, self.query_tokens(batch))
+        queries = self.query_tokens(batch) if queries is None else queries
+        embeds, mask = self.prompt_embeddings(batch, queries)
         eos = self.tokenizer.eos_token_id
         tokens = greedy_decode(self.lm, embeds, mask, self.max_new_tokens, eos)
         return self._decode(tokens, tokens != eos)
@@ -285,7 +293,8 @@ class Graph4MM(LightningModule):
 
     def _evaluate(self, batch: dict[str, Tensor], stage: str) -> None:
         metrics = self.metrics[stage]
-        _, generation, class_logits, logits = self._losses(batch)
+        queries = self.query_tokens(batch)  # shared by the teacher-forced pass and the decoding
+        _, generation, class_logits, logits = self._losses(batch, queries)
         tokens = batch["target_mask"].sum()
         metrics["loss"].update(generation, weight=tokens)
         correct = (logits.argmax(-1) == batch["target_ids"]) & batch["target_mask"].bool()
@@ -293,7 +302,7 @@ class Graph4MM(LightningModule):
         if self.task != "classify":
             ends = batch["target_ids"] == self.tokenizer.eos_token_id
             references = self._decode(batch["target_ids"], batch["target_mask"].bool() & ~ends)
-            predictions = self.generate(batch)
+            predictions = self.generate(batch, queries)
             metrics["rougeL"].update(predictions, references)
             exact = torch.tensor([float(p == r) for p, r in zip(predictions, references)])
             metrics["exact_match"].update(exact.mean(), weight=len(exact))
