@@ -304,6 +304,8 @@ def _target(pl_module: pl.LightningModule) -> Any:
 
 _MODELS = ("target", "shadow", "world")
 NEGATIVE_KINDS = {"non_member": "auc vs non-members", "unseen": "auc vs unseen"}
+SHARE_WORLD_ABOVE_SHADOW = "share of queries with p_w > p_s"
+MEDIAN_LOG_WORLD_OVER_SHADOW = "median log(p_w / p_s), seen fragments"
 
 
 def _auc_by_negative_kind(scores: np.ndarray, labels: np.ndarray, kinds: Sequence[str]):
@@ -337,8 +339,8 @@ def _world_shadow_diagnostics(
             "not more of the shadow's data.",
             stacklevel=3,
         )
-    return {"share of queries with p_w > p_s": float((log_ratio > 0).mean()),
-            "median log(p_w / p_s), seen fragments": median}  # fmt: skip
+    return {SHARE_WORLD_ABOVE_SHADOW: float((log_ratio > 0).mean()),
+            MEDIAN_LOG_WORLD_OVER_SHADOW: median}  # fmt: skip
 
 
 def _check_attack_set(attack_set: Any) -> None:

@@ -19,7 +19,11 @@ from torch.utils.data import DataLoader
 
 from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
 from lightning_info.lm.training import fit_causal_lm
-from lightning_info.methods.prism.audit import FragmentAuditor
+from lightning_info.methods.prism.audit import (
+    MEDIAN_LOG_WORLD_OVER_SHADOW,
+    SHARE_WORLD_ABOVE_SHADOW,
+    FragmentAuditor,
+)
 from lightning_info.methods.prism.fragments import (
     PROMPT_TEMPLATE,
     UNSEEN_FRAGMENTS,
@@ -117,7 +121,8 @@ def prism_study(study: PrismStudy, root: str) -> tuple[list[str], list[list]]:
     for epochs in study.target_epochs:
         target = train_tiny_lm(members, tokenizer, epochs, study, 0, root)
         report = FragmentAuditor(target, shadow, [world], tokenizer, seed=study.seed).run(attack)
-        share, median = report.diagnostics.values()
+        share = report.diagnostics[SHARE_WORLD_ABOVE_SHADOW]
+        median = report.diagnostics[MEDIAN_LOG_WORLD_OVER_SHADOW]
         for attack_name, metrics in report.metrics.items():
             rows.append(
                 [epochs, attack_name]
