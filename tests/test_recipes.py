@@ -191,7 +191,7 @@ ROME_SMALL = [
 ]
 
 
-def test_rome_recipe_compares_three_arms_untargeted_and_targeted(tmp_path, capsys):
+def test_rome_recipe_compares_five_arms_untargeted_and_targeted(tmp_path, capsys):
     out = tmp_path / "results"
     results = (
         _recipe("rome")
@@ -206,7 +206,7 @@ def test_rome_recipe_compares_three_arms_untargeted_and_targeted(tmp_path, capsy
         )
         .results
     )
-    arms = ["random real", "DM", "ROME"]
+    arms = ["random real", "DM", "ROME", "ROME, untargeted", "ROME, rotating map"]
     metrics = ["test/clean", "test/fgsm", "test/pgd", "test/pgd_l2", "test/i_rr",
                "test/targeted+1/pgd", "test/targeted+1/i_rr", "test/targeted+2/pgd",
                "test/targeted-1/pgd"]  # fmt: skip
@@ -217,10 +217,15 @@ def test_rome_recipe_compares_three_arms_untargeted_and_targeted(tmp_path, capsy
     table = (out / "rome.md").read_text()
     assert all(arm in table for arm in arms) and "test/pgd_l2" in table
     assert table in capsys.readouterr().out
-    # the random-real arm takes no distillation step; DM and ROME take two
+    # the random-real arm takes no distillation step; the others take two
     versions = sorted((tmp_path / "csv").iterdir())
     trained = ["rome/l_rob" in _metric_columns(v) for v in versions]
-    assert trained == [False, True, True]
+    assert trained == [False, True, True, True, True]
+    import yaml
+
+    hparams = [yaml.safe_load((v / "hparams.yaml").read_text()) for v in versions]
+    assert [h["attack_target"] for h in hparams] == ["next"] * 3 + ["untargeted", "rotating"]
+    assert [h["robust"] for h in hparams] == [True, False, True, True, True]
 
 
 def test_rome_logs_the_distilled_grid_to_wandb(tmp_path, monkeypatch):

@@ -2,7 +2,14 @@
 
 See README.md in this folder."""
 
-from lightning_info.methods.rome.attacks import fgsm, next_class_targets, pgd, shifted_targets
+from lightning_info.methods.rome.attacks import (
+    fgsm,
+    next_class_targets,
+    pgd,
+    shifted_targets,
+    training_attack_labels,
+)
+from lightning_info.methods.rome.augment import DSA
 from lightning_info.methods.rome.bottleneck import GaussianBottleneck, InformationBottleneckMixin
 from lightning_info.methods.rome.evaluation import evaluate_distilled
 from lightning_info.methods.rome.functional import rome_alignment
@@ -20,6 +27,7 @@ from lightning_info.methods.rome.robustness import (
 )
 
 __all__ = [
+    "DSA",
     "GaussianBottleneck",
     "ImprovedRobustnessRatio",
     "InformationBottleneckMixin",
@@ -35,6 +43,7 @@ __all__ = [
     "improved_robustness_ratio",
     "next_class_targets",
     "shifted_targets",
+    "training_attack_labels",
     "pgd",
     "robustness_ratio",
     "rome_alignment",

@@ -82,6 +82,26 @@ def check_target_shift(shift: int, num_classes: int) -> int:
     return shift
 
 
+TARGET_MAPS = ("next", "rotating", "untargeted")
+
+
+def training_attack_labels(
+    y: Tensor, num_classes: int, target_map: str, step: int
+) -> tuple[Tensor, bool]:
+    """The labels an attack on ``y`` aims at during distillation, and whether it is targeted.
+
+    ``"next"`` is the reference's map ``c -> (c + 1) mod K``; ``"rotating"`` targets
+    ``c -> (c + s) mod K`` with ``s = 1 + step mod (K - 1)``, a shift that visits every other
+    class in turn over the steps; ``"untargeted"`` attacks away from ``y`` itself.
+    """
+    if target_map not in TARGET_MAPS:
+        raise ValueError(f"`target_map` must be one of {TARGET_MAPS}, got {target_map!r}.")
+    if target_map == "untargeted":
+        return y, False
+    shift = 1 if target_map == "next" else 1 + int(step) % (num_classes - 1)
+    return shifted_targets(y, num_classes, shift), True
+
+
 def fgsm(
     model: nn.Module,
     x: Tensor,

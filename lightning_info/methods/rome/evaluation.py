@@ -13,6 +13,7 @@ from lightning_info.core.validation import (
     require_positive,
 )
 from lightning_info.methods.rome.attacks import fgsm, pgd, shifted_targets
+from lightning_info.methods.rome.augment import DSA
 from lightning_info.methods.rome.functional import (
     ATTACKS,
     check_attacks,
@@ -35,11 +36,14 @@ def train_fresh_net(
     batch_size: int = 256,
     width: int = 32,
     num_classes: int | None = None,
+    augmentation: DSA | None = None,
 ) -> SmallConvNet:
     """A :class:`SmallConvNet` trained from a seeded initialisation on ``(images, labels)``.
 
     Seeded SGD (momentum 0.9, weight decay 5e-4) on cross-entropy, ``epochs`` passes in seeded
-    random order; returned in eval mode on the images' device.
+    random order; with ``augmentation`` each batch is augmented, every image by its own draw
+    (as the reference trains its evaluation networks under DSA). Returned in eval mode on the
+    images' device.
     """
     epochs = require_int(epochs, "epochs", 1)
     lr = require_positive(lr, "lr")
@@ -47,6 +51,7 @@ def train_fresh_net(
     images, labels = check_real(images, labels)
     k = num_classes or int(labels.max()) + 1
     generator = torch.Generator().manual_seed(seed)
+    augment_rng = torch.Generator().manual_seed(seed + 1)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         net = SmallConvNet(images.shape[1], k, images.shape[-1], width).to(images.device)
@@ -56,8 +61,11 @@ def train_fresh_net(
         order = torch.randperm(images.shape[0], generator=generator).to(images.device)
         for start in range(0, images.shape[0], batch_size):
             pick = order[start : start + batch_size]
+            x = images[pick]
+            if augmentation is not None:
+                x = augmentation(x, augment_rng, per_batch=False)
             optimizer.zero_grad()
-            F.cross_entropy(net(images[pick]), labels[pick]).backward()
+            F.cross_entropy(net(x), labels[pick]).backward()
             optimizer.step()
     return net.eval()
 
@@ -117,11 +125,12 @@ def evaluate_distilled(
     width: int = 32,
     num_classes: int | None = None,
     target_shifts: Sequence[int] = (),
+    augmentation: DSA | None = None,
 ) -> dict[str, float]:
     """Train a fresh :class:`SmallConvNet` on a (distilled) set and test it clean and attacked.
 
-    Training is :func:`train_fresh_net`; the attacks are :func:`attacked_predictions`. With
-    ``ACC`` the clean accuracy and ``ASR_i = ACC - acc_i``,
+    Training is :func:`train_fresh_net` (with ``augmentation``, if given); the attacks are
+    :func:`attacked_predictions`. With ``ACC`` the clean accuracy and ``ASR_i = ACC - acc_i``,
 
         RR   = 100 * (1 - mean(ASR) / max(ASR)),
         I-RR = 100 * (1 - mean(ASR) * max(ASR) / ACC^2)    (BEARD; Zhou et al., ICML 2025).
@@ -147,6 +156,7 @@ def evaluate_distilled(
         batch_size=batch_size,
         width=width,
         num_classes=k,
+        augmentation=augmentation,
     )
 
     def accuracy(preds: Tensor) -> float:

@@ -21,7 +21,13 @@ from lightning_info.core.validation import (
     require_non_negative,
     require_positive,
 )
-from lightning_info.methods.rome.attacks import check_target_shift, next_class_targets, pgd
+from lightning_info.methods.rome.attacks import (
+    TARGET_MAPS,
+    check_target_shift,
+    pgd,
+    training_attack_labels,
+)
+from lightning_info.methods.rome.augment import DSA, DSA_STRATEGY
 from lightning_info.methods.rome.evaluation import (
     attacked_predictions,
     train_fresh_net,
@@ -52,13 +58,25 @@ class ROMEDistillation(pl.LightningModule):
 
     Optimisation is manual. The synthetic images are the only trainable parameters (the pool's
     weights have ``requires_grad=False`` outside their own training, so DDP synchronises the
-    images alone). Each training step picks one network from the pool, adds up the loss of the
-    module docstring over all classes and takes one SGD step (``lr``, ``momentum``); as each
-    class owns its own slice of images, this equals one step per class. The networks live in
-    ``self.nets`` (an ``nn.ModuleList``, so checkpoints hold them); every ``net_refresh_every``
-    steps ``train_nets_per_refresh`` of them take ``net_train_steps`` plain SGD steps
-    (``net_lr``, no momentum, hence no optimizer state to save) on real batches of all classes,
-    attacked with untargeted PGD when ``robust`` (clean otherwise). Every ``add_net_every``
+    images alone). They are held normalised, ``synthetic = (images - mean) / std`` with the
+    real data's channel statistics, so ``lr`` is in the reference's units (its images are
+    mean/std normalised: a step of ``lr`` there moves the pixels by ``lr * std**2`` times the
+    pixel gradient); :attr:`images` gives the pixels, kept in ``[0, 1]``. Each training step
+    picks one network from the pool, adds up the loss of the module docstring over all classes
+    and takes one SGD step (``lr``, ``momentum``); as each class owns its own slice of images,
+    this equals one step per class. With ``dsa_strategy`` the real and synthetic batches of a
+    class are augmented by the same random transform (:class:`~.augment.DSA`) before the real
+    batch is attacked.
+
+    The networks live in ``self.nets`` (an ``nn.ModuleList``, so checkpoints hold them), each
+    with its own persistent SGD optimizer (``net_lr``, ``net_momentum``, ``net_weight_decay``,
+    as the reference's ``--net_decay``) whose state is checkpointed. Every
+    ``net_refresh_every`` steps ``train_nets_per_refresh`` of them take ``net_train_steps``
+    steps on real batches of all classes, attacked as the alignment attacks them
+    (``attack_target``) when ``robust`` and clean otherwise, with the true labels as targets
+    of the cross-entropy. ``acc_net`` of the performance term is the network's running accuracy
+    on its own (adversarial) training batches since the last multiple of ``acc_window`` steps,
+    and 0 for a network with no such batch, as in the reference. Every ``add_net_every``
     steps a new network joins the pool; past ``max_nets`` the oldest leaves.
 
     Randomness is a pure function of ``(seed, step)``: the pool (which network, its training
@@ -78,16 +96,25 @@ class ROMEDistillation(pl.LightningModule):
         num_classes: ``K``; ``None`` takes ``max(real_labels) + 1``.
         images_per_class: synthetic images per class, drawn from the reals of that class.
         alpha: weight of the alignment term; ``1 - alpha`` scales the performance term.
-        w_ce: weight of the performance term.
+        w_ce: weight of the performance term (``acc_net`` is a fraction; the reference's
+            ``ce_weight`` multiplies a percentage, see the method card for the conversion).
         robust: attack the real batch (ROME) or match clean features (distribution matching).
-        eps, attack_steps, attack_step_size: targeted L-inf PGD in pixel units; a step size of
+        attack_target: the attack of the alignment and of the pool's training: ``"next"``
+            (the reference's targeted PGD towards ``(c + 1) mod K``), ``"rotating"`` (towards
+            ``c + s`` with ``s = 1 + step mod (K - 1)``) or ``"untargeted"``.
+        eps, attack_steps, attack_step_size: L-inf PGD in pixel units; a step size of
             ``None`` means ``2.5 * eps / attack_steps``. ``eps`` is also the L-inf test radius.
         real_batch: real images per class and step (and per network-training step).
-        lr, momentum: SGD on the synthetic images.
+        lr, momentum: SGD on the normalised synthetic images (the reference's units).
+        dsa_strategy: differentiable siamese augmentation families (``None`` or ``""``: none),
+            also applied to each batch when the evaluation network trains.
         num_nets, max_nets, add_net_every: initial and largest pool size, growth period
             (``0``: the pool never grows).
-        net_refresh_every, train_nets_per_refresh, net_train_steps, net_lr: adversarial training
-            of the pool (``net_refresh_every=0``: the networks are never trained).
+        net_refresh_every, train_nets_per_refresh, net_train_steps, net_lr, net_momentum,
+            net_weight_decay: adversarial training of the pool (``net_refresh_every=0``: the
+            networks are never trained).
+        acc_window: ``acc_net`` counts the training batches since the last multiple of this
+            many steps (the reference's evaluation interval); ``0`` never resets the count.
         width: width of each :class:`SmallConvNet`.
         net_factory: ``net_factory(in_channels, num_classes, image_size)`` builds a pool network
             exposing ``features`` and ``forward``; ``None`` builds a :class:`SmallConvNet`. It is
@@ -110,12 +137,14 @@ class ROMEDistillation(pl.LightningModule):
         alpha: float = 0.2,
         w_ce: float = 0.5,
         robust: bool = True,
+        attack_target: str = "next",
         eps: float = 8 / 255,
         attack_steps: int = 10,
         attack_step_size: float | None = None,
         real_batch: int = 256,
         lr: float = 0.2,
         momentum: float = 0.5,
+        dsa_strategy: str | None = DSA_STRATEGY,
         num_nets: int = 3,
         max_nets: int = 100,
         add_net_every: int = 30,
@@ -123,6 +152,9 @@ class ROMEDistillation(pl.LightningModule):
         train_nets_per_refresh: int = 2,
         net_train_steps: int = 10,
         net_lr: float = 0.01,
+        net_momentum: float = 0.9,
+        net_weight_decay: float = 5e-4,
+        acc_window: int = 100,
         width: int = 32,
         net_factory: NetFactory | None = None,
         steps_per_epoch: int = 100,
@@ -153,6 +185,9 @@ class ROMEDistillation(pl.LightningModule):
             raise ValueError(f"`alpha` must lie in [0, 1], got {alpha!r}.")
         self.w_ce = require_non_negative(w_ce, "w_ce")
         self.robust = bool(robust)
+        if attack_target not in TARGET_MAPS:
+            raise ValueError(f"`attack_target` must be one of {TARGET_MAPS}, got {attack_target!r}")
+        self.attack_target = attack_target
         self.eps = require_non_negative(eps, "eps")
         self.attack_steps = require_int(attack_steps, "attack_steps", 1)
         self.attack_step_size = (
@@ -170,6 +205,9 @@ class ROMEDistillation(pl.LightningModule):
         self.train_nets_per_refresh = require_int(train_nets_per_refresh, "nets per refresh", 1)
         self.net_train_steps = require_int(net_train_steps, "net_train_steps", 1)
         self.net_lr = require_positive(net_lr, "net_lr")
+        self.net_momentum = require_fraction(net_momentum, "net_momentum")
+        self.net_weight_decay = require_non_negative(net_weight_decay, "net_weight_decay")
+        self.acc_window = require_int(acc_window, "acc_window", 0)
         self.width = require_int(width, "width", 1)
         self.steps_per_epoch = require_int(steps_per_epoch, "steps_per_epoch", 1)
         self.eval_epochs = require_int(eval_epochs, "eval_epochs", 1)
@@ -187,11 +225,18 @@ class ROMEDistillation(pl.LightningModule):
         self.register_buffer("iteration", torch.zeros((), dtype=torch.long))
         self.register_buffer("nets_built", torch.tensor(num_nets, dtype=torch.long))
 
+        mean, std = _channel_statistics(images)
+        self.register_buffer("pixel_mean", mean.view(1, -1, 1, 1))
+        self.register_buffer("pixel_std", std.view(1, -1, 1, 1))
+        self.augmentation = (
+            DSA(dsa_strategy, tuple(mean.tolist()), tuple(std.tolist())) if dsa_strategy else None
+        )
         init_rng = self._generator(_INIT_STREAM)
         init = torch.cat([self._sample_class(c, self.ipc, init_rng, self._real) for c in range(k)])
-        self.images = nn.Parameter(init.clone())
+        self.synthetic = nn.Parameter((init - self.pixel_mean) / self.pixel_std)
         self.register_buffer("labels", torch.arange(k).repeat_interleave(self.ipc))
         self.nets = nn.ModuleList(self._build_net(i) for i in range(num_nets))
+        self._pool = [_PoolState(self._net_optimizer(net)) for net in self.nets]
         self.test_scores = ImprovedRobustnessRatio(self.eval_attacks)
         self.eval_target_shifts = [check_target_shift(shift, k) for shift in eval_target_shifts]
         self.targeted_scores = nn.ModuleDict(
@@ -209,10 +254,15 @@ class ROMEDistillation(pl.LightningModule):
         return torch.Generator(device=device or "cpu").manual_seed(seed)
 
     @property
+    def images(self) -> Tensor:
+        """The synthetic images in pixels, ``synthetic * std + mean`` (differentiable)."""
+        return self.synthetic * self.pixel_std + self.pixel_mean
+
+    @property
     def real(self) -> _RealData:
         """The real data, moved to the module's device on first use there."""
-        if self._real.images.device != self.images.device:
-            self._real = self._real.to(self.images.device)
+        if self._real.images.device != self.synthetic.device:
+            self._real = self._real.to(self.synthetic.device)
         return self._real
 
     def _sample_class(
@@ -237,6 +287,14 @@ class ROMEDistillation(pl.LightningModule):
                 net = self._net_factory(channels, self.num_classes, size)
         return net.requires_grad_(False)
 
+    def _net_optimizer(self, net: nn.Module) -> torch.optim.SGD:
+        return torch.optim.SGD(
+            net.parameters(),
+            lr=self.net_lr,
+            momentum=self.net_momentum,
+            weight_decay=self.net_weight_decay,
+        )
+
     def distilled_dataset(self) -> tuple[Tensor, Tensor]:
         """The synthetic images ``(K * ipc, C, H, W)`` and their labels, detached copies."""
         return self.images.detach().clone(), self.labels.detach().clone()
@@ -246,41 +304,57 @@ class ROMEDistillation(pl.LightningModule):
         return DataLoader(range(self.steps_per_epoch), batch_size=None)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.SGD([self.images], lr=self.lr, momentum=self.momentum)
+        return torch.optim.SGD([self.synthetic], lr=self.lr, momentum=self.momentum)
 
     # ---------------------------------------------------------------- training
 
     def class_loss(
-        self, net: nn.Module, c: int, generator: torch.Generator | None = None
-    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """``(alpha * L_rob + L_perf, L_rob, L_perf, acc_net)`` of class ``c`` under ``net``.
+        self, net: nn.Module, c: int, acc_net: float, generator: torch.Generator | None = None
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """``(alpha * L_rob + L_perf, L_rob, L_perf)`` of class ``c`` under ``net``.
 
-        ``acc_net`` is the clean accuracy of ``net`` on the real batch, a fraction in ``[0, 1]``;
-        the real features are detached, so only the synthetic images receive gradients.
+        ``acc_net`` weighs the performance term, a fraction in ``[0, 1]``. The real and
+        synthetic batches share one augmentation draw; the real features are detached, so only
+        the synthetic images receive gradients.
         """
         generator = generator or self._generator(_REAL_STREAM, self.global_rank)
         x_real = self._sample_class(c, self.real_batch, generator)
         y_real = torch.full((x_real.shape[0],), c, dtype=torch.long, device=x_real.device)
-        with torch.no_grad():
-            acc_net = (net(x_real).argmax(1) == y_real).float().mean()
-        if self.robust:
-            x_real = pgd(
-                net,
-                x_real,
-                next_class_targets(y_real, self.num_classes),
-                self.eps,
-                steps=self.attack_steps,
-                step_size=self.attack_step_size,
-                targeted=True,
-                generator=self._device_generator(generator, x_real),
-            )
-        with torch.no_grad():
-            target = net.features(x_real)
         x_syn = self.images[c * self.ipc : (c + 1) * self.ipc]
         y_syn = self.labels[c * self.ipc : (c + 1) * self.ipc]
-        l_rob = rome_alignment(net.features(x_syn), target.detach())
+        if self.augmentation is not None:
+            seed = int(torch.randint(2**62, (1,), generator=generator))
+            x_real = self.augmentation(x_real, torch.Generator().manual_seed(seed))
+            x_syn = self.augmentation(x_syn, torch.Generator().manual_seed(seed))
+        if self.robust:
+            x_real = self._attack(net, x_real, y_real, generator)
+        with torch.no_grad():
+            target = net.features(x_real)
+        l_rob = rome_alignment(net.features(x_syn), target)
         l_perf = self.w_ce * (1 - self.alpha) * acc_net * F.cross_entropy(net(x_syn), y_syn)
-        return self.alpha * l_rob + l_perf, l_rob, l_perf, acc_net
+        return self.alpha * l_rob + l_perf, l_rob, l_perf
+
+    def _attack(self, net: nn.Module, x: Tensor, y: Tensor, generator: torch.Generator) -> Tensor:
+        """``x`` under L-inf PGD on ``net`` with the labels of ``attack_target`` at this step."""
+        goal, targeted = training_attack_labels(
+            y, self.num_classes, self.attack_target, int(self.iteration)
+        )
+        return pgd(
+            net,
+            x,
+            goal,
+            self.eps,
+            steps=self.attack_steps,
+            step_size=self.attack_step_size,
+            targeted=targeted,
+            generator=self._device_generator(generator, x),
+        )
+
+    def running_accuracy(self, index: int) -> float:
+        """``acc_net`` of pool network ``index``: its accuracy on its own training batches
+        since the last reset, ``0.0`` when it has seen none."""
+        state = self._pool[index]
+        return state.correct / state.seen if state.seen else 0.0
 
     @staticmethod
     def _device_generator(generator: torch.Generator, x: Tensor) -> torch.Generator:
@@ -292,22 +366,26 @@ class ROMEDistillation(pl.LightningModule):
 
     def training_step(self, batch: Any, batch_idx: int) -> None:
         optimizer = self.optimizers()
+        if self.acc_window and int(self.iteration) % self.acc_window == 0:
+            for state in self._pool:
+                state.correct = state.seen = 0
         pool_rng = self._generator(_POOL_STREAM)
         real_rng = self._generator(_REAL_STREAM, self.global_rank)
-        net = self.nets[int(torch.randint(len(self.nets), (1,), generator=pool_rng))]
-        total = self.images.new_zeros(())
-        l_rob, l_perf, acc = [], [], []
+        index = int(torch.randint(len(self.nets), (1,), generator=pool_rng))
+        net, acc_net = self.nets[index], self.running_accuracy(index)
+        total = self.synthetic.new_zeros(())
+        l_rob, l_perf = [], []
         for c in range(self.num_classes):
-            loss, rob, perf, accuracy = self.class_loss(net, c, real_rng)
+            loss, rob, perf = self.class_loss(net, c, acc_net, real_rng)
             total = total + loss
             l_rob.append(rob.detach())
             l_perf.append(perf.detach())
-            acc.append(accuracy)
         optimizer.zero_grad()
         self.manual_backward(total)
         optimizer.step()
-        with torch.no_grad():
-            self.images.clamp_(0.0, 1.0)
+        with torch.no_grad():  # the pixels stay in [0, 1]
+            low, high = -self.pixel_mean / self.pixel_std, (1 - self.pixel_mean) / self.pixel_std
+            self.synthetic.copy_(torch.maximum(torch.minimum(self.synthetic, high), low))
 
         step = int(self.iteration) + 1
         if self.net_refresh_every and step % self.net_refresh_every == 0:
@@ -317,7 +395,7 @@ class ROMEDistillation(pl.LightningModule):
             self._add_net()
         self.log("rome/l_rob", torch.stack(l_rob).mean())
         self.log("rome/l_perf", torch.stack(l_perf).mean())
-        self.log("rome/acc_net", torch.stack(acc).mean())
+        self.log("rome/acc_net", float(acc_net))
         self.log("rome/num_nets", float(len(self.nets)))
 
     def _train_nets(self, generator: torch.Generator) -> None:
@@ -326,37 +404,36 @@ class ROMEDistillation(pl.LightningModule):
         real = self.real
         n_real = real.images.shape[0]
         for index in chosen:
-            net = self.nets[index]
+            net, state = self.nets[index], self._pool[index]
             with trainable(net):
-                optimizer = torch.optim.SGD(net.parameters(), lr=self.net_lr)
                 for _ in range(self.net_train_steps):
                     pick = torch.randperm(n_real, generator=generator)[: self.real_batch]
                     pick = pick.to(real.images.device)
                     x, y = real.images[pick], real.labels[pick]
                     if self.robust:
-                        x = pgd(
-                            net,
-                            x,
-                            y,
-                            self.eps,
-                            steps=self.attack_steps,
-                            step_size=self.attack_step_size,
-                            generator=self._device_generator(generator, x),
-                        )
-                    optimizer.zero_grad()
-                    F.cross_entropy(net(x), y).backward()
-                    optimizer.step()
+                        x = self._attack(net, x, y, generator)
+                    logits = net(x)
+                    state.optimizer.zero_grad()
+                    F.cross_entropy(logits, y).backward()
+                    state.optimizer.step()
+                    state.correct += int((logits.argmax(1) == y).sum())
+                    state.seen += y.shape[0]
             if self.trainer.world_size > 1:
                 # CPU training is bitwise identical on every rank; a GPU's atomics may not be.
-                state = self.trainer.strategy.broadcast(net.state_dict(), src=0)
-                net.load_state_dict(state)
+                weights, optimizer, counts = self.trainer.strategy.broadcast(
+                    (net.state_dict(), state.optimizer.state_dict(), state.counts()), src=0
+                )
+                net.load_state_dict(weights)
+                state.load(optimizer, counts)
 
     def _add_net(self) -> None:
-        net = self._build_net(int(self.nets_built)).to(self.images.device)
+        net = self._build_net(int(self.nets_built)).to(self.synthetic.device)
         self.nets_built += 1
         self.nets.append(net)
+        self._pool.append(_PoolState(self._net_optimizer(net)))
         while len(self.nets) > self.max_nets:
             del self.nets[0]
+            del self._pool[0]
 
     def on_train_end(self) -> None:
         """Log the distilled set as one image grid (a row per class) to W&B loggers."""
@@ -382,6 +459,7 @@ class ROMEDistillation(pl.LightningModule):
                 seed=self.seed,
                 width=self.width,
                 num_classes=self.num_classes,
+                augmentation=self.augmentation,
             )
         self._evaluation["net"] = net
         for _, scores in self._score_sets():
@@ -431,6 +509,14 @@ class ROMEDistillation(pl.LightningModule):
 
     # ---------------------------------------------------------------- checkpoints
 
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """The pool's optimizer states and running-accuracy counts (the weights are in the
+        state dict)."""
+        checkpoint[_POOL_KEY] = [
+            {"optimizer": state.optimizer.state_dict(), "counts": state.counts()}
+            for state in self._pool
+        ]
+
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         state = checkpoint["state_dict"]
         indices = {int(key.split(".")[1]) for key in state if key.startswith("nets.")}
@@ -438,11 +524,45 @@ class ROMEDistillation(pl.LightningModule):
         built = int(state.get("nets_built", torch.tensor(len(self.nets))))
         # the saved pool may have grown; rebuild it to the saved size before the weights load
         self.nets = nn.ModuleList(
-            self._build_net(built - pool + i).to(self.images.device) for i in range(pool)
+            self._build_net(built - pool + i).to(self.synthetic.device) for i in range(pool)
         )
+        self._pool = [_PoolState(self._net_optimizer(net)) for net in self.nets]
+        for pool_state, saved in zip(self._pool, checkpoint.get(_POOL_KEY, [])):
+            pool_state.load(saved["optimizer"], saved["counts"])
 
 
 _INIT_STREAM, _POOL_STREAM, _REAL_STREAM, _TEST_STREAM = 0, 1, 2, 3
+_POOL_KEY = "rome_pool"
+
+
+def _channel_statistics(images: Tensor) -> tuple[Tensor, Tensor]:
+    """Channel mean and standard deviation of ``(N, C, H, W)`` images; refuses a constant
+    channel, whose normalisation would divide by zero."""
+    mean = images.mean(dim=(0, 2, 3))
+    std = images.std(dim=(0, 2, 3)) if images[:, 0].numel() > 1 else torch.zeros_like(mean)
+    if (std <= 0).any():
+        constant = torch.nonzero(std <= 0).flatten().tolist()
+        raise ValueError(
+            f"channels {constant} of `real_images` are constant; the synthetic images are "
+            "normalised by the channel std, which must be positive."
+        )
+    return mean, std
+
+
+class _PoolState:
+    """A pool network's persistent optimizer and its running-accuracy counts."""
+
+    def __init__(self, optimizer: torch.optim.Optimizer) -> None:
+        self.optimizer = optimizer
+        self.correct = 0
+        self.seen = 0
+
+    def counts(self) -> tuple[int, int]:
+        return self.correct, self.seen
+
+    def load(self, optimizer_state: dict[str, Any], counts: Sequence[int]) -> None:
+        self.optimizer.load_state_dict(optimizer_state)
+        self.correct, self.seen = int(counts[0]), int(counts[1])
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """Shared set-up of the bottleneck tests: one torch thread, sklearn's digits in [0, 1]."""
 
+import lightning.pytorch as pl
 import pytest
 import torch
 
@@ -20,3 +21,37 @@ def shuffled_digits(max_class: int = 9) -> tuple[torch.Tensor, torch.Tensor]:
     y = torch.tensor(labels[keep])
     order = torch.randperm(len(y), generator=torch.Generator().manual_seed(0))
     return x[order], y[order]
+
+
+def quiet_trainer(steps: int, **kwargs) -> pl.Trainer:
+    """A CPU trainer for ``steps`` steps without logger, checkpoints or progress output."""
+    options = dict(
+        max_steps=steps,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    options.update(kwargs)
+    return pl.Trainer(**options)
+
+
+def small_rome(x: torch.Tensor, y: torch.Tensor, **kwargs):
+    """A ``ROMEDistillation`` at toy sizes: one fixed network, no augmentation; ``kwargs``
+    override any argument."""
+    from lightning_info.methods.rome import ROMEDistillation
+
+    options = dict(
+        images_per_class=2,
+        real_batch=32,
+        attack_steps=2,
+        eps=0.1,
+        num_nets=1,
+        width=8,
+        net_refresh_every=0,
+        add_net_every=0,
+        dsa_strategy=None,
+    )
+    options.update(kwargs)
+    return ROMEDistillation(x, y, **options)
