@@ -461,7 +461,9 @@ def _gather_worker(rank, port, queue):
         capped = SampleReservoir(max_samples=30)
         if rank == 0:  # rank 1 sees nothing
             capped.update(x)
-        queue.put((rank, metric.compute(), capped.compute()))
+        # numpy arrays travel by value; a tensor would travel as a shared-memory handle that
+        # dies with this process if the parent reads it after the worker has exited
+        queue.put((rank, metric.compute().numpy(), capped.compute().numpy()))
         torch.distributed.barrier()
     finally:
         torch.distributed.destroy_process_group()
@@ -476,7 +478,8 @@ def test_metric_states_gather_over_two_real_processes():
     workers = [context.Process(target=_gather_worker, args=(r, port, queue)) for r in range(2)]
     for worker in workers:
         worker.start()
-    results = dict((rank, (h, rows)) for rank, h, rows in (queue.get(timeout=60) for _ in workers))
+    received = (queue.get(timeout=60) for _ in workers)
+    results = {rank: (torch.from_numpy(h), torch.from_numpy(rows)) for rank, h, rows in received}
     for worker in workers:
         worker.join(timeout=30)
         assert worker.exitcode == 0
