@@ -39,7 +39,8 @@ from lightning_info.methods.rome.functional import (
     image_grid,
     rome_alignment,
 )
-from lightning_info.methods.rome.network import NetFactory, SmallConvNet, trainable
+from lightning_info.methods.rome.network import NetFactory, SmallConvNet
+from lightning_info.methods.rome.pool import NetworkPool
 from lightning_info.methods.rome.robustness import (
     ImprovedRobustnessRatio,
     robustness_ratio,
@@ -68,9 +69,10 @@ class ROMEDistillation(pl.LightningModule):
     class are augmented by the same random transform (:class:`~.augment.DSA`) before the real
     batch is attacked.
 
-    The networks live in ``self.nets`` (an ``nn.ModuleList``, so checkpoints hold them), each
-    with its own persistent SGD optimizer (``net_lr``, ``net_momentum``, ``net_weight_decay``,
-    as the reference's ``--net_decay``) whose state is checkpointed. Every
+    The networks live in ``self.pool`` (a :class:`~.pool.NetworkPool`; ``self.nets`` lists
+    them), each with its own persistent SGD optimizer (``net_lr``, ``net_momentum``,
+    ``net_weight_decay``, as the reference's ``--net_decay``); weights, optimizer states and
+    counts are checkpointed. Every
     ``net_refresh_every`` steps ``train_nets_per_refresh`` of them take ``net_train_steps``
     steps on real batches of all classes, attacked as the alignment attacks them
     (``attack_target``) when ``robust`` and clean otherwise, with the true labels as targets
@@ -235,8 +237,11 @@ class ROMEDistillation(pl.LightningModule):
         init = torch.cat([self._sample_class(c, self.ipc, init_rng, self._real) for c in range(k)])
         self.synthetic = nn.Parameter((init - self.pixel_mean) / self.pixel_std)
         self.register_buffer("labels", torch.arange(k).repeat_interleave(self.ipc))
-        self.nets = nn.ModuleList(self._build_net(i) for i in range(num_nets))
-        self._pool = [_PoolState(self._net_optimizer(net)) for net in self.nets]
+        self.pool = NetworkPool(
+            self.max_nets, self.net_lr, self.net_momentum, self.net_weight_decay
+        )
+        for index in range(num_nets):
+            self.pool.add(self._build_net(index))
         self.test_scores = ImprovedRobustnessRatio(self.eval_attacks)
         self.eval_target_shifts = [check_target_shift(shift, k) for shift in eval_target_shifts]
         self.targeted_scores = nn.ModuleDict(
@@ -252,6 +257,11 @@ class ROMEDistillation(pl.LightningModule):
         entropy = [self.seed, stream, int(self.iteration), rank]
         seed = int(np.random.SeedSequence(entropy).generate_state(1, dtype=np.uint64)[0] >> 1)
         return torch.Generator(device=device or "cpu").manual_seed(seed)
+
+    @property
+    def nets(self) -> nn.ModuleList:
+        """The pool's networks, oldest first."""
+        return self.pool.nets
 
     @property
     def images(self) -> Tensor:
@@ -286,14 +296,6 @@ class ROMEDistillation(pl.LightningModule):
             else:
                 net = self._net_factory(channels, self.num_classes, size)
         return net.requires_grad_(False)
-
-    def _net_optimizer(self, net: nn.Module) -> torch.optim.SGD:
-        return torch.optim.SGD(
-            net.parameters(),
-            lr=self.net_lr,
-            momentum=self.net_momentum,
-            weight_decay=self.net_weight_decay,
-        )
 
     def distilled_dataset(self) -> tuple[Tensor, Tensor]:
         """The synthetic images ``(K * ipc, C, H, W)`` and their labels, detached copies."""
@@ -350,12 +352,6 @@ class ROMEDistillation(pl.LightningModule):
             generator=self._device_generator(generator, x),
         )
 
-    def running_accuracy(self, index: int) -> float:
-        """``acc_net`` of pool network ``index``: its accuracy on its own training batches
-        since the last reset, ``0.0`` when it has seen none."""
-        state = self._pool[index]
-        return state.correct / state.seen if state.seen else 0.0
-
     @staticmethod
     def _device_generator(generator: torch.Generator, x: Tensor) -> torch.Generator:
         """``generator`` if it lives on ``x``'s device, else one on that device seeded from it."""
@@ -367,12 +363,11 @@ class ROMEDistillation(pl.LightningModule):
     def training_step(self, batch: Any, batch_idx: int) -> None:
         optimizer = self.optimizers()
         if self.acc_window and int(self.iteration) % self.acc_window == 0:
-            for state in self._pool:
-                state.correct = state.seen = 0
+            self.pool.reset_accuracies()
         pool_rng = self._generator(_POOL_STREAM)
         real_rng = self._generator(_REAL_STREAM, self.global_rank)
         index = int(torch.randint(len(self.nets), (1,), generator=pool_rng))
-        net, acc_net = self.nets[index], self.running_accuracy(index)
+        net, acc_net = self.pool[index], self.pool.running_accuracy(index)
         total = self.synthetic.new_zeros(())
         l_rob, l_perf = [], []
         for c in range(self.num_classes):
@@ -404,36 +399,20 @@ class ROMEDistillation(pl.LightningModule):
         real = self.real
         n_real = real.images.shape[0]
         for index in chosen:
-            net, state = self.nets[index], self._pool[index]
-            with trainable(net):
-                for _ in range(self.net_train_steps):
-                    pick = torch.randperm(n_real, generator=generator)[: self.real_batch]
-                    pick = pick.to(real.images.device)
-                    x, y = real.images[pick], real.labels[pick]
-                    if self.robust:
-                        x = self._attack(net, x, y, generator)
-                    logits = net(x)
-                    state.optimizer.zero_grad()
-                    F.cross_entropy(logits, y).backward()
-                    state.optimizer.step()
-                    state.correct += int((logits.argmax(1) == y).sum())
-                    state.seen += y.shape[0]
+            for _ in range(self.net_train_steps):
+                pick = torch.randperm(n_real, generator=generator)[: self.real_batch]
+                pick = pick.to(real.images.device)
+                x, y = real.images[pick], real.labels[pick]
+                if self.robust:
+                    x = self._attack(self.pool[index], x, y, generator)
+                self.pool.train_step(index, x, y)
             if self.trainer.world_size > 1:
                 # CPU training is bitwise identical on every rank; a GPU's atomics may not be.
-                weights, optimizer, counts = self.trainer.strategy.broadcast(
-                    (net.state_dict(), state.optimizer.state_dict(), state.counts()), src=0
-                )
-                net.load_state_dict(weights)
-                state.load(optimizer, counts)
+                self.pool.broadcast(index, self.trainer.strategy)
 
     def _add_net(self) -> None:
-        net = self._build_net(int(self.nets_built)).to(self.synthetic.device)
+        self.pool.add(self._build_net(int(self.nets_built)).to(self.synthetic.device))
         self.nets_built += 1
-        self.nets.append(net)
-        self._pool.append(_PoolState(self._net_optimizer(net)))
-        while len(self.nets) > self.max_nets:
-            del self.nets[0]
-            del self._pool[0]
 
     def on_train_end(self) -> None:
         """Log the distilled set as one image grid (a row per class) to W&B loggers."""
@@ -512,23 +491,19 @@ class ROMEDistillation(pl.LightningModule):
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """The pool's optimizer states and running-accuracy counts (the weights are in the
         state dict)."""
-        checkpoint[_POOL_KEY] = [
-            {"optimizer": state.optimizer.state_dict(), "counts": state.counts()}
-            for state in self._pool
-        ]
+        checkpoint[_POOL_KEY] = self.pool.checkpoint_state()
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         state = checkpoint["state_dict"]
-        indices = {int(key.split(".")[1]) for key in state if key.startswith("nets.")}
-        pool = max(indices) + 1 if indices else 0
-        built = int(state.get("nets_built", torch.tensor(len(self.nets))))
+        indices = {int(key.split(".")[2]) for key in state if key.startswith("pool.nets.")}
+        size = max(indices) + 1 if indices else 0
+        built = int(state.get("nets_built", torch.tensor(len(self.pool))))
         # the saved pool may have grown; rebuild it to the saved size before the weights load
-        self.nets = nn.ModuleList(
-            self._build_net(built - pool + i).to(self.synthetic.device) for i in range(pool)
+        self.pool.replace(
+            self._build_net(built - size + i).to(self.synthetic.device) for i in range(size)
         )
-        self._pool = [_PoolState(self._net_optimizer(net)) for net in self.nets]
-        for pool_state, saved in zip(self._pool, checkpoint.get(_POOL_KEY, [])):
-            pool_state.load(saved["optimizer"], saved["counts"])
+        if _POOL_KEY in checkpoint:
+            self.pool.load_checkpoint_state(checkpoint[_POOL_KEY])
 
 
 _INIT_STREAM, _POOL_STREAM, _REAL_STREAM, _TEST_STREAM = 0, 1, 2, 3
@@ -547,22 +522,6 @@ def _channel_statistics(images: Tensor) -> tuple[Tensor, Tensor]:
             "normalised by the channel std, which must be positive."
         )
     return mean, std
-
-
-class _PoolState:
-    """A pool network's persistent optimizer and its running-accuracy counts."""
-
-    def __init__(self, optimizer: torch.optim.Optimizer) -> None:
-        self.optimizer = optimizer
-        self.correct = 0
-        self.seen = 0
-
-    def counts(self) -> tuple[int, int]:
-        return self.correct, self.seen
-
-    def load(self, optimizer_state: dict[str, Any], counts: Sequence[int]) -> None:
-        self.optimizer.load_state_dict(optimizer_state)
-        self.correct, self.seen = int(counts[0]), int(counts[1])
 
 
 @dataclass(frozen=True)

@@ -120,7 +120,7 @@ def test_performance_term_uses_running_accuracy_fraction():
         dsa_strategy=None,
         acc_window=0,
     )
-    module._pool[0].correct, module._pool[0].seen = 9, 12  # as if trained: acc_net 0.75
+    module.pool.running_accuracy = lambda index: 0.75  # as if trained, 9 of 12 right
     net = module.nets[0]
     with torch.no_grad():
         assert (net(x).argmax(1) == y).all()

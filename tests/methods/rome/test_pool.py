@@ -97,12 +97,12 @@ def test_running_accuracy_counts_the_pool_training_batches_and_resets(digits, mo
             logged.append(float(trainer.callback_metrics["rome/acc_net"]))
 
     module = _pool_module(x, y, num_nets=1, max_nets=1, add_net_every=0, acc_window=3)
-    assert module.running_accuracy(0) == 0.0  # untrained: no batch seen
+    assert module.pool.running_accuracy(0) == 0.0  # untrained: no batch seen
     _trainer(5, callbacks=[Record()]).fit(module)
     assert logged[0] == 0.0  # the first step's performance term is off, as in the reference
     # counts since the reset at step 3 (steps 3 and 4), before it steps 0-2 (logged at step 3)
     after = [(c, n) for step, c, n in seen if step >= 3]
-    assert module.running_accuracy(0) == pytest.approx(
+    assert module.pool.running_accuracy(0) == pytest.approx(
         sum(c for c, _ in after) / sum(n for _, n in after)
     )
     before = [(c, n) for step, c, n in seen if step < 2]
@@ -116,10 +116,10 @@ def _pool_state(module: ROMEDistillation) -> dict:
         "weights": [p.detach().clone() for net in module.nets for p in net.parameters()],
         "momentum": [
             state["momentum_buffer"].clone()
-            for pool in module._pool
-            for state in pool.optimizer.state.values()
+            for saved in module.pool.checkpoint_state()
+            for state in saved["optimizer"]["state"].values()
         ],
-        "counts": [pool.counts() for pool in module._pool],
+        "counts": [saved["counts"] for saved in module.pool.checkpoint_state()],
     }
 
 
@@ -138,7 +138,8 @@ def test_pool_optimizers_and_counts_resume_exactly(digits, tmp_path):
     x, y = digits
     straight = _pool_module(x, y, dsa_strategy="color_crop_flip", train_nets_per_refresh=3)
     _trainer(6).fit(straight)
-    assert len(straight.nets) == 3 and all(pool.optimizer.state for pool in straight._pool[:-1])
+    trained = [saved["optimizer"]["state"] for saved in straight.pool.checkpoint_state()]
+    assert len(straight.nets) == 3 and all(trained[:-1])  # momentum buffers to carry over
 
     first = _pool_module(x, y, dsa_strategy="color_crop_flip", train_nets_per_refresh=3)
     trainer = _trainer(3)
@@ -221,3 +222,29 @@ def test_synthetic_images_stay_pixels_under_large_steps(digits):
     images = module.images.detach()
     assert images.min() >= -1e-6 and images.max() <= 1 + 1e-6
     assert F.mse_loss(images, module.distilled_dataset()[0]) == 0
+
+
+def test_network_pool_keeps_optimizers_and_counts_with_their_networks():
+    from torch import nn
+
+    from lightning_info.methods.rome.pool import NetworkPool
+
+    pool = NetworkPool(max_size=2, lr=0.1, momentum=0.9, weight_decay=0.0)
+    nets = [nn.Linear(3, 2) for _ in range(3)]
+    x, y = torch.randn(6, 3), torch.tensor([0, 1, 0, 1, 0, 1])
+    pool.add(nets[0])
+    pool.add(nets[1])
+    with torch.no_grad():  # the step counts the predictions it trains on, made before it
+        correct = int((nets[1](x).argmax(1) == y).sum())
+    pool.train_step(1, x, y)
+    pool.add(nets[2])  # the oldest (nets[0], untrained) leaves
+    assert list(pool.nets) == nets[1:]
+    # nets[1] keeps its momentum and counts in position 0; nets[2] starts afresh
+    first, second = pool.checkpoint_state()
+    assert first["optimizer"]["state"] and not second["optimizer"]["state"]
+    assert first["counts"] == (correct, 6) and second["counts"] == (0, 0)
+    assert pool.running_accuracy(0) == correct / 6 and pool.running_accuracy(1) == 0.0
+    pool.reset_accuracies()
+    assert pool.running_accuracy(0) == 0.0
+    with pytest.raises(ValueError, match="state of 1 pool networks for a pool of 2"):
+        pool.load_checkpoint_state([first])
