@@ -243,17 +243,10 @@ def test_trainer_test_matches_evaluate_distilled(tmp_path):
     from lightning_info.data.digits import DigitsDataModule
 
     data = DigitsDataModule(classes=5, batch_size=100, split_seed=0)
-    module = ROMEDistillation(
+    module = _small(
         data.train_images,
         data.train_labels,
-        images_per_class=2,
         real_batch=16,
-        attack_steps=2,
-        eps=0.1,
-        num_nets=1,
-        width=8,
-        net_refresh_every=0,
-        add_net_every=0,
         eval_epochs=20,
         eval_eps_l2=1.0,
         eval_target_shifts=(1,),
