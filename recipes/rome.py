@@ -1,12 +1,14 @@
 """ROME recipe: robust dataset distillation vs a random real subset vs distribution matching.
 
 Distils sklearn's bundled digits (8x8, pixels in [0, 1]) into ``images_per_class`` images per
-class three ways from the same seed and initial images, then trains a fresh network on each set
-and tests it clean and under FGSM, PGD (L-inf) and PGD (L2):
+class from the same seed and initial images, then trains a fresh network on each set and tests
+it clean and under FGSM, PGD (L-inf) and PGD (L2), untargeted and targeted:
 
 - ``random real``: the initial images themselves (no distillation step);
 - ``DM``: plain distribution matching (``robust=False, alpha=1``);
-- ``ROME``: feature alignment with targeted-PGD reals plus the performance term.
+- ``ROME``: feature alignment with targeted-PGD reals (``c -> c + 1``) plus the performance term;
+- ``ROME, untargeted`` and ``ROME, rotating map``: the same with other attacks in the alignment
+  and the pool's training (beyond the paper).
 
 Any LightningCLI flag overrides ``recipes/rome.yaml``, e.g.::
 
