@@ -12,6 +12,7 @@ must give the same traces and parameters (``test_strategies.py`` checks model_pa
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -78,9 +79,14 @@ def main(strategy_name: str, out: str, accelerator: str = "cpu") -> None:
     # Tear the process group down before the interpreter exits: gloo's threads still running at
     # exit can abort the process ("terminate called without an active exception") after a run
     # that succeeded.
+    # Tearing down is not always enough (the abort was seen again under load): the results are
+    # written, so leave without the interpreter's finalisation, where those threads abort.
     trainer.strategy.barrier()
     if torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
