@@ -322,7 +322,8 @@ class ROMEDistillation(pl.LightningModule):
         generator = generator or self._generator(_REAL_STREAM, self.global_rank)
         x_real = self._sample_class(c, self.real_batch, generator)
         y_real = torch.full((x_real.shape[0],), c, dtype=torch.long, device=x_real.device)
-        x_syn = self.images[c * self.ipc : (c + 1) * self.ipc]
+        # only this class's slice in pixels, not the whole set once per class
+        x_syn = self.synthetic[c * self.ipc : (c + 1) * self.ipc] * self.pixel_std + self.pixel_mean
         y_syn = self.labels[c * self.ipc : (c + 1) * self.ipc]
         if self.augmentation is not None:
             seed = int(torch.randint(2**62, (1,), generator=generator))

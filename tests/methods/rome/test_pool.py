@@ -6,7 +6,6 @@ from __future__ import annotations
 import lightning.pytorch as pl
 import pytest
 import torch
-import torch.nn.functional as F
 
 from lightning_info.methods.rome import ROMEDistillation, rome_alignment
 from lightning_info.methods.rome import module as rome_module
@@ -221,7 +220,6 @@ def test_synthetic_images_stay_pixels_under_large_steps(digits):
     _trainer(2).fit(module)
     images = module.images.detach()
     assert images.min() >= -1e-6 and images.max() <= 1 + 1e-6
-    assert F.mse_loss(images, module.distilled_dataset()[0]) == 0
 
 
 def test_network_pool_keeps_optimizers_and_counts_with_their_networks():
