@@ -4,7 +4,11 @@ two-layer GPT-2 built from standard-library docstrings, for the language-model t
 
 import logging
 import os
+import socket
+import subprocess
+import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -78,3 +82,27 @@ def lightning_messages():
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def ddp_rows(tmp_path_factory):
+    """Every plugin-table row, and the metric table, under ``Trainer(strategy="ddp", devices=2)``
+    in two CPU processes started once by torchrun (``tests/ddp_plugin_rows.py``); the folder of
+    their results."""
+    out = tmp_path_factory.mktemp("ddp_rows")
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
+    command += ["--master-port", str(_free_port()), "-m", "tests.ddp_plugin_rows", str(out)]
+    done = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=900, check=False
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -5,10 +5,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
-import socket
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -25,9 +21,9 @@ from lightning.pytorch.cli import LightningCLI
 import lightning_info
 from lightning_info.configs import callback_config
 from tests.plugin_table import EXEMPT, PLUGINS, PluginCase
+from tests.resume_points import RESUME_POINTS, differences, resumed_run, straight_run
 from tests.tiny import QUIET, TinyClassifier, TinyDataModule
 
-ROOT = Path(__file__).resolve().parents[1]
 CASES = [pytest.param(case, id=case.id) for case in PLUGINS]
 
 
@@ -43,10 +39,11 @@ def _fit(
     batch_size=8,
     ckpt_path=None,
     sequential_shards=False,
+    extra_callbacks=(),
     **trainer_kwargs,
 ):
     seed_everything(seed)
-    model, callbacks = case.make_model(), case.make_callbacks()
+    model, callbacks = case.make_model(), [*case.make_callbacks(), *extra_callbacks]
     data = None if case.make_data is None else case.make_data(batch_size)
     if sequential_shards:
         data.sequential_shards = True
@@ -70,55 +67,24 @@ def test_fast_dev_run_trains(case, tmp_path):
     assert changed, "one optimizer step left every weight unchanged"
 
 
+_STRAIGHT: dict[str, tuple] = {}
+
+
+@pytest.mark.parametrize("point", RESUME_POINTS)
 @pytest.mark.parametrize("case", CASES)
-def test_resume_matches_uninterrupted_run(case, tmp_path):
-    straight_trainer, straight, straight_callbacks = _fit(case, tmp_path / "a", max_epochs=4)
+def test_resume_matches_uninterrupted_run(case, point, tmp_path_factory):
+    """Resumed from an epoch's end, from a mid-epoch checkpoint or after a ``max_steps`` stop
+    (``tests/resume_points.py``), a row ends as its uninterrupted run."""
 
-    first, _, _ = _fit(case, tmp_path / "b", max_epochs=2)
-    checkpoint = tmp_path / "half.ckpt"
-    first.save_checkpoint(checkpoint)
-    # A different seed: everything that matters must come from the checkpoint.
-    resumed_trainer, resumed, resumed_callbacks = _fit(
-        case, tmp_path / "c", seed=123, max_epochs=4, ckpt_path=checkpoint
-    )
+    def fit(folder, **kwargs):
+        return _fit(case, folder, **kwargs)
 
-    assert resumed_trainer.global_step == straight_trainer.global_step > first.global_step > 0
-    expected = _weights(straight)
-    for name, value in _weights(resumed).items():
-        torch.testing.assert_close(value, expected[name], rtol=0, atol=0, msg=name)
-    for a, b in zip(straight_callbacks, resumed_callbacks):
-        assert _same_state(a.state_dict(), b.state_dict())
-
-
-def _same_state(a, b) -> bool:
-    """Equal plugin states, tensors compared exactly (``==`` cannot compare them)."""
-    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.equal(a, b)
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same_state(x, y) for x, y in zip(a, b))
-    return a == b
-
-
-@pytest.fixture(scope="module")
-def ddp_rows(tmp_path_factory):
-    """Every row under ``Trainer(strategy="ddp", devices=2)`` in two CPU processes started once by
-    torchrun (``tests/ddp_plugin_rows.py``); the folder of rank 0's results per row."""
-    out = tmp_path_factory.mktemp("ddp_rows")
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
-    command += ["--master-port", str(_free_port()), "-m", "tests.ddp_plugin_rows", str(out)]
-    done = subprocess.run(
-        command, cwd=ROOT, capture_output=True, text=True, timeout=900, check=False
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    return out
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    if case.id not in _STRAIGHT:  # the uninterrupted run, shared by the row's three points
+        _STRAIGHT[case.id] = straight_run(fit, tmp_path_factory.mktemp(f"{case.id}-straight"))
+    straight, mid_epoch, batches = _STRAIGHT[case.id]
+    resumed = resumed_run(fit, tmp_path_factory.mktemp(case.id), point, mid_epoch, batches)
+    assert resumed["step"] == straight["step"] > 0
+    assert not differences(resumed, straight)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -132,6 +98,16 @@ def test_ddp_two_cpu_processes(case, ddp_rows, tmp_path):
         _, single, _ = _fit(case, tmp_path / "single", batch_size=8, max_steps=3, devices=1)
         for name, value in _weights(single).items():
             torch.testing.assert_close(ddp_weights[name], value, rtol=1e-5, atol=1e-6, msg=name)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_resume_under_ddp_matches_uninterrupted_run(case, ddp_rows):
+    """The three resume points under ``Trainer(strategy="ddp", devices=2)``."""
+    result = torch.load(ddp_rows / f"resume-{case.id}.pt", weights_only=False)
+    assert "error" not in result, result.get("error")
+    assert result["step"] > 0
+    for point in RESUME_POINTS:
+        assert not result[point], f"{point}: {result[point]} differ"
 
 
 YAML_CASES = [pytest.param(c, id=c.id) for c in PLUGINS if c.callback_yaml]

@@ -9,6 +9,8 @@ from lightning.pytorch import Callback, LightningDataModule, LightningModule
 from torch import nn
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
+from lightning_info.core.resume import ResumableDataLoader
+
 QUIET = dict(
     logger=False,
     enable_checkpointing=False,
@@ -87,7 +89,9 @@ class TinyDataModule(LightningDataModule):
                 rank=self.trainer.global_rank,
                 shuffle=False,
             )
-        return DataLoader(self.dataset, batch_size=self.batch_size, sampler=sampler)
+        return ResumableDataLoader(
+            self.dataset, trainer=self.trainer, batch_size=self.batch_size, sampler=sampler
+        )
 
     def val_dataloader(self):
         return DataLoader(self.dataset, batch_size=self.batch_size)

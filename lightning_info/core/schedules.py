@@ -87,26 +87,21 @@ class ExponentialSchedule(_RampSchedule):
         return self.start * (self.end / self.start) ** self._progress(step)
 
 
-def warmup_cosine(optimizer, total_steps: int, warmup_steps: int, floor: float = 0.0):
+def warmup_cosine(
+    optimizer, total_steps: int, warmup_steps: int, floor: float = 0.0, estimated: bool = False
+):
     """A per-step learning-rate factor: linear warmup from ``floor`` to 1 over ``warmup_steps``,
     then cosine decay from 1 to ``floor`` at ``total_steps`` (held at ``floor`` after it).
 
     ``factor(t) = floor + (1 - floor) t / W`` for ``t < W``, else ``floor + (1 - floor)
     (1 + cos(pi min((t - W) / (N - W), 1))) / 2``. Step it every optimizer step (Lightning's
-    ``"interval": "step"``); a fixed ``total_steps`` makes a resumed run see the same rates.
+    ``"interval": "step"``). The length is checkpointed with the scheduler
+    (:class:`~lightning_info.core.lr_schedules.WarmupCosineLR`): an ``estimated`` one is taken
+    from the checkpoint on resume, so a resumed run sees the rates it was trained under.
     """
-    import torch
+    from lightning_info.core.lr_schedules import WarmupCosineLR
 
-    total = max(int(total_steps), 1)
-    warmup = max(int(warmup_steps), 0)
-
-    def factor(step: int) -> float:
-        if step < warmup:
-            return floor + (1 - floor) * step / warmup
-        progress = min((step - warmup) / max(total - warmup, 1), 1.0)
-        return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
-
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    return WarmupCosineLR(optimizer, total_steps, warmup_steps, floor, estimated)
 
 
 def warmup_cosine_config(
@@ -117,11 +112,12 @@ def warmup_cosine_config(
     floor: float = 0.0,
 ) -> dict:
     """What ``configure_optimizers`` returns for ``optimizer`` under :func:`warmup_cosine`,
-    stepped every optimizer step: ``schedule_steps`` in all (``None``: the trainer's
-    ``estimated_stepping_batches``, which change with ``max_epochs``; fix ``schedule_steps`` to
-    resume into a longer run with the same rates), the first ``warmup_fraction`` of them warming
-    up."""
-    steps = trainer.estimated_stepping_batches if schedule_steps is None else schedule_steps
+    stepped every optimizer step: ``schedule_steps`` in all, the first ``warmup_fraction`` of
+    them warming up. ``None``: the trainer's ``estimated_stepping_batches`` at the first fit;
+    a run resumed from a checkpoint keeps that length (the checkpoint's), also when it is
+    continued to a larger ``max_epochs`` (a warning says so; give ``schedule_steps`` to choose)."""
+    estimated = schedule_steps is None
+    steps = trainer.estimated_stepping_batches if estimated else schedule_steps
     total = max(int(steps), 1)
-    schedule = warmup_cosine(optimizer, total, int(warmup_fraction * total), floor)
+    schedule = warmup_cosine(optimizer, total, int(warmup_fraction * total), floor, estimated)
     return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}

@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
+from lightning_info.core.resume import ResumableDataLoader
 from lightning_info.core.sampling import EpochShuffleSampler
 from lightning_info.core.validation import require_fraction, require_int
 
@@ -132,7 +133,9 @@ class DigitsDataModule(pl.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         dataset = TensorDataset(self.train_images, self.train_labels)
         sampler = EpochShuffleSampler(len(dataset), seed=self.split_seed)
-        return DataLoader(dataset, batch_size=self.batch_size, sampler=sampler)
+        return ResumableDataLoader(
+            dataset, trainer=self.trainer, batch_size=self.batch_size, sampler=sampler
+        )
 
     def val_dataloader(self) -> DataLoader:
         dataset = TensorDataset(self.val_images, self.val_labels)

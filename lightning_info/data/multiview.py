@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
+from lightning_info.core.resume import ResumableDataLoader
 from lightning_info.core.sampling import EpochShuffleSampler
 from lightning_info.core.validation import require_finite_tensor, require_int
 
@@ -29,6 +30,7 @@ __all__ = [
     "MultiViewDataModule",
     "MultiViewDataset",
     "TensorViewsDataModule",
+    "check_labels",
     "check_views",
     "standardize_columns",
 ]
@@ -36,7 +38,7 @@ __all__ = [
 
 def check_views(views: Sequence[Tensor], labels: Tensor | None = None) -> list[Tensor]:
     """Raise unless ``views`` are finite 2-D float tensors over the same samples (and ``labels``
-    an integer ``(N,)`` tensor); returns them as a list, unchanged."""
+    passes :func:`check_labels`); returns them as a list, unchanged."""
     views = list(views)
     if not views:
         raise ValueError("no views: a multi-view data set needs at least one (N, d) tensor.")
@@ -51,11 +53,27 @@ def check_views(views: Sequence[Tensor], labels: Tensor | None = None) -> list[T
         require_finite_tensor(view, f"view {v}")
     if views[0].shape[0] == 0:
         raise ValueError("the views are empty (0 samples).")
-    if labels is not None and (
-        not isinstance(labels, Tensor) or labels.shape != (views[0].shape[0],)
-    ):
-        raise ValueError(f"`labels` must be a tensor of shape ({views[0].shape[0]},).")
+    if labels is not None:
+        check_labels(labels, views[0].shape[0])
     return views
+
+
+def check_labels(labels: Tensor, count: int) -> Tensor:
+    """Raise unless ``labels`` is an integer ``(count,)`` tensor of class indices ``>= 0``:
+    float labels would be truncated and negative ones would not count as classes."""
+    if not isinstance(labels, Tensor) or labels.shape != (count,):
+        raise ValueError(f"`labels` must be a tensor of shape ({count},).")
+    if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+        raise TypeError(
+            f"`labels` must be integer class indices, got dtype {labels.dtype}; map the classes "
+            "to 0, 1, ... (e.g. torch.unique(labels, return_inverse=True)[1])."
+        )
+    if count and int(labels.min()) < 0:
+        raise ValueError(
+            f"`labels` must be class indices >= 0, got {int(labels.min())}; map the classes to "
+            "0, 1, ... (e.g. torch.unique(labels, return_inverse=True)[1])."
+        )
+    return labels
 
 
 def standardize_columns(view: Tensor) -> Tensor:
@@ -124,7 +142,8 @@ class MultiViewDataModule(pl.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         sampler = EpochShuffleSampler(len(self.dataset), seed=self.seed)
-        return DataLoader(self.dataset, batch_size=self.batch_size, sampler=sampler, drop_last=True)
+        return ResumableDataLoader(self.dataset, trainer=self.trainer, sampler=sampler,
+                                   batch_size=self.batch_size, drop_last=True)  # fmt: skip
 
     def _in_order(self) -> DataLoader:
         return DataLoader(self.dataset, batch_size=self.batch_size)

@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
+from lightning_info.core.resume import ResumableDataLoader
 from lightning_info.core.sampling import EpochShuffleSampler
 
 __all__ = ["SplitDataModule", "TensorRows", "gathered_batch"]
@@ -62,8 +63,9 @@ class SplitDataModule(pl.LightningDataModule):
             return []
         sampler = EpochShuffleSampler(len(data), self.shuffle_seed) if shuffle else None
         collate = gathered_batch if isinstance(data, TensorRows) else None
-        return DataLoader(
+        return ResumableDataLoader(
             data,
+            trainer=self.trainer,
             batch_size=self.batch_size,
             sampler=sampler,
             num_workers=self.num_workers,

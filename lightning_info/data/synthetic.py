@@ -9,6 +9,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
+from lightning_info.core.resume import ResumableDataLoader
 from lightning_info.core.sampling import EpochShuffleSampler
 from lightning_info.core.validation import require_fraction, require_int, require_positive
 
@@ -63,7 +64,9 @@ class GaussianMixtureDataModule(pl.LightningDataModule):
 
     def _loader(self, data: Tensor, shuffle: bool = False) -> DataLoader:
         sampler = EpochShuffleSampler(len(data), self.seed) if shuffle else None
-        return DataLoader(TensorDataset(data), batch_size=self.batch_size, sampler=sampler)
+        return ResumableDataLoader(
+            TensorDataset(data), trainer=self.trainer, batch_size=self.batch_size, sampler=sampler
+        )
 
     def train_dataloader(self) -> DataLoader:
         return self._loader(self.train_data, shuffle=True)

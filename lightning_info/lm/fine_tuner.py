@@ -58,7 +58,8 @@ class CausalLMFineTuner(LightningModule):
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss = self.model(**batch).loss
-        self.log("train/loss", loss, prog_bar=True, batch_size=batch["input_ids"].shape[0])
+        size = batch["input_ids"].shape[0]
+        self.log("train/loss", loss, prog_bar=True, batch_size=size, sync_dist=True)
         return loss
 
     def _evaluate(self, batch: dict[str, torch.Tensor], metric: MeanMetric, stage: str) -> Any:

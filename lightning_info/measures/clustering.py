@@ -312,7 +312,7 @@ class ContingencyMetric(Metric):
         )
         if predicted.numel() == 0:
             return
-        self.contingency += _contingency(
+        self.contingency = self.contingency + _contingency(
             predicted, target, self.num_clusters, self.num_classes, "predicted", "target"
         )
 

@@ -40,9 +40,9 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
+from lightning_info.core.metrics import DtypeKeepingMetric
 from lightning_info.core.validation import require_finite
 
 ArrayLike = Tensor | Sequence[float]
@@ -82,7 +82,7 @@ class UndefinedMetricError(ValueError):
     """A ranking metric has no value on these labels (e.g. AUROC when every prediction is right)."""
 
 
-class PooledScores(Metric):
+class PooledScores(DtypeKeepingMetric):
     """Concatenates ``(scores, labels)`` over batches (and processes, with ``cat``)."""
 
     is_differentiable = False

@@ -62,7 +62,7 @@ class MLPClassifier(pl.LightningModule):
         logits = self(x)
         loss = F.cross_entropy(logits, y)
         self.accuracy[f"{stage}_acc"](logits, y)
-        self.log(f"{stage}/loss", loss, prog_bar=stage == "train")
+        self.log(f"{stage}/loss", loss, prog_bar=stage == "train", sync_dist=True)
         self.log(f"{stage}/acc", self.accuracy[f"{stage}_acc"], prog_bar=stage != "train")
         return loss
 

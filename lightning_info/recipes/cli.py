@@ -50,6 +50,7 @@ from jsonargparse import Namespace
 from lightning.pytorch import Callback, seed_everything
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
+from lightning_info.core.files import atomic_savefig, atomic_write_text
 from lightning_info.core.logging import (
     default_wandb_logger_config,
     finish_wandb_runs,
@@ -500,9 +501,10 @@ class ComparisonCLI(LightningCLI):
         columns, rows = summarize(self.results, self._arm_names, compare.grid_field)
         table = markdown_table(columns, rows)
         out = self.output_dir
-        (out / f"{compare.name}.md").write_text(table + "\n")
-        (out / f"{compare.name}.json").write_text(
-            json.dumps([asdict(r) for r in self.results], indent=2) + "\n"
+        atomic_write_text(out / f"{compare.name}.md", table + "\n")
+        atomic_write_text(
+            out / f"{compare.name}.json",
+            json.dumps([asdict(r) for r in self.results], indent=2) + "\n",
         )
         self._log_table_to_wandb(columns, rows)
         shown = ", ".join(compare.metrics or [compare.metric])
@@ -522,15 +524,16 @@ class ComparisonCLI(LightningCLI):
         text = "\n\n".join(
             f"{title}\n\n{markdown_table(*table)}" for title, table in result.tables.items()
         )
-        (out / f"{stem}.md").write_text(text + "\n")
+        atomic_write_text(out / f"{stem}.md", text + "\n")
         tables = {title: {"columns": c, "rows": r} for title, (c, r) in result.tables.items()}
-        (out / f"{stem}.json").write_text(
-            json.dumps({"tables": tables, "records": result.records}, indent=1) + "\n"
+        atomic_write_text(
+            out / f"{stem}.json",
+            json.dumps({"tables": tables, "records": result.records}, indent=1) + "\n",
         )
         paths = {}
         for key, figure in result.figures.items():
             paths[key] = out / f"{stem}_{key}.png"
-            figure.savefig(paths[key], dpi=120)
+            atomic_savefig(figure, paths[key], dpi=120)
         run = self.wandb_run(name)
         if run is not None:
             for key, path in paths.items():

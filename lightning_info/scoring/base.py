@@ -5,7 +5,7 @@ A scorer sees a classifier only through ``features`` ``(N, D)`` (penultimate act
 ``logits`` ``(N, K)`` and, when fitting, integer ``labels`` ``(N,)``. ``score`` returns ``(N,)``
 values where higher means more confident (failure prediction) or more in-distribution (OOD
 detection). Everything a fitted scorer needs lives in ``state_dict()`` (tensors and plain
-values), so ``save`` / ``load`` round-trip it with ``torch.save``.
+values), so ``save`` / ``load`` round-trip it with ``torch.save`` (written atomically).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from lightning_info.core.files import atomic_torch_save
 from lightning_info.core.validation import require_real_tensor
 
 
@@ -87,7 +88,7 @@ class PosthocScorer(ABC):
         )
 
     def save(self, path: str | Path) -> None:
-        torch.save({"class": type(self).__name__, "state": self.state_dict()}, path)
+        atomic_torch_save({"class": type(self).__name__, "state": self.state_dict()}, path)
 
     def load(self, path: str | Path) -> PosthocScorer:
         """Restore a state saved by :meth:`save` into this (identically configured) scorer."""

@@ -22,6 +22,7 @@ from lightning.pytorch.utilities.exceptions import MisconfigurationException
 from torch import Tensor, nn
 from torch.utils.data import DataLoader
 
+from lightning_info.core.files import atomic_savefig, atomic_write_text
 from lightning_info.core.logging import log_wandb_tables, markdown_table
 
 SPLITS = ("train", "val", "test")
@@ -229,12 +230,12 @@ class PosthocReport(pl.Callback):
         out = None if self.output_dir is None else Path(self.output_dir)
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
-            (out / f"{self.kind}.md").write_text(text + "\n")
+            atomic_write_text(out / f"{self.kind}.md", text + "\n")
         wandb_loggers = [lg for lg in trainer.loggers if isinstance(lg, WandbLogger)]
         if out is not None or wandb_loggers:
             for name, figure in self.figures(test).items():
                 if out is not None:
-                    figure.savefig(out / f"posthoc_{name}.png", dpi=120)
+                    atomic_savefig(figure, out / f"posthoc_{name}.png", dpi=120)
                 for logger in wandb_loggers:
                     logger.log_image(key=f"posthoc/{name}", images=[figure])
         log_wandb_tables(trainer.loggers, {f"posthoc/{k}": t for k, t in self.tables.items()})

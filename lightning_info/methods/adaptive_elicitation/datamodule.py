@@ -26,6 +26,7 @@ import torch
 from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader, Dataset
 
+from lightning_info.core.resume import ResumableDataLoader
 from lightning_info.core.sampling import EpochShuffleSampler, keyed_generator
 from lightning_info.core.validation import require_int
 from lightning_info.lm.features import pad_token_id, pad_token_rows
@@ -35,6 +36,7 @@ from lightning_info.methods.adaptive_elicitation.entities import (
     latent_world_table,
     read_entities_jsonl,
 )
+from lightning_info.methods.adaptive_elicitation.functional import check_index
 from lightning_info.methods.adaptive_elicitation.sequences import QuestionBank, encode_entity
 from lightning_info.methods.adaptive_elicitation.world import LatentTypeWorld
 
@@ -137,8 +139,10 @@ class ElicitationDataModule(LightningDataModule):
                 f"num_val + num_test ({num_val + num_test}) leaves no training entity of {count}"
             )
         total = len(self.table.questions)
+        for q in held_out_questions:  # ints in range: 1.5 or -1 would hold out another question
+            check_index(q, "held_out_questions entry", total)
         held_out = sorted({int(q) for q in held_out_questions})
-        if any(not 0 <= q < total for q in held_out) or len(held_out) >= total:
+        if len(held_out) >= total:
             raise ValueError(
                 f"held_out_questions must be some (not all) of the indices 0..{total - 1}"
             )
@@ -165,8 +169,12 @@ class ElicitationDataModule(LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         data = self._dataset(self.train_entities, self.seed, training=True)
         sampler = _EpochIndexSampler(len(data), seed=self.seed)
-        return DataLoader(
-            data, batch_size=self.batch_size, sampler=sampler, collate_fn=self._collate
+        return ResumableDataLoader(
+            data,
+            trainer=self.trainer,
+            batch_size=self.batch_size,
+            sampler=sampler,
+            collate_fn=self._collate,
         )
 
     def val_dataloader(self) -> DataLoader:

@@ -13,12 +13,13 @@ every question) and ``answers (N, Q)``: entity ``n``'s answer to question ``q`` 
 - :func:`read_entities_jsonl`: a user's JSON lines, one entity per line,
   ``{"answers": {"question text": "answer", ...}}`` (other keys are ignored). Questions are
   ordered by first appearance; the answer set is ``answer_names`` when given, else the answers
-  in order of first appearance.
+  in order of first appearance. An answer is a string, number or boolean, named by its text
+  (``1`` -> ``"1"``, ``true`` -> ``"True"``); every answer to one question has one JSON type, so
+  ``1`` and ``"1"`` never merge silently. ``null`` is refused: leave the question out instead.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from lightning_info.core.files import read_json_lines
 from lightning_info.core.validation import require_fraction, require_int
 from lightning_info.methods.adaptive_elicitation.world import LatentTypeWorld
 
@@ -128,28 +130,33 @@ def read_entities_jsonl(path: str | Path, answer_names: Sequence[str] | None = N
     questions: dict[str, int] = {}
     names = {a: i for i, a in enumerate(answer_names or [])}
     rows: list[dict[int, int]] = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            record = json.loads(line)
-            given = record.get("answers") if isinstance(record, dict) else None
-            if not isinstance(given, dict) or not given:
+    kinds: dict[str, tuple[str, int]] = {}
+    for number, record in read_json_lines(path):
+        given = record.get("answers") if isinstance(record, dict) else None
+        if not isinstance(given, dict) or not given:
+            raise ValueError(
+                f"{path}:{number}: each line needs a non-empty "
+                '"answers": {"question": "answer", ...} object'
+            )
+        row = {}
+        for question, value in given.items():
+            kind = _answer_kind(value, path, number, question)
+            first_kind, first_line = kinds.setdefault(question, (kind, number))
+            if kind != first_kind:
                 raise ValueError(
-                    f"{path}:{number}: each line needs a non-empty "
-                    '"answers": {"question": "answer", ...} object'
+                    f"{path}:{number}: question {question!r} has the {kind} answer {value!r}, "
+                    f"but line {first_line} gave it a {first_kind}; give every answer to one "
+                    'question the same JSON type (e.g. quote them all: "1").'
                 )
-            row = {}
-            for question, answer in given.items():
-                answer = str(answer)
-                if answer not in names:
-                    if answer_names is not None:
-                        raise ValueError(
-                            f"{path}:{number}: answer {answer!r} is not one of {list(answer_names)}"
-                        )
-                    names[answer] = len(names)
-                row[questions.setdefault(str(question), len(questions))] = names[answer]
-            rows.append(row)
+            answer = str(value)
+            if answer not in names:
+                if answer_names is not None:
+                    raise ValueError(
+                        f"{path}:{number}: answer {answer!r} is not one of {list(answer_names)}"
+                    )
+                names[answer] = len(names)
+            row[questions.setdefault(question, len(questions))] = names[answer]
+        rows.append(row)
     if not rows:
         raise ValueError(f"{path} holds no entities")
     answers = torch.full((len(rows), len(questions)), MISSING, dtype=torch.long)
@@ -157,3 +164,21 @@ def read_entities_jsonl(path: str | Path, answer_names: Sequence[str] | None = N
         for q, a in row.items():
             answers[n, q] = a
     return EntityTable(list(questions), list(names), answers)
+
+
+def _answer_kind(value, path, number: int, question: str) -> str:
+    if value is None:
+        raise ValueError(
+            f"{path}:{number}: question {question!r} has the answer null; leave the question "
+            "out of this entity's answers to mark it unanswered, or give the answer as a string."
+        )
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    raise ValueError(
+        f"{path}:{number}: question {question!r} has the answer {value!r}; an answer is a "
+        "string, number or boolean."
+    )

@@ -18,9 +18,11 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from lightning_info.core.validation import require_int
 from lightning_info.methods.adaptive_elicitation.entities import MISSING
 from lightning_info.methods.adaptive_elicitation.functional import (
     PredictiveModel,
+    check_index,
     select_questions,
 )
 
@@ -63,6 +65,11 @@ def elicitation_curves(
         raise ValueError("candidates and targets must be disjoint questions")
     if answers.dim() != 2 or answers.shape[0] == 0:
         raise ValueError(f"answers must be (entities, questions), got {tuple(answers.shape)}")
+    for q in candidates:
+        check_index(q, "candidate question", answers.shape[1])
+    for q in targets:
+        check_index(q, "target question", answers.shape[1])
+    steps = require_int(steps, "steps", 0)
     available = [[q for q in candidates if int(row[q]) != MISSING] for row in answers]
     fewest = min(len(own) for own in available)
     if steps < 0 or steps > fewest:

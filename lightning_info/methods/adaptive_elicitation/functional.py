@@ -21,6 +21,7 @@ depth-``k`` lookahead takes ``2k - 1`` calls, one greedy level per pair of calls
 
 from __future__ import annotations
 
+import numbers
 import random
 from collections.abc import Sequence
 from typing import Protocol
@@ -33,6 +34,7 @@ __all__ = [
     "PredictiveModel",
     "batched_information_gain",
     "batched_lookahead_scores",
+    "check_index",
     "entropy",
     "expected_information_gain",
     "lookahead_scores",
@@ -46,6 +48,9 @@ POLICIES = ("eig", "lookahead", "max_entropy", "random")
 
 
 class PredictiveModel(Protocol):
+    """``num_answers``; a model may also set ``num_questions``, which bounds the question
+    indices the functions here accept."""
+
     num_answers: int
 
     def predictive(self, contexts: Sequence[Context], questions: Sequence[int]) -> Tensor: ...
@@ -67,8 +72,44 @@ def _check(context: Context, candidates: Sequence[int], targets: Sequence[int]) 
         raise ValueError(f"candidates {sorted(overlap)} are already answered in the context")
 
 
+def check_index(value: object, what: str, size: int | None) -> None:
+    """Raise unless ``value`` is an int (not a bool) in ``[0, size)`` (``size=None``: ``>= 0``):
+    a negative index would silently read another question or answer."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{what} {value!r} is not an index: give an int")
+    if value < 0 or (size is not None and value >= size):
+        bound = ">= 0" if size is None else f"in 0..{size - 1}"
+        raise ValueError(
+            f"{what} {value} is out of range: it must be {bound} (a negative index would read "
+            "another one)"
+        )
+
+
+def _check_indices(
+    model: PredictiveModel,
+    contexts: Sequence[Context],
+    candidates: Sequence[Sequence[int]],
+    targets: Sequence[int],
+) -> None:
+    """Every question an int in ``[0, model.num_questions)`` (when the model says how many it
+    has, else ``>= 0``), every context answer one in ``[0, model.num_answers)``."""
+    size = getattr(model, "num_questions", None)
+    for q in targets:
+        check_index(q, "target question", size)
+    for own in candidates:
+        for q in own:
+            check_index(q, "candidate question", size)
+    for context in contexts:
+        for q, y in context:
+            check_index(q, "context question", size)
+            check_index(y, f"the answer to context question {q}:", model.num_answers)
+
+
 def _check_batch(
-    contexts: Sequence[Context], candidates: Sequence[Sequence[int]], targets: Sequence[int]
+    contexts: Sequence[Context],
+    candidates: Sequence[Sequence[int]],
+    targets: Sequence[int],
+    model: PredictiveModel,
 ) -> None:
     if len(contexts) != len(candidates):
         raise ValueError(
@@ -78,6 +119,7 @@ def _check_batch(
         raise ValueError("no contexts")
     for context, own in zip(contexts, candidates):
         _check(context, own, targets)
+    _check_indices(model, contexts, candidates, targets)
 
 
 def _check_depth(depth: int) -> None:
@@ -158,7 +200,7 @@ def batched_information_gain(
 ) -> Tensor:
     """``EIG(d)`` (module docstring) of each context's candidates, ``(B, D_max)``; lists shorter
     than the longest are padded with ``-inf``. Two ``predictive`` calls in all."""
-    _check_batch(contexts, candidates, targets)
+    _check_batch(contexts, candidates, targets, model)
     return _information_gain(model, contexts, candidates, targets)
 
 
@@ -226,7 +268,7 @@ def batched_lookahead_scores(
     ``depth - 1`` more questions are chosen greedily by EIG, every answer simulated by the model.
     ``depth = 1`` is :func:`batched_information_gain`."""
     _check_depth(depth)
-    _check_batch(contexts, candidates, targets)
+    _check_batch(contexts, candidates, targets, model)
     return _lookahead(model, contexts, candidates, targets, depth)
 
 
@@ -278,7 +320,7 @@ def select_questions(
     is most uncertain) or ``random``. Ties go to the first candidate."""
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}: choose from {POLICIES}")
-    _check_batch(contexts, candidates, targets)
+    _check_batch(contexts, candidates, targets, model)
     if policy == "random":
         rng = rng or random.Random(0)
         return [rng.choice(list(own)) for own in candidates]

@@ -92,6 +92,7 @@ class LMPredictive:
         self.model, self.bank, self.batch_size = model, bank, batch_size
         self.share_context = share_context
         self.num_answers = bank.num_answers
+        self.num_questions = len(bank.questions)
         self._cache_argument = cache_argument(model)
 
     def _answer_p(self, logits: Tensor, mask: Tensor) -> Tensor:

@@ -21,6 +21,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from lightning_info.core.validation import require_int, require_positive
+
 __all__ = ["EmpiricalPredictiveModel", "ExactPosteriorModel", "LatentTypeWorld"]
 
 
@@ -41,11 +43,13 @@ class LatentTypeWorld:
         uninformative: int = 0,
         seed: int = 0,
     ) -> LatentTypeWorld:
-        if min(num_types, num_questions, num_answers) < 1 or concentration <= 0:
-            raise ValueError("need positive sizes and concentration")
-        if not 0 <= uninformative <= num_questions:
+        num_types = require_int(num_types, "num_types", 1)
+        num_questions = require_int(num_questions, "num_questions", 1)
+        num_answers = require_int(num_answers, "num_answers", 1)
+        concentration = require_positive(concentration, "concentration")
+        if require_int(uninformative, "uninformative", 0) > num_questions:
             raise ValueError(f"uninformative must be in [0, {num_questions}]")
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(require_int(seed, "seed", 0))
         alpha = np.full(num_answers, float(concentration))
         theta = torch.as_tensor(rng.dirichlet(alpha, size=(num_types, num_questions)))
         if uninformative:
@@ -76,6 +80,7 @@ class ExactPosteriorModel:
     def __init__(self, world: LatentTypeWorld):
         self.world = world
         self.num_answers = world.num_answers
+        self.num_questions = world.num_questions
 
     def posterior(self, contexts: Sequence[Sequence[tuple[int, int]]]) -> Tensor:
         """``p(k | C)`` per context, ``(len(contexts), K)``."""
@@ -107,10 +112,15 @@ class EmpiricalPredictiveModel:
     def __init__(self, answers: Tensor, num_answers: int, smoothing: float = 1.0):
         if answers.dim() != 2 or answers.shape[0] == 0:
             raise ValueError(f"answers must be (entities, questions), got {tuple(answers.shape)}")
-        if smoothing <= 0:
-            raise ValueError("smoothing must be positive (it keeps every answer possible)")
-        self.num_answers = int(num_answers)
-        self.smoothing = float(smoothing)
+        self.num_answers = require_int(num_answers, "num_answers", 1)
+        if answers.is_floating_point() or answers.is_complex() or answers.dtype == torch.bool:
+            raise TypeError(f"answers must be integer answer indices, got {answers.dtype}")
+        if bool(((answers < -1) | (answers >= self.num_answers)).any()):
+            raise ValueError(
+                f"answers must be in 0..{self.num_answers - 1}, or -1 where unanswered"
+            )
+        self.smoothing = require_positive(smoothing, "smoothing")  # keeps every answer possible
+        self.num_questions = answers.shape[1]
         self.one_hot = torch.stack(
             [(answers == a).double() for a in range(self.num_answers)], dim=-1
         )  # (N, Q, A)

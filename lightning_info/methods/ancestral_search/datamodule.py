@@ -35,6 +35,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_info.core.optional import require_extra
+from lightning_info.core.resume import ResumableDataLoader
 from lightning_info.core.validation import require_fraction, require_int
 from lightning_info.methods.ancestral_search.graphs import mag_from_dag, pag_from_dag
 from lightning_info.methods.ancestral_search.information import encode
@@ -106,13 +107,39 @@ def load_network(network: str | Path):
     import logging
 
     logging.getLogger("pgmpy").setLevel(logging.ERROR)
-    if Path(str(network)).suffix in (".bif", ".gz") or Path(str(network)).exists():
-        from pgmpy.readwrite import BIFReader
-
-        return BIFReader(str(network)).get_model()
+    path = Path(str(network))
+    if path.suffix in (".bif", ".gz") or path.exists():
+        return _read_bif(path)
     from pgmpy.utils import get_example_model
 
     return get_example_model(str(network))
+
+
+def _read_bif(path: Path):
+    """The network of a ``.bif`` (or gzipped ``.bif.gz``) file, checked to be complete."""
+    import gzip
+
+    from pgmpy.readwrite import BIFReader
+
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"BIF file {path} does not exist; give an existing .bif path or a pgmpy example name."
+        )
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rt") as handle:
+                model = BIFReader(string=handle.read()).get_model()
+        else:
+            model = BIFReader(str(path)).get_model()
+        if not model.nodes():
+            raise ValueError("it defines no variable")
+        model.check_model()
+    except Exception as error:
+        raise ValueError(
+            f"{path} could not be parsed as a BIF Bayesian network ({error}); check its syntax "
+            "and that every variable has a probability block."
+        ) from error
+    return model
 
 
 def sample_network(model, num_samples: int, seed: int):
@@ -170,6 +197,8 @@ class BayesianNetworkDataModule(pl.LightningDataModule):
             count = max(count, 1) if hidden_fraction > 0 else 0
             rng = np.random.default_rng([data_seed, 1])
             hidden = sorted(rng.choice(nodes, count, replace=False).tolist())
+        if isinstance(hidden, str):  # its characters would be taken for node names
+            raise TypeError(f"`hidden` must be a list of node names; write hidden=[{hidden!r}].")
         unknown = [h for h in hidden if h not in index]
         if unknown:
             raise ValueError(f"hidden nodes {unknown} are not in the network's nodes.")
@@ -201,19 +230,31 @@ class BayesianNetworkDataModule(pl.LightningDataModule):
         """A data module over a user's table (array or DataFrame; no truth): discrete columns
         as they are, floating-point ones cut into ``bins`` equal-frequency bins when ``bins``
         is given."""
+        values = table.to_numpy() if hasattr(table, "to_numpy") else np.asarray(table)
+        if values.ndim != 2:
+            raise ValueError(f"from_table needs a 2-D table (rows x columns), got {values.shape}.")
+        if names is None:
+            names = getattr(table, "columns", None)
+        if names is None:
+            names = [f"X{k + 1}" for k in range(values.shape[1])]
+        names = [str(n) for n in names]
+        if len(names) != values.shape[1]:
+            raise ValueError(
+                f"from_table got {len(names)} names for a table of {values.shape[1]} columns; "
+                "give one name per column (or none: a DataFrame's columns, else X1, X2, ...)."
+            )
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"from_table: the column names {repeated} repeat; make them unique.")
         module = cls.__new__(cls)
         pl.LightningDataModule.__init__(module)
-        values = table.to_numpy() if hasattr(table, "to_numpy") else np.asarray(table)
         if bins is not None:
             values = np.array(values, dtype=object)
             for j in range(values.shape[1]):
                 column = values[:, j]
                 if all(isinstance(v, (float, np.floating)) for v in column):
                     values[:, j] = equal_frequency_bins(column.astype(np.float64), bins)
-        if names is None:
-            columns = getattr(table, "columns", None)
-            names = [str(c) for c in columns] if columns is not None else None
-        module.names = names or [f"X{k + 1}" for k in range(values.shape[1])]
+        module.names = names
         module.codes, module.levels = encode(values, max_levels=max_levels)
         module.moves = require_int(moves, "moves", 1)
         module.hidden, module.dag, module.truth, module.truth_mag = [], None, None, None
@@ -232,7 +273,8 @@ class BayesianNetworkDataModule(pl.LightningDataModule):
         return cls.from_table(pd.read_csv(path), moves=moves, max_levels=max_levels, bins=bins)
 
     def _moves(self) -> DataLoader:
-        return DataLoader(TensorDataset(torch.arange(self.moves)), batch_size=1)
+        moves = TensorDataset(torch.arange(self.moves))
+        return ResumableDataLoader(moves, trainer=self.trainer, batch_size=1)
 
     def train_dataloader(self) -> DataLoader:
         return self._moves()

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import numbers
 import warnings
 from collections.abc import Iterable, Sequence
 
@@ -96,6 +97,8 @@ def from_edges(
     """A mark matrix from edge lists: ``directed`` ``(a, b)`` is ``a -> b``, ``bidirected``
     ``a <-> b``, ``undirected`` ``a - b``, ``partially_directed`` ``a o-> b``, ``nondirected``
     ``a o-o b``."""
+    if isinstance(num_nodes, (bool, np.bool_)) or not isinstance(num_nodes, numbers.Integral):
+        raise TypeError(f"`num_nodes` must be an int, got {num_nodes!r}.")
     marks = np.zeros((num_nodes, num_nodes), dtype=np.int8)
     kinds = (
         (directed, TAIL, ARROW),
@@ -106,6 +109,7 @@ def from_edges(
     )
     for edges, at_a, at_b in kinds:
         for a, b in edges:
+            _node_set((a, b), num_nodes, "edge")
             if a == b:
                 raise ValueError(f"self loop at node {a}.")
             if marks[a, b]:
@@ -166,8 +170,19 @@ def ancestors(marks: np.ndarray) -> np.ndarray:
         reach = longer
 
 
-def _node_set(nodes: int | Iterable[int]) -> set[int]:
-    return {int(nodes)} if np.isscalar(nodes) else {int(n) for n in nodes}
+def _node_set(nodes: int | Iterable[int], count: int, name: str) -> set[int]:
+    """The node indices ``nodes`` (one or several) as a set, each checked to be an int in
+    ``[0, count)``: a negative index would name another node, a float would be truncated."""
+    nodes = [nodes] if np.isscalar(nodes) else list(nodes)
+    for n in nodes:
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
+            raise TypeError(f"`{name}` must hold integer node indices, got {n!r}.")
+        if not 0 <= n < count:
+            raise ValueError(
+                f"`{name}` names node {n}, but the graph has nodes 0..{count - 1}; "
+                "pass indices of its nodes."
+            )
+    return {int(n) for n in nodes}
 
 
 def m_separated(
@@ -178,7 +193,8 @@ def m_separated(
     marks = check_marks(marks)
     if (marks == CIRCLE).any():
         raise ValueError("m-separation is defined on MAGs: `marks` holds circle marks (a PAG).")
-    xs, ys, zs = _node_set(x), _node_set(y), _node_set(z)
+    p = len(marks)
+    xs, ys, zs = _node_set(x, p, "x"), _node_set(y, p, "y"), _node_set(z, p, "z")
     if not xs or not ys:
         raise ValueError("`x` and `y` must name at least one node each.")
     if xs & ys or (xs | ys) & zs:
@@ -244,7 +260,7 @@ def mag_from_dag(dag: np.ndarray, latent: Sequence[int] = ()) -> np.ndarray:
     """The MAG over the observed nodes (in their order) of the DAG ``dag`` (``dag[a, b]`` for
     ``a -> b``) with the ``latent`` nodes marginalised (module docstring)."""
     marks = _dag_marks(dag)
-    latent_set = {int(n) for n in latent}
+    latent_set = _node_set(latent, len(marks), "latent")
     observed = [n for n in range(len(marks)) if n not in latent_set]
     anc = ancestors(marks)
     mag = np.zeros((len(observed), len(observed)), dtype=np.int8)
@@ -274,7 +290,7 @@ def pag_from_dag(dag: np.ndarray, latent: Sequence[int] = ()) -> np.ndarray:
     from causallearn.search.ConstraintBased.FCI import fci
 
     marks = _dag_marks(dag)
-    latent_set = {int(n) for n in latent}
+    latent_set = _node_set(latent, len(marks), "latent")
     observed = [n for n in range(len(marks)) if n not in latent_set]
     # causal-learn's oracle reads the DAG by column index: observed nodes first, latents after
     order = {node: k for k, node in enumerate([*observed, *sorted(latent_set)])}

@@ -31,6 +31,7 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader
 
 from lightning_info.core.optional import require_extra
+from lightning_info.core.resume import ResumableDataLoader
 from lightning_info.core.validation import (
     require_fraction,
     require_int,
@@ -188,7 +189,9 @@ class AsymmetricActorCritic(pl.LightningModule):
 
     def train_dataloader(self) -> DataLoader:
         """Yields ``steps_per_epoch`` step indices; the episodes are collected in the step."""
-        return DataLoader(range(self.steps_per_epoch), batch_size=None)
+        return ResumableDataLoader(
+            range(self.steps_per_epoch), trainer=self.trainer, batch_size=None
+        )
 
     def test_dataloader(self) -> DataLoader:
         """Yields the indices of the ``eval_episodes`` test episodes."""
@@ -270,9 +273,9 @@ class AsymmetricActorCritic(pl.LightningModule):
         self.manual_backward(losses["actor"] + losses["critic"])
         optimizer.step()
         self.iteration += 1
-        self.log("train/return", rollout["returns"].mean(), prog_bar=True)
-        self.log("train/critic_loss", losses["critic"].detach())
-        self.log("train/entropy", losses["entropy"].detach())
+        self.log("train/return", rollout["returns"].mean(), prog_bar=True, sync_dist=True)
+        self.log("train/critic_loss", losses["critic"].detach(), sync_dist=True)
+        self.log("train/entropy", losses["entropy"].detach(), sync_dist=True)
 
     def losses(self, rollout: dict[str, Tensor]) -> dict[str, Tensor]:
         """``L_pi``, ``L_V`` and the mean entropy of the module docstring on one rollout."""
@@ -306,7 +309,7 @@ class AsymmetricActorCritic(pl.LightningModule):
     def test_step(self, batch: Any, batch_idx: int) -> None:
         (seed,) = self._seeds(_TEST_STREAM, int(batch), 1)
         rollout = self.collect_episodes([seed], generator=None)
-        self.log("test/return", rollout["returns"].mean(), batch_size=1)
+        self.log("test/return", rollout["returns"].mean(), batch_size=1, sync_dist=True)
 
 
 def m_step_returns(

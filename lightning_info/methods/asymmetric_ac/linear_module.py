@@ -13,6 +13,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
+from lightning_info.core.resume import ResumableDataLoader
 from lightning_info.core.validation import require_fraction, require_int, require_positive
 from lightning_info.methods.asymmetric_ac.exact import (
     agent_state_chain,
@@ -109,7 +110,9 @@ class LinearAsymmetricActorCritic(pl.LightningModule):
         return torch.optim.SGD([self.theta], lr=self.actor_step_size)
 
     def train_dataloader(self) -> DataLoader:
-        return DataLoader(range(self.steps_per_epoch), batch_size=None)
+        return ResumableDataLoader(
+            range(self.steps_per_epoch), trainer=self.trainer, batch_size=None
+        )
 
     def training_step(self, batch: Any, batch_idx: int) -> None:
         entropy = [self.seed, self.global_step, self.global_rank]

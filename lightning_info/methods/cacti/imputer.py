@@ -3,7 +3,10 @@
 ``fit(X)`` learns the training rows' min-max scaling and the model from ``X``'s observed values
 (NaN = missing); ``transform(X)`` imputes any rows, seen or not (inductive), in batches with
 key-padding masks, and returns ``X`` with only its missing entries filled: every observed entry
-is returned bit for bit. It works in a ``Pipeline`` and with ``clone`` / ``get_params``.
+is returned bit for bit. It follows scikit-learn's conventions: ``n_features_in_`` and
+``feature_names_in_`` are set by ``fit`` and checked by ``transform`` (renamed or reordered
+DataFrame columns are refused, never imputed by position), ``get_feature_names_out`` and
+``set_output`` work, and it passes scikit-learn's estimator checks.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any
 import lightning.pytorch as pl
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from lightning_info.core.trainers import quiet_trainer
@@ -28,8 +31,15 @@ from lightning_info.methods.cacti.module import CACTI
 
 __all__ = ["CACTIImputer"]
 
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import validate_data as _validate_data
+except ImportError:  # pragma: no cover - scikit-learn 1.3-1.5: the estimator's own method
 
-class CACTIImputer(TransformerMixin, BaseEstimator):
+    def _validate_data(estimator, X, *, ensure_all_finite, **check):
+        return estimator._validate_data(X, force_all_finite=ensure_all_finite, **check)
+
+
+class CACTIImputer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Fill missing values with CACTI (see the module docstring).
 
     Args:
@@ -75,32 +85,39 @@ class CACTIImputer(TransformerMixin, BaseEstimator):
         self.trainer = trainer
         self.seed = seed
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # NaN marks a missing value
+        return tags
+
+    def _more_tags(self) -> dict[str, bool]:  # scikit-learn < 1.6
+        return {"allow_nan": True}
+
     def _table(self, X, fitting: bool) -> np.ndarray:
+        """``X`` as float64 through scikit-learn's ``validate_data``: sets (``fitting``) or
+        checks ``n_features_in_`` and ``feature_names_in_``."""
         if hasattr(X, "columns") and hasattr(X, "dtypes"):
-            values, names = frame_values(X)
-        else:
-            values = np.array(X, dtype=np.float64)
-            names = None
-        if values.ndim != 2:
-            raise ValueError(f"X must be 2-D (rows, columns), got shape {values.shape}.")
+            frame_values(X)  # refuses non-numeric columns, saying how to encode them
+        values = _validate_data(
+            self,
+            X,
+            reset=fitting,
+            dtype=np.float64,
+            ensure_all_finite=False,
+            ensure_min_samples=2 if fitting else 1,
+            ensure_min_features=2 if fitting else 1,
+        )
         if np.isinf(values).any():
             raise ValueError("X holds infinite values: replace them (NaN marks a missing value).")
-        if fitting:
-            self.n_features_in_ = values.shape[1]
-            if names is not None:
-                self.feature_names_in_ = np.asarray(names, dtype=object)
-        elif values.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {values.shape[1]} columns; the imputer was fit on {self.n_features_in_}."
-            )
         return values
 
     def fit(self, X, y=None) -> CACTIImputer:
         """Train on ``X``'s observed values."""
         table = self._table(X, fitting=True)
-        names = [str(c) for c in getattr(self, "feature_names_in_", [])] or [
-            f"column_{j}" for j in range(table.shape[1])
-        ]
+        if hasattr(X, "columns") and hasattr(X, "dtypes"):
+            names = [str(c) for c in X.columns]
+        else:
+            names = [f"column_{j}" for j in range(table.shape[1])]
         seed = require_int(self.seed, "seed", 0)
         data = TabularImputationDataModule.from_table(  # refuses empty rows / columns
             table,
@@ -134,6 +151,7 @@ class CACTIImputer(TransformerMixin, BaseEstimator):
         }
         trainer = quiet_trainer(**{**settings, **(self.trainer or {})})
         trainer.fit(self.module_, train_dataloaders=data.train_dataloader())
+        self.module_.trainer = None  # a fitted imputer holds no Trainer (pickles small)
         self.module_.cpu().eval()
         return self
 

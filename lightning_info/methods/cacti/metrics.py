@@ -36,6 +36,7 @@ from torch import Tensor
 from torchmetrics import Metric, MetricCollection
 from torchmetrics.utilities.data import dim_zero_cat
 
+from lightning_info.core.metrics import DtypeKeepingMetric
 from lightning_info.core.validation import require_fraction, require_int, require_real_tensor
 
 __all__ = [
@@ -193,12 +194,12 @@ class ImputationR2(Metric):
 
     def update(self, imputed: Tensor, truth: Tensor, missing: Tensor) -> None:
         b, a, missing = _missing_entries(imputed, truth, missing, self.num_columns, self.device)
-        self.count += missing.sum(0)
-        self.sum_truth += a.sum(0)
-        self.sum_imputed += b.sum(0)
-        self.sum_truth_sq += (a * a).sum(0)
-        self.sum_imputed_sq += (b * b).sum(0)
-        self.sum_product += (a * b).sum(0)
+        self.count = self.count + missing.sum(0)
+        self.sum_truth = self.sum_truth + a.sum(0)
+        self.sum_imputed = self.sum_imputed + b.sum(0)
+        self.sum_truth_sq = self.sum_truth_sq + (a * a).sum(0)
+        self.sum_imputed_sq = self.sum_imputed_sq + (b * b).sum(0)
+        self.sum_product = self.sum_product + (a * b).sum(0)
 
     def compute(self) -> Tensor:
         if int(self.count.sum()) == 0:
@@ -251,7 +252,7 @@ class _ErrorSum(Metric):
         b, a, missing = _missing_entries(imputed, truth, missing, self.num_columns, self.device)
         total = getattr(self, self._sum_name) + self._errors(b - a).sum()  # 0 where not missing
         setattr(self, self._sum_name, total)
-        self.count += missing.sum()
+        self.count = self.count + missing.sum()
 
     def _mean(self) -> Tensor:
         if int(self.count) == 0:
@@ -297,7 +298,7 @@ class ImputationMAE(_ErrorSum):
         return self._mean()
 
 
-class ImputationWasserstein(Metric):
+class ImputationWasserstein(DtypeKeepingMetric):
     """Mean over the columns with missing entries of the 1-D Wasserstein distance between the
     true and the imputed values of the column's missing entries (CACTI, Gorla et al., ICML 2025,
     evaluation; ``scipy.stats.wasserstein_distance``), equal to
@@ -325,6 +326,7 @@ class ImputationWasserstein(Metric):
         self.num_columns = require_int(num_columns, "num_columns", 1)
         for name in self._list_states:
             self.add_state(name, default=[], dist_reduce_fx="cat")
+        self.set_dtype(torch.float64)  # what a process with no missing entry sends to the gather
 
     def update(self, imputed: Tensor, truth: Tensor, missing: Tensor) -> None:
         b, a, missing = _missing_entries(imputed, truth, missing, self.num_columns, self.device)
@@ -333,16 +335,6 @@ class ImputationWasserstein(Metric):
         self.columns.append(columns.double())
         self.truth_values.append(a[rows, columns])
         self.imputed_values.append(b[rows, columns])
-
-    def _sync_dist(self, *args: Any, **kwargs: Any) -> None:
-        # torchmetrics stands in `torch.tensor([], dtype=self.dtype)` for a process with an empty
-        # list, and `self.dtype` is the default float32 again after any `.to(device)`; the gather
-        # must see the float64 the other processes send. `sync` restores the states afterwards.
-        for name in self._list_states:
-            state = getattr(self, name)
-            if isinstance(state, list) and not state:
-                setattr(self, name, [torch.zeros(0, dtype=torch.float64, device=self.device)])
-        super()._sync_dist(*args, **kwargs)
 
     def compute(self) -> Tensor:
         from scipy.stats import wasserstein_distance

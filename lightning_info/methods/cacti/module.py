@@ -288,6 +288,7 @@ class CACTI(pl.LightningModule):
             on_step=False,
             on_epoch=True,
             batch_size=values.shape[0],
+            sync_dist=True,
         )
         return loss
 

@@ -96,7 +96,8 @@ _LINEAR_FORM = True
 # --------------------------------------------------------------------------------------------
 
 
-def _check_features(x: Tensor) -> Tensor:
+def _check_features(x: Tensor, finite: bool = True) -> Tensor:
+    """Check ``x``'s shape and dtype and, with ``finite``, that every row is finite."""
     require_real_tensor(x, "x")
     if x.dim() != 2:
         raise ValueError(
@@ -109,7 +110,19 @@ def _check_features(x: Tensor) -> Tensor:
         )
     if x.shape[0] == 0:
         raise ValueError("`x` has no rows: the graph needs at least one node.")
-    return require_finite_tensor(x, "x")
+    return require_finite_tensor(x, "x") if finite else x
+
+
+def _check_observed_rows(x: Tensor, mask: np.ndarray) -> Tensor:
+    """Refuse NaN/inf in the observed rows of ``x``; unobserved rows may hold anything."""
+    keep = torch.from_numpy(mask).to(x.device)
+    bad = int((~torch.isfinite(x if mask.all() else x[keep])).any(1).sum())
+    if bad:
+        raise ValueError(
+            f"`x` has {bad} observed row(s) with NaN/inf: clean or impute them, or mark those "
+            "nodes unobserved in `observed` (unobserved rows are never read)."
+        )
+    return keep
 
 
 def _check_num_nodes(num_nodes: int | None, x: Tensor) -> int:
@@ -304,7 +317,8 @@ def neighbourhood_views(
     Args:
         edge_index: ``(2, E)`` integer node ids, edges ``edge_index[0] -> edge_index[1]`` (PyG
             convention). Self loops and duplicate edges are ignored.
-        x: ``(N, d)`` float node attributes; rows of unobserved nodes are never read.
+        x: ``(N, d)`` float node attributes; rows of unobserved nodes are never read (they may
+            hold anything, NaN included); observed rows must be finite.
         num_nodes: ``N``; ``None`` takes ``x.shape[0]`` (they must agree).
         num_hops: ``K >= 1``, the number of hop views.
         observed: ``(N,)`` bool mask of the nodes whose attributes are known; ``None``: all.
@@ -317,11 +331,12 @@ def neighbourhood_views(
             GIL); ``None`` takes ``torch.get_num_threads()``. The result does not depend on it.
 
     Returns:
-        ``K + 1`` new ``(N, d)`` tensors of ``x``'s dtype and device: ``x * observed[:, None]``,
-        then ``H_1 .. H_K``. ``H_k[v]`` is the mean of the observed rows of ``x`` over the nodes
-        at distance exactly ``k`` from ``v``, a zero row when there is none.
+        ``K + 1`` new ``(N, d)`` tensors of ``x``'s dtype and device: ``X ⊙ m`` (``x``'s
+        observed rows, zero rows elsewhere), then ``H_1 .. H_K``. ``H_k[v]`` is the mean of
+        the observed rows of ``x`` over the nodes at distance exactly ``k`` from ``v``, a zero
+        row when there is none.
     """
-    x = _check_features(x)
+    x = _check_features(x, finite=False)  # the observed rows are checked below
     n = _check_num_nodes(num_nodes, x)
     require_int(num_hops, "num_hops", 1)
     require_int(chunk_size, "chunk_size", 1)
@@ -330,8 +345,9 @@ def neighbourhood_views(
         raise TypeError(f"`undirected` must be a bool, got {undirected!r}.")
     source, target = _edges(edge_index, n)
     mask = _check_observed(observed, n)
+    keep = _check_observed_rows(x, mask)[:, None]
 
-    masked = x * torch.from_numpy(mask).to(x.device)[:, None]
+    masked = torch.where(keep, x, torch.zeros((), dtype=x.dtype, device=x.device))
     work = torch.float64 if x.dtype == torch.float64 else torch.float32
     feats = masked.detach().to(device="cpu", dtype=work).numpy()  # X ⊙ m, read, never written
     adjacency = _adjacency(source, target, n, undirected, np.int32)
@@ -523,12 +539,13 @@ def _left_rows(indptr, indices, start, stop, blocks, n, b, dtype):
 
 
 def mean_impute(x: Tensor, observed: Tensor | None) -> Tensor:
-    """A copy of ``x`` whose unobserved rows are the mean of the observed rows."""
-    x = _check_features(x)
+    """A copy of ``x`` whose unobserved rows (never read, NaN allowed) are the mean of the
+    observed rows."""
+    x = _check_features(x, finite=False)
     mask = _check_observed(observed, x.shape[0])
     if not mask.any():
         raise ValueError("no node is observed: mean imputation needs at least one known row.")
-    keep = torch.from_numpy(mask).to(x.device)
+    keep = _check_observed_rows(x, mask)
     mean = x[keep].mean(0, keepdim=True)
     return torch.where(keep[:, None], x, mean)
 
@@ -547,7 +564,7 @@ def sign_views(
     duplicate edges (:func:`normalized_adjacency`). Computed with scipy in float32 (float64 for a
     float64 ``x``); returns new tensors of ``x``'s dtype and device.
     """
-    x = _check_features(x)
+    x = _check_features(x, finite=observed is None)  # else mean_impute checks the observed rows
     n = _check_num_nodes(num_nodes, x)
     require_int(num_hops, "num_hops", 1)
     source, target = _edges(edge_index, n)

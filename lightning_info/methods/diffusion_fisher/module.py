@@ -169,13 +169,13 @@ class DiffusionModel(pl.LightningModule):
     def training_step(self, batch: Any, batch_idx: int) -> Tensor:
         losses = self.losses(batch[0], self._generator(0, self.global_step))
         for name, value in losses.items():
-            self.log(f"train/{name}", value, prog_bar=name == "denoising")
+            self.log(f"train/{name}", value, prog_bar=name == "denoising", sync_dist=True)
         return self._total(losses)
 
     def _evaluate(self, batch: Any, batch_idx: int, stage: int, prefix: str) -> None:
         losses = self.losses(batch[0], self._generator(stage, batch_idx))
         for name, value in losses.items():
-            self.log(f"{prefix}/{name}", value)
+            self.log(f"{prefix}/{name}", value, sync_dist=True)
 
     def validation_step(self, batch: Any, batch_idx: int) -> None:
         self._evaluate(batch, batch_idx, 1, "val")

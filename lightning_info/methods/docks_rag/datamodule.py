@@ -21,8 +21,9 @@ from lightning.pytorch.overrides.distributed import UnrepeatedDistributedSampler
 from lightning.pytorch.utilities import rank_zero_warn
 from torch.utils.data import DataLoader
 
+from lightning_info.core.resume import ResumableDataLoader
 from lightning_info.core.sampling import EpochShuffleSampler
-from lightning_info.core.validation import require_int
+from lightning_info.core.validation import require_fraction, require_int, require_non_negative
 from lightning_info.lm.features import pad_token_id, pad_token_rows
 from lightning_info.methods.docks_rag.docred import read_docred, read_relation_info
 from lightning_info.methods.docks_rag.functional import (
@@ -109,8 +110,15 @@ class DocREDDataModule(LightningDataModule):
             raise ValueError("DocRED files need their rel_info_file (relation id -> name)")
         if not (use_document or use_kg or use_set_rag):
             raise ValueError("a prompt needs at least one of use_document, use_kg, use_set_rag")
-        if negatives_per_positive < 0:
-            raise ValueError(f"negatives_per_positive must be >= 0, got {negatives_per_positive}")
+        # NaN passed these checks and failed late, in setup, after the DocKG was fitted
+        negatives_per_positive = require_non_negative(
+            negatives_per_positive, "negatives_per_positive"
+        )
+        tau = require_fraction(tau, "tau")
+        kg_folds = require_int(kg_folds, "kg_folds", 2)
+        kg_steps = require_int(kg_steps, "kg_steps", 1)
+        encoder_dim = require_int(encoder_dim, "encoder_dim", 1)
+        world_seed, seed = require_int(world_seed, "world_seed", 0), require_int(seed, "seed", 0)
         if isinstance(tokenizer, str):
             from transformers import AutoTokenizer
 
@@ -266,8 +274,9 @@ class DocREDDataModule(LightningDataModule):
         }
 
     def train_dataloader(self) -> DataLoader:
-        return DataLoader(
+        return ResumableDataLoader(
             self.train_rows,
+            trainer=self.trainer,
             batch_size=self.batch_size,
             sampler=EpochShuffleSampler(len(self.train_rows), seed=self.seed),
             collate_fn=self._collate_train,

@@ -12,7 +12,10 @@ duplicate predictions ``(title, h, t, r)``:
   ``Ign F1 = 2 P_ign R / (P_ign + R)``, with the ordinary recall (the scorer adds ``1e-5`` to
   the denominator; here an empty one gives 0);
 - evidence: ``P_evi = |gold evidence ∩ predicted evidence| / |predicted evidence|`` summed over
-  correct predictions, ``R_evi`` over all gold evidence sentences.
+  correct predictions, ``R_evi`` over all gold evidence sentences. As in the scorer, the gold
+  total sums every label's ``len(evidence)``: a fact a gold document lists twice counts its
+  evidence twice (and a repeated sentence id twice), while the fact itself counts once and is
+  matched against its last listing's evidence set.
 
 A prediction for a title missing from the gold documents counts as predicted and never as
 correct, as in the scorer.
@@ -22,6 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+from lightning_info.methods.docks_rag.docred import check_predictions
 
 __all__ = [
     "COUNTS",
@@ -75,14 +80,15 @@ def count_facts(
 ) -> dict[str, int]:
     """The scorer's counts (:data:`COUNTS`) of ``predictions`` (dicts with ``title``,
     ``h_idx``, ``t_idx``, ``r`` and optionally ``evidence``) against the gold ``documents``."""
+    predictions = check_predictions(predictions)
     gold, evidence_total = {}, 0
     entities = {}
     for document in documents:
         entities[document["title"]] = document["vertexSet"]
         for label in document.get("labels", []):
             key = (document["title"], label["r"], label["h"], label["t"])
-            gold[key] = set(label.get("evidence", []))
-    evidence_total = sum(len(e) for e in gold.values())
+            gold[key] = set(label.get("evidence", []))  # the last listing wins, as in the scorer
+            evidence_total += len(label.get("evidence", []))  # every listing counts (scorer)
     counts = dict.fromkeys(COUNTS, 0)
     counts["gold"], counts["gold_evidence"] = len(gold), evidence_total
     for p in _dedupe(predictions):

@@ -17,6 +17,7 @@ import torch
 from lightning_info.core.validation import require_int
 from lightning_info.lm.fine_tuner import CausalLMFineTuner
 from lightning_info.methods.docks_rag.decoding import LabelTrie, constrained_answers
+from lightning_info.methods.docks_rag.docred import check_predictions
 from lightning_info.methods.docks_rag.evaluation import DocREDScores
 
 __all__ = ["DocKSRAG"]
@@ -91,7 +92,8 @@ class DocKSRAG(CausalLMFineTuner):
         ]
 
     def _evaluate(self, batch: dict[str, Any], scores: DocREDScores) -> None:
-        scores.update(self.predict_relations(batch), batch["documents"])
+        # an override of predict_relations with string entity indices would score F1 0 silently
+        scores.update(check_predictions(self.predict_relations(batch)), batch["documents"])
 
     def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
         self._evaluate(batch, self.val_scores)

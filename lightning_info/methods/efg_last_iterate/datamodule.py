@@ -15,6 +15,7 @@ import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
+from lightning_info.core.resume import ResumableDataLoader
 from lightning_info.core.validation import require_int
 from lightning_info.methods.efg_last_iterate.game import GameTree, game_tree, load_game
 
@@ -68,7 +69,9 @@ class GameEpisodesDataModule(pl.LightningDataModule):
             sampler = DistributedSampler(
                 ids, num_replicas=trainer.world_size, rank=trainer.global_rank, shuffle=False
             )
-        return DataLoader(ids, batch_size=self.batch_size, sampler=sampler, drop_last=True)
+        return ResumableDataLoader(
+            ids, trainer=trainer, batch_size=self.batch_size, sampler=sampler, drop_last=True
+        )
 
     def train_dataloader(self) -> DataLoader:
         return self._loader()

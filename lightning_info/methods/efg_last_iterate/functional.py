@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from lightning_info.core.validation import require_finite
 from lightning_info.methods.efg_last_iterate.game import DECISION, GameTree
 
 __all__ = [
@@ -309,6 +310,8 @@ class SolverRates:
     def __init__(self, tree: GameTree, method: str, eta: float, gamma: float, tau: float = 0.0):
         if method not in METHODS:
             raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
+        eta, gamma = require_finite(eta, "eta"), require_finite(gamma, "gamma")
+        tau = require_finite(tau, "tau")
         if eta <= 0 or gamma < 0 or tau < 0:
             raise ValueError(f"need eta > 0, gamma >= 0, tau >= 0; got {eta}, {gamma}, {tau}.")
         self.method, self.eta, self.gamma, self.tau = method, eta, gamma, tau

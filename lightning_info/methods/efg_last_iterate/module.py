@@ -24,11 +24,13 @@ from lightning.pytorch.strategies import DDPStrategy, DeepSpeedStrategy, SingleD
 from torch import nn
 
 from lightning_info.core.validation import require_int
-from lightning_info.methods.efg_last_iterate.functional import METHODS
 from lightning_info.methods.efg_last_iterate.game import GameTree
-from lightning_info.methods.efg_last_iterate.solver import TabularSolver
+from lightning_info.methods.efg_last_iterate.solver import TabularSolver, resolve_rates
 
 __all__ = ["LastIterateSolver"]
+
+GAME_KEY = "efg_last_iterate_game"
+"""The checkpoint entry naming the game the policy table was trained on."""
 
 
 class LastIterateSolver(pl.LightningModule):
@@ -53,8 +55,8 @@ class LastIterateSolver(pl.LightningModule):
         nash_conv_every: int = 10,
     ) -> None:
         super().__init__()
-        if method not in METHODS:
-            raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
+        resolve_rates(method, eta, gamma, tau)  # refuses NaN or out-of-range rates here
+        require_int(seed, "seed", 0)
         require_int(nash_conv_every, "nash_conv_every", 1)
         self.save_hyperparameters()
         self.automatic_optimization = False
@@ -124,6 +126,27 @@ class LastIterateSolver(pl.LightningModule):
         self.log_dict(logs, prog_bar=True, on_step=True, on_epoch=False, batch_size=len(ids))
 
     # ------------------------------------------------------------------------ checkpoints
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        if self.solver is not None:
+            checkpoint[GAME_KEY] = self.solver.tree.name
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        # runs after setup and before the state is loaded: a table of another game is refused
+        # here, before it replaces this game's table
+        if self.solver is None:
+            return
+        tree = self.solver.tree
+        saved = checkpoint.get("state_dict", {}).get("log_policy")
+        shape = None if saved is None else tuple(saved.shape)
+        name = checkpoint.get(GAME_KEY)
+        expected = (tree.num_infosets, tree.num_actions)
+        if (name is not None and name != tree.name) or (shape is not None and shape != expected):
+            raise ValueError(
+                f"the checkpoint is of {name or 'another game'} (policy table {shape}), but the "
+                f"data module plays {tree.name} (table {expected}): resume it with "
+                f"GameEpisodesDataModule(game={name or '<its game>'!r}), or start a new run."
+            )
+
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
         # the table's size is the game's: take it from the state being loaded
         if prefix + "log_policy" in state_dict:

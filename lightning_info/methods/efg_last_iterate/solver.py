@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import torch
 
+from lightning_info.core.validation import require_finite, require_int
 from lightning_info.methods.efg_last_iterate import functional as F
 from lightning_info.methods.efg_last_iterate.game import GameTree
 
-__all__ = ["DEFAULT_RATES", "TabularSolver"]
+__all__ = ["DEFAULT_RATES", "TabularSolver", "resolve_rates"]
 
 DEFAULT_RATES = {
     "virtual_transition": {"eta": 1.0, "gamma": 0.05, "tau": 0.1},
@@ -23,6 +24,28 @@ DEFAULT_RATES = {
     "balanced_omd": {"eta": 0.01, "gamma": 5e-4, "tau": 0.0},
 }
 """Each method's base rates (the method card says how they were chosen)."""
+
+
+def resolve_rates(
+    method: str, eta: float | None, gamma: float | None, tau: float | None
+) -> tuple[float, float, float]:
+    """``(eta, gamma, tau)`` with ``None`` replaced by the method's defaults; raises for an
+    unknown method, a NaN or infinite rate, or a rate out of range."""
+    if method not in F.METHODS:
+        raise ValueError(f"`method` must be one of {F.METHODS}, got {method!r}.")
+    given = {"eta": eta, "gamma": gamma, "tau": tau}
+    rates = {
+        name: DEFAULT_RATES[method][name] if value is None else require_finite(value, name)
+        for name, value in given.items()
+    }
+    if rates["eta"] <= 0 or rates["gamma"] < 0 or rates["tau"] < 0:
+        raise ValueError(
+            f"need eta > 0, gamma >= 0, tau >= 0; got {rates['eta']}, {rates['gamma']}, "
+            f"{rates['tau']}."
+        )
+    if rates["tau"] > 0 and method != "virtual_transition":
+        raise ValueError(f"{method} has no regulariser: leave `tau` at 0.")
+    return float(rates["eta"]), float(rates["gamma"]), float(rates["tau"])
 
 
 class TabularSolver:
@@ -46,16 +69,9 @@ class TabularSolver:
         tau: float | None = None,
         seed: int = 0,
     ) -> None:
-        if method not in F.METHODS:
-            raise ValueError(f"`method` must be one of {F.METHODS}, got {method!r}.")
-        defaults = DEFAULT_RATES[method]
-        eta = defaults["eta"] if eta is None else eta
-        gamma = defaults["gamma"] if gamma is None else gamma
-        tau = defaults["tau"] if tau is None else tau
-        if tau > 0 and method != "virtual_transition":
-            raise ValueError(f"{method} has no regulariser: leave `tau` at 0.")
-        self.tree, self.method, self.seed = tree, method, int(seed)
-        self.rates = F.SolverRates(tree, method, float(eta), float(gamma), float(tau))
+        eta, gamma, tau = resolve_rates(method, eta, gamma, tau)
+        self.tree, self.method, self.seed = tree, method, require_int(seed, "seed", 0)
+        self.rates = F.SolverRates(tree, method, eta, gamma, tau)
         self.log_policy = torch.log(tree.uniform_policy())
         self.episodes = 0
 

@@ -32,6 +32,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_info.core.optional import require_extra
+from lightning_info.core.resume import ResumableDataLoader
 from lightning_info.core.sampling import EpochShuffleSampler
 from lightning_info.core.validation import require_int
 
@@ -368,8 +369,9 @@ class UCRUEADataModule(pl.LightningDataModule):
 
     def _loader(self, dataset: TensorDataset, shuffle: bool) -> DataLoader:
         sampler = EpochShuffleSampler(len(dataset), seed=self.seed) if shuffle else None
-        return DataLoader(
+        return ResumableDataLoader(
             dataset,
+            trainer=self.trainer,
             batch_size=self.batch_size,
             sampler=sampler,
             num_workers=self.num_workers,

@@ -237,8 +237,9 @@ class InceptionTimeClassifier(pl.LightningModule):
         metric(logits, y)
         batch_size = x.shape[0]
         on_step = stage == "train"
-        self.log(f"{stage}/loss", loss, on_step=on_step, on_epoch=True, batch_size=batch_size)
-        self.log(f"{stage}/acc", metric, on_step=False, on_epoch=True, batch_size=batch_size)
+        logged = dict(on_epoch=True, batch_size=batch_size)
+        self.log(f"{stage}/loss", loss, on_step=on_step, sync_dist=True, **logged)
+        self.log(f"{stage}/acc", metric, on_step=False, **logged)
         return loss
 
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int):

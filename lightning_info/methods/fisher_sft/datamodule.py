@@ -12,6 +12,7 @@ from torch.utils.data import DataLoader
 
 from lightning_info.core.blocks import TokenBlocks
 from lightning_info.core.distributed import gather_strided_blocks, strided_shard
+from lightning_info.core.resume import ResumableDataLoader
 from lightning_info.core.validation import require_int
 from lightning_info.methods.fisher_sft.functional import Selection
 from lightning_info.methods.fisher_sft.sampler import (
@@ -229,8 +230,12 @@ class FisherSubsetDataModule(LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         if self.sampler is None:
             self.setup("fit")
-        return DataLoader(
-            self.pool, batch_size=self.batch_size, sampler=self.sampler, collate_fn=self.collate
+        return ResumableDataLoader(
+            self.pool,
+            trainer=self.trainer,
+            batch_size=self.batch_size,
+            sampler=self.sampler,
+            collate_fn=self.collate,
         )
 
     def _eval_loader(self) -> DataLoader | list:

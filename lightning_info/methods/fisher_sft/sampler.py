@@ -12,6 +12,7 @@ from torch import Tensor
 from torch.utils.data import Sampler
 
 from lightning_info.core.blocks import TokenBlocks, pooled_features
+from lightning_info.core.files import atomic_write_text
 from lightning_info.core.sampling import EpochShuffleSampler
 from lightning_info.core.validation import require_int
 from lightning_info.methods.fisher_sft.functional import (
@@ -76,7 +77,8 @@ def select_subset(
 def save_selection(selection: Selection, path: str | Path, **metadata: Any) -> None:
     """Write a selection (and what it was computed for) as JSON."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps({**asdict(selection), "metadata": metadata}, indent=1) + "\n")
+    text = json.dumps({**asdict(selection), "metadata": metadata}, indent=1) + "\n"
+    atomic_write_text(path, text)
 
 
 def load_selection(path: str | Path, **expected: Any) -> Selection:

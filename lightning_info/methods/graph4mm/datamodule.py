@@ -29,6 +29,7 @@ import torch
 from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader
 
+from lightning_info.core.resume import ResumableDataLoader
 from lightning_info.core.sampling import EpochShuffleSampler
 from lightning_info.core.validation import require_int
 from lightning_info.data.digits import load_digits_images
@@ -220,8 +221,8 @@ class MultimodalGraphDataModule(LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         sampler = EpochShuffleSampler(len(self.train_graphs), seed=self.seed)
-        return DataLoader(self.train_graphs, batch_size=self.batch_size, sampler=sampler,
-                          collate_fn=self.collate)  # fmt: skip
+        return ResumableDataLoader(self.train_graphs, trainer=self.trainer, sampler=sampler,
+                                   batch_size=self.batch_size, collate_fn=self.collate)  # fmt: skip
 
     def val_dataloader(self) -> DataLoader:
         return DataLoader(self.val_graphs, batch_size=self.batch_size, collate_fn=self.collate)

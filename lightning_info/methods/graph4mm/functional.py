@@ -34,9 +34,10 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from lightning_info.core.validation import require_finite_tensor, require_int
+from lightning_info.core.validation import require_finite, require_finite_tensor, require_int
 
 __all__ = [
+    "check_hop_weights",
     "diffuse",
     "hop_diffused_attention",
     "masked_softmax_transition",
@@ -51,11 +52,23 @@ def ppr_weights(
     """The hop weights ``theta_0 .. theta_{K-1}`` (module docstring), float64: with the remainder
     ``(1 - alpha)^K`` appended as the weight of ``T^K`` when ``remainder``, divided by their sum
     when ``rescale``, as they are (the reference's series) with neither."""
-    if not 0.0 < float(alpha) <= 1.0:
+    alpha = require_finite(alpha, "alpha")
+    if not 0.0 < alpha <= 1.0:
         raise ValueError(f"alpha (the restart probability) must be in (0, 1], got {alpha}")
     steps = require_int(steps, "steps", 1)
-    theta = float(alpha) * (1.0 - float(alpha)) ** torch.arange(steps, dtype=torch.float64)
+    theta = alpha * (1.0 - alpha) ** torch.arange(steps, dtype=torch.float64)
     return _complete(theta, remainder, rescale)
+
+
+def check_hop_weights(weights: Tensor, name: str = "theta") -> Tensor:
+    """``weights``, or raise if any is NaN, infinite or negative (a diffusion mixes hops with
+    non-negative weights)."""
+    require_finite_tensor(weights, name)
+    if bool((weights < 0).any()):
+        raise ValueError(
+            f"`{name}` holds a negative hop weight ({weights.tolist()}); hop weights must be >= 0."
+        )
+    return weights
 
 
 def _complete(theta: Tensor, remainder: bool, rescale: bool) -> Tensor:
@@ -63,7 +76,14 @@ def _complete(theta: Tensor, remainder: bool, rescale: bool) -> Tensor:
     if remainder and rescale:
         raise ValueError("choose remainder or rescale: both make the hop weights sum to one")
     if remainder:
-        return torch.cat([theta, (1.0 - theta.sum()).reshape(1)])
+        total = float(theta.sum())
+        if total > 1.0 + 1e-12:
+            raise ValueError(
+                f"hop weights {theta.tolist()} sum to {total:.6g} > 1, so the remainder on the "
+                "next power would be negative; give weights summing to at most 1, or pass "
+                "remainder=False, rescale=True to divide them by their sum."
+            )
+        return torch.cat([theta, (1.0 - theta.sum()).clamp(min=0.0).reshape(1)])
     if rescale:
         total = float(theta.sum())
         if total <= 0:
@@ -133,7 +153,11 @@ def masked_softmax_transition(logits: Tensor, adjacency: Tensor) -> Tensor:
 
 def diffuse(transition: Tensor, values: Tensor, weights: Tensor | Sequence[float]) -> Tensor:
     """``sum_i weights_i T^i V`` by ``len(weights) - 1`` products with ``V`` (never a power of
-    ``T``): ``transition (..., N, N)``, ``values (..., N, D)``."""
+    ``T``): ``transition (..., N, N)``, ``values (..., N, D)``. Weights on the CPU (or not a
+    tensor) are checked to be finite and non-negative; weights on an accelerator are taken as
+    given, since checking them would synchronise (a module's buffer is checked when built)."""
+    if not isinstance(weights, Tensor) or weights.device.type == "cpu":
+        check_hop_weights(torch.as_tensor(weights, dtype=torch.float64), "weights")
     weights = torch.as_tensor(weights, dtype=values.dtype, device=values.device)
     if weights.dim() != 1 or weights.numel() == 0:
         raise ValueError("weights must be a non-empty 1-d sequence of hop weights")
@@ -167,6 +191,6 @@ def hop_diffused_attention(
         weights = torch.as_tensor(theta, dtype=torch.float64).flatten()
         if weights.numel() == 0:
             raise ValueError("theta must hold at least one hop weight")
-        weights = _complete(weights, remainder, rescale)
+        weights = _complete(check_hop_weights(weights), remainder, rescale)
     eye = torch.eye(scores.shape[-1], dtype=scores.dtype, device=scores.device)
     return diffuse(transition, eye.expand_as(transition), weights.to(scores.dtype))

@@ -19,15 +19,16 @@ in an image), nor without the graph (the two-hop nodes look like neighbours).
 
 from __future__ import annotations
 
-import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import numpy as np
 import torch
 from torch import Tensor
 
+from lightning_info.core.files import read_json_or_lines
 from lightning_info.core.validation import require_finite, require_int
 
 __all__ = [
@@ -165,20 +166,19 @@ def read_graphs_json(
          "target": "text to generate for the centre"}
 
     ``image`` is a nested list ``H x W`` (one channel) or ``C x H x W``, or the path of a
-    ``.npy`` file (relative to the JSON file), in the value range the image encoder expects;
-    every image in the file has one shape; a node without ``image`` is a text node. ``centre``
+    ``.npy`` file (relative to the JSON file's folder and inside it; never unpickled), in the
+    value range the image encoder expects; every image in the file has one shape; a node
+    without ``image`` is a text node. ``centre``
     (default 0) is moved to node 0. ``label`` on the centre is its class (a name among
     ``class_names``, default: the centres' labels sorted); without it the graph has label -1
     and only the generative task can use it. ``target`` defaults to the centre's neighbours'
     labels, space-separated, in class order. Edges are undirected.
     """
     path = Path(path)
-    text = path.read_text()
-    try:
-        records = json.loads(text)
-        records = [records] if isinstance(records, dict) else records
-    except json.JSONDecodeError:
-        records = [json.loads(line) for line in text.splitlines() if line.strip()]
+    records = read_json_or_lines(path)
+    records = [records] if isinstance(records, dict) else records
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise ValueError(f"{path} must hold graphs: JSON objects, in a list or one per line")
     if not records:
         raise ValueError(f"{path} holds no graph")
     if class_names is None:
@@ -218,7 +218,7 @@ def _parse_record(record: dict, where: str, path: Path, index: dict[str, int]):
     linked_labels = [str(nodes[order[i]]["label"]) for i in linked if "label" in nodes[order[i]]]
     default = " ".join(sorted(linked_labels, key=lambda x: (index.get(x, len(index)), x)))
     texts = [str(nodes[i].get("text", "")) for i in order]
-    images = [_read_image(nodes[i].get("image"), path) for i in order]
+    images = [_read_image(nodes[i].get("image"), path, f"{where}, node {i}") for i in order]
     label_index = -1 if label is None else index[str(label)]
     return texts, images, edges, label_index, str(record.get("target", default))
 
@@ -230,11 +230,11 @@ def _centre_label(record: dict):
     return nodes[centre].get("label") if 0 <= centre < len(nodes) else None
 
 
-def _read_image(value, path: Path) -> Tensor | None:
+def _read_image(value, path: Path, where: str) -> Tensor | None:
     if value is None:
         return None
     if isinstance(value, str):
-        array = np.load(path.parent / value)
+        array = _load_npy(value, path, where)
     else:
         array = np.asarray(value, dtype=np.float32)
     image = torch.as_tensor(array, dtype=torch.float32)
@@ -245,3 +245,32 @@ def _read_image(value, path: Path) -> Tensor | None:
     if not bool(torch.isfinite(image).all()):
         raise ValueError(f"{path}: an image holds NaN or infinite values")
     return image
+
+
+def _load_npy(value: str, path: Path, where: str) -> np.ndarray:
+    """The array of the ``.npy`` file ``value`` names, relative to ``path``'s folder and inside
+    it; never unpickled."""
+    relative = PurePath(value)
+    if relative.anchor or os.path.normpath(relative).split(os.sep)[0] == os.pardir:
+        raise ValueError(
+            f"{where}: image path {value!r} leaves the folder of {path.name}; image files are "
+            "read only from that folder and below: copy the file there and give its path "
+            "relative to the JSON file."
+        )
+    file = path.parent / relative
+    try:
+        array = np.load(file, allow_pickle=False)
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"{where}: image file {value!r} not found (looked for {file}); paths are relative "
+            "to the JSON file."
+        ) from None
+    except ValueError as error:
+        raise ValueError(
+            f"{where}: image file {file} is not a numeric .npy array ({error}); save one with "
+            "numpy.save (object arrays are refused: loading them would unpickle code)."
+        ) from None
+    if not isinstance(array, np.ndarray):
+        array.close()
+        raise ValueError(f"{where}: image file {file} must be a .npy file holding one array")
+    return array

@@ -265,8 +265,8 @@ class Graph4MM(LightningModule):
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
         loss, generation, _, _ = self._losses(batch)
         b = batch["prompt_ids"].shape[0]
-        self.log("train/loss", loss, prog_bar=True, batch_size=b)
-        self.log("train/generation_nll", generation, batch_size=b)
+        self.log("train/loss", loss, prog_bar=True, batch_size=b, sync_dist=True)
+        self.log("train/generation_nll", generation, batch_size=b, sync_dist=True)
         return loss
 
     # -- evaluation ------------------------------------------------------------------------------

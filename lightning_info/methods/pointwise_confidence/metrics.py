@@ -155,9 +155,9 @@ class ExpectedCalibrationError(Metric):
         edges = _inner_edges(confidences, self.n_bins)
         confidences, correct = _confidences_and_correct(confidences, correct, allow_empty=True)
         counts, conf_sums, correct_sums = _equal_width_bins(confidences, correct, edges)
-        self.bin_count += counts
-        self.bin_confidence += conf_sums
-        self.bin_correct += correct_sums
+        self.bin_count = self.bin_count + counts
+        self.bin_confidence = self.bin_confidence + conf_sums
+        self.bin_correct = self.bin_correct + correct_sums
 
     def compute(self) -> Tensor:
         total = self.bin_count.sum()
@@ -223,8 +223,8 @@ class _MeanOverSamples(Metric):
     def update(self, probs: Tensor, labels: Tensor) -> None:
         """Add a batch: class probabilities ``(N, K)`` and true classes ``(N,)``."""
         probs, labels = _probs_and_labels(probs, labels, allow_empty=True)
-        self.total += self._terms(probs, labels).sum()
-        self.count += labels.numel()
+        self.total = self.total + self._terms(probs, labels).sum()
+        self.count = self.count + labels.numel()
 
     def compute(self) -> Tensor:
         require_nonempty(int(self.count), "probs")

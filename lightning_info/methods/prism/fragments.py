@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from lightning_info.core.files import atomic_write_text
 from lightning_info.core.validation import require_int
 
 __all__ = [
@@ -145,7 +146,7 @@ class AttackSet:
     def save(self, path: str | Path) -> Path:
         """Write the queries as JSON (the format :meth:`load` reads)."""
         path = Path(path)
-        path.write_text(json.dumps(asdict(self), indent=1) + "\n", encoding="utf-8")
+        atomic_write_text(path, json.dumps(asdict(self), indent=1) + "\n")
         return path
 
     @classmethod

@@ -50,6 +50,22 @@ def _float_dtype(*tensors: Tensor) -> torch.dtype:
     return dtype if dtype.is_floating_point else torch.get_default_dtype()
 
 
+def _require_on_globe(*checks: tuple[str, Tensor, float]) -> None:
+    """Refuse coordinates out of range; ``checks`` are ``(argument, degrees, 90.0)`` for
+    latitudes and ``(argument, degrees, 180.0)`` for longitudes. One device sync."""
+    device = checks[0][1].device
+    flags = torch.stack([(t.abs() > limit).any().to(device) for _, t, limit in checks])
+    for (name, tensor, limit), flagged in zip(checks, flags.cpu().tolist()):
+        if flagged:
+            kind = "latitude" if limit == 90.0 else "longitude"
+            value = tensor[tensor.abs() > limit].flatten()[0].item()
+            raise ValueError(
+                f"`{name}` holds a {kind} of {value} degrees, outside [-{limit:g}, {limit:g}]: "
+                "pass (latitude, longitude) in degrees, in that order (swapped? radians? scaled "
+                "units?), and wrap longitudes into [-180, 180]."
+            )
+
+
 def haversine_metres(
     lat1: Tensor, lng1: Tensor, lat2: Tensor, lng2: Tensor, radius: float = EARTH_RADIUS_M
 ) -> Tensor:
@@ -61,10 +77,14 @@ def haversine_metres(
     the result has their broadcast shape and promoted floating dtype (float32 in, float32 out:
     pass float64 for sub-metre accuracy far from the origin; ints become the default dtype).
     ``radius`` defaults to :data:`EARTH_RADIUS_M` (6,371,008.8 m). Not differentiable where the
-    distance is 0 (the gradient of ``sqrt`` at 0).
+    distance is 0 (the gradient of ``sqrt`` at 0). A latitude outside [-90, 90] or a longitude
+    outside [-180, 180] raises (NaN passes through).
     """
     for name, tensor in (("lat1", lat1), ("lng1", lng1), ("lat2", lat2), ("lng2", lng2)):
         require_real_tensor(tensor, name)
+    _require_on_globe(
+        ("lat1", lat1, 90.0), ("lng1", lng1, 180.0), ("lat2", lat2, 90.0), ("lng2", lng2, 180.0)
+    )
     radius = require_positive(radius, "radius")
     dtype = _float_dtype(lat1, lng1, lat2, lng2)
     phi1, lam1, phi2, lam2 = (torch.deg2rad(t.to(dtype)) for t in (lat1, lng1, lat2, lng2))
@@ -111,7 +131,8 @@ def great_circle_interpolate(start: Tensor, end: Tensor, fractions: Tensor) -> T
     ``p(f) = sin((1 - f) w) / sin(w) p0 + sin(f w) / sin(w) p1`` -- uniform fractions give equal
     angular (and metric) steps. Where ``w`` is below 1e-10 rad (0.6 mm) the weights are their
     limits ``1 - f`` and ``f``. Antipodal endpoints (within 1e-6 rad, 6 m) have no unique great
-    circle and raise. The endpoints come back up to rounding (~1e-14 degrees in float64), not bit
+    circle and raise, as does a latitude outside [-90, 90] or a longitude outside [-180, 180].
+    The endpoints come back up to rounding (~1e-14 degrees in float64), not bit
     for bit: :func:`~lightning_info.methods.prodiff.functional.great_circle_interpolation` copies
     them.
     """
@@ -124,6 +145,12 @@ def great_circle_interpolate(start: Tensor, end: Tensor, fractions: Tensor) -> T
         )
     if fractions.dim() == 0:
         raise ValueError("`fractions` must have a last axis of points, e.g. shape (m,).")
+    _require_on_globe(
+        ("start", start[..., 0], 90.0),
+        ("start", start[..., 1], 180.0),
+        ("end", end[..., 0], 90.0),
+        ("end", end[..., 1], 180.0),
+    )
     dtype = _float_dtype(start, end, fractions)
     p0 = latlng_to_unit(start.to(dtype)).unsqueeze(-2)  # (*batch, 1, 3)
     p1 = latlng_to_unit(end.to(dtype)).unsqueeze(-2)

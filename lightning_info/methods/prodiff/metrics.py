@@ -202,8 +202,8 @@ class MeanTrajectoryDeviation(_TrajectoryMetric):
 
     def update(self, pred: Tensor, target: Tensor) -> None:
         distances = _distances(*_interior(pred, target, self.device))
-        self.mtd_distance_sum += distances.sum()
-        self.mtd_point_count += distances.numel()
+        self.mtd_distance_sum = self.mtd_distance_sum + distances.sum()
+        self.mtd_point_count = self.mtd_point_count + distances.numel()
 
     def compute(self) -> Tensor:
         if int(self.mtd_point_count) == 0:
@@ -245,10 +245,10 @@ class MaxTrajectoryDeviation(_TrajectoryMetric):
             return
         window_max = distances.amax(dim=1)
         if self.reduction == "mean":
-            self.maxtd_window_max_sum += window_max.sum()
+            self.maxtd_window_max_sum = self.maxtd_window_max_sum + window_max.sum()
         else:
             self.maxtd_overall_max = torch.maximum(self.maxtd_overall_max, window_max.max())
-        self.maxtd_window_count += window_max.numel()
+        self.maxtd_window_count = self.maxtd_window_count + window_max.numel()
 
     def compute(self) -> Tensor:
         if int(self.maxtd_window_count) == 0:
@@ -277,8 +277,8 @@ class TimeMAE(_TrajectoryMetric):
     def update(self, pred: Tensor, target: Tensor) -> None:
         pred, target = _interior(pred, target, self.device)
         errors = (pred[..., 0] - target[..., 0]).abs()
-        self.time_abs_error_sum += errors.sum()
-        self.time_point_count += errors.numel()
+        self.time_abs_error_sum = self.time_abs_error_sum + errors.sum()
+        self.time_point_count = self.time_point_count + errors.numel()
 
     def compute(self) -> Tensor:
         if int(self.time_point_count) == 0:
@@ -313,8 +313,8 @@ class TrajectoryCoverage(_TrajectoryMetric):
 
     def update(self, pred: Tensor, target: Tensor) -> None:
         distances = _distances(*_interior(pred, target, self.device)).reshape(-1, 1)
-        self.tc_hits += (distances <= self.thresholds_m.to(distances.device)).sum(0)
-        self.tc_point_count += distances.shape[0]
+        self.tc_hits = self.tc_hits + (distances <= self.thresholds_m.to(distances.device)).sum(0)
+        self.tc_point_count = self.tc_point_count + distances.shape[0]
 
     def compute(self) -> dict[str, Tensor]:
         if int(self.tc_point_count) == 0:

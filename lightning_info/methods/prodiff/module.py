@@ -236,19 +236,37 @@ class ProDiff(pl.LightningModule):
         return tensor
 
     def setup(self, stage: str) -> None:
+        """Take the data module's scaling at every ``fit`` (its batches are scaled by it, so
+        metres are right on a second data set too); refuse to validate, test or predict with a
+        data module that scales differently from the stored scaling."""
         data = getattr(self.trainer, "datamodule", None)
-        scaling = getattr(data, "scaling", None)
-        if scaling is not None and torch.isnan(self.scale_low).any():
-            self.scale_low.copy_(torch.as_tensor(scaling.low).flatten().double())
-            self.scale_span.copy_(torch.as_tensor(scaling.span).flatten().double())
-            self.hparams["scale_low"] = self.scale_low.tolist()
-            self.hparams["scale_span"] = self.scale_span.tolist()
         window = getattr(data, "window_length", self.window_length)
         if window != self.window_length:
             raise ValueError(
                 f"the data module cuts windows of {window} points but this ProDiff was built "
                 f"for {self.window_length}: set window_length={window}."
             )
+        scaling = getattr(data, "scaling", None)
+        if scaling is None:
+            return
+        low = torch.as_tensor(scaling.low).flatten().double().to(self.scale_low.device)
+        span = torch.as_tensor(scaling.span).flatten().double().to(self.scale_span.device)
+        if stage != "fit" and not torch.isnan(self.scale_low).any():
+            stored = torch.cat([self.scale_low, self.scale_span])
+            rtol = max(1e-6, 2 * torch.finfo(stored.dtype).eps)  # buffers cast by a precision
+            if not torch.allclose(torch.cat([low, span]), stored.double(), rtol=rtol, atol=0.0):
+                raise ValueError(
+                    f"the data module scales windows by low {low.tolist()}, span "
+                    f"{span.tolist()}, but this ProDiff was trained with low "
+                    f"{self.scale_low.tolist()}, span {self.scale_span.tolist()}: its metres "
+                    "would be wrong. Evaluate on a data module built like the training one, "
+                    "or fit on this one first."
+                )
+            return
+        self.scale_low.copy_(low)
+        self.scale_span.copy_(span)
+        self.hparams["scale_low"] = self.scale_low.tolist()
+        self.hparams["scale_span"] = self.scale_span.tolist()
 
     # ----------------------------------------------------------------------------- pieces
     def query_prototype(self, window: Tensor) -> Tensor:
@@ -317,9 +335,10 @@ class ProDiff(pl.LightningModule):
         if self.use_prototypes:
             loss = loss + self.ce_weight * losses["ce"]
             loss = loss + self.contrastive_weight * losses["contrastive"]
-        self.log("train/loss", loss, prog_bar=True, on_step=False, on_epoch=True, batch_size=size)
+        logged = dict(on_step=False, on_epoch=True, batch_size=size, sync_dist=True)
+        self.log("train/loss", loss, prog_bar=True, **logged)
         for name, value in losses.items():
-            self.log(f"train/{name}", value, on_step=False, on_epoch=True, batch_size=size)
+            self.log(f"train/{name}", value, **logged)
         return loss
 
     # ---------------------------------------------------------------------------- sampling
@@ -358,6 +377,7 @@ class ProDiff(pl.LightningModule):
         if sampler not in SAMPLERS:
             raise ValueError(f"`sampler` must be one of {SAMPLERS}, got {sampler!r}.")
         weight = self.guidance_weight if guidance_weight is None else guidance_weight
+        weight = require_non_negative(weight, "guidance_weight")  # NaN would skip the guidance
         values = endpoints_only(window).transpose(1, 2)
         condition = self.condition(values.transpose(1, 2))
         null = self.null_condition.expand_as(condition)

@@ -389,8 +389,8 @@ class ROMEDistillation(pl.LightningModule):
         self.iteration += 1
         if self.add_net_every and step % self.add_net_every == 0:
             self._add_net()
-        self.log("rome/l_rob", torch.stack(l_rob).mean())
-        self.log("rome/l_perf", torch.stack(l_perf).mean())
+        self.log("rome/l_rob", torch.stack(l_rob).mean(), sync_dist=True)
+        self.log("rome/l_perf", torch.stack(l_perf).mean(), sync_dist=True)
         self.log("rome/acc_net", float(acc_net))
         self.log("rome/num_nets", float(len(self.nets)))
 

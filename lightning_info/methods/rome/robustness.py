@@ -178,11 +178,11 @@ class _AttackAccuracies(Metric):
                     f"stacked `preds_per_attack` must have shape ({self.num_attacks}, N[, C]), "
                     f"got {tuple(stacked.shape)}."
                 )
-        self.clean_correct += _correct(preds_clean, target, "preds_clean")
-        self.attack_correct += torch.stack(
+        self.clean_correct = self.clean_correct + _correct(preds_clean, target, "preds_clean")
+        self.attack_correct = self.attack_correct + torch.stack(
             [_correct(preds, target, "preds_per_attack") for preds in stacked]
         )
-        self.total += target.numel()
+        self.total = self.total + target.numel()
 
     def accuracies(self) -> tuple[Tensor, Tensor]:
         """Pooled clean accuracy (0-dim) and accuracy per attack ``(A,)``, as float64 fractions."""

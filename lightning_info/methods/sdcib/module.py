@@ -165,14 +165,15 @@ class SDCIB(pl.LightningModule):
             deep=self.deep,
             generator=generator,
         )
-        self.log("train/loss", loss.total, prog_bar=True)
+        self.log("train/loss", loss.total, prog_bar=True, sync_dist=True)
         self.log_dict(
             {
                 "train/prior_kl": loss.prior,
                 "train/assignment_mi": loss.mutual_information,
                 "train/view_contrast": loss.view_contrast,
                 "train/cluster_contrast": loss.cluster_contrast,
-            }
+            },
+            sync_dist=True,
         )
         return loss.total
 

@@ -1,10 +1,12 @@
 """``SmoothedInformationMonitor``: Fisher information, entropy and MI of a layer's noisy outputs.
 
 During every (due) validation epoch a forward hook collects the outputs of each chosen layer
-(by default: the input of the model's last ``nn.Linear``, i.e. its penultimate features), one
-flattened row per sample, optionally projected onto a fixed random ``max_dim``-dimensional
-subspace. At the end of the epoch the rows of all processes are gathered (torchmetrics ``cat``
-states) and, for every noise variance ``t``, the plug-in estimates of
+(by default: the input of the last ``nn.Linear`` *applied* in a validation step, i.e. the
+penultimate features; the call order is recorded by hooks during the first validation batch,
+not read from the registration order), one flattened row per sample, optionally projected onto
+a fixed random ``max_dim``-dimensional subspace. At the end of the epoch the rows of all
+processes are gathered (torchmetrics ``cat`` states) and, for every noise variance ``t``, the
+plug-in estimates of
 :mod:`lightning_info.methods.smoothed_information.functional` are logged:
 
 - ``{prefix}/{layer}/J_t={t}``: Fisher information ``J(f * phi_t)`` of the smoothed output law;
@@ -44,8 +46,11 @@ class SmoothedInformationMonitor(Callback):
         layers: name(s) of submodules of the LightningModule (dotted paths as in
             ``named_modules()``, e.g. ``"net.1"`` or ``"model.encoder.layer.3"``) whose outputs
             are measured; a tuple output uses its first element. ``None``: the *input* of the
-            last ``nn.Linear`` of the model (logged as ``input_of_<name>``), which every
-            classifier has.
+            last ``nn.Linear`` applied during a validation step (or the probe's forward),
+            logged as ``input_of_<name>``, which every classifier has. It is found by hooks on
+            every ``nn.Linear`` during the first validation batch (the sanity check's when
+            there is one) and its rows from that batch are kept; name the layer when another
+            Linear runs after the head (e.g. a loss's projection).
         t: noise variance(s) ``t > 0``, on the scale of the layer outputs.
         max_dim: project outputs wider than this onto a fixed random orthonormal basis of
             ``max_dim`` directions (seeded); ``None`` keeps every coordinate.
@@ -118,6 +123,9 @@ class SmoothedInformationMonitor(Callback):
         self._projections: dict[tuple[str, int], Tensor] = {}
         self._handles: list[RemovableHandle] = []
         self._checks: list[RemovableHandle] = []
+        self._linears: dict[str, nn.Module] = {}  # the default's candidates, until it is found
+        self._trace: list[tuple[str, Tensor]] | None = None  # (Linear, its rows) in call order
+        self._tracers: list[RemovableHandle] = []
 
     # -- hooks -----------------------------------------------------------------------------
 
@@ -125,10 +133,7 @@ class SmoothedInformationMonitor(Callback):
         # unknown names fail here, before any training
         self._targets = self._resolve(pl_module)
         if set(self.metrics) != set(self._targets):
-            self.metrics = {
-                name: SampleReservoir(max_samples=self.max_samples, seed=self.seed)
-                for name in self._targets
-            }
+            self.metrics = {name: self._reservoir() for name in self._targets}
         if stage == "fit" and not _has_validation_loop(trainer, pl_module):
             rank_zero_warn(
                 "SmoothedInformationMonitor measures at the end of validation epochs, but this run "
@@ -158,6 +163,16 @@ class SmoothedInformationMonitor(Callback):
             metric.to(pl_module.device)
         if self._due(trainer) and self.probe is None:
             self._attach()
+
+    def on_validation_batch_start(self, trainer: Trainer, pl_module: LightningModule,
+                                  *args: Any) -> None:  # fmt: skip
+        if self._linears and self.probe is None:
+            self._start_trace()
+
+    def on_validation_batch_end(self, trainer: Trainer, pl_module: LightningModule,
+                                *args: Any) -> None:  # fmt: skip
+        if self._trace is not None:
+            self._finish_trace(pl_module, keep_rows=self._due(trainer))
 
     def on_validation_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._detach()
@@ -196,10 +211,12 @@ class SmoothedInformationMonitor(Callback):
     def on_exception(self, trainer: Trainer, pl_module: LightningModule, exception: Any) -> None:
         self._detach()
         self._remove(self._checks)
+        self._stop_trace()
 
     def teardown(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         self._detach()
         self._remove(self._checks)
+        self._stop_trace()
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -209,14 +226,16 @@ class SmoothedInformationMonitor(Callback):
     def _resolve(self, pl_module: LightningModule) -> dict[str, tuple[nn.Module, bool]]:
         """``{logged name: (module, reads its input)}`` of the layers to measure."""
         modules = dict(pl_module.named_modules())
+        self._linears = {}
         if self._names is None:
-            linears = [name for name, m in modules.items() if isinstance(m, nn.Linear)]
+            linears = {name: m for name, m in modules.items() if isinstance(m, nn.Linear)}
             if not linears:
                 raise ValueError(
                     "SmoothedInformationMonitor: the model has no nn.Linear whose input to "
                     "measure; pass `layers=` the names of the layers to measure."
                 )
-            return {f"input_of_{linears[-1]}": (modules[linears[-1]], True)}
+            self._linears = linears  # the last one applied is found in the first forward
+            return {}
         missing = [name for name in self._names if name not in modules]
         if missing:
             known = [name for name in modules if name]
@@ -226,6 +245,49 @@ class SmoothedInformationMonitor(Callback):
                 f"from `named_modules()`: {shown}."
             )
         return {name: (modules[name], False) for name in self._names}
+
+    def _reservoir(self) -> SampleReservoir:
+        return SampleReservoir(max_samples=self.max_samples, seed=self.seed)
+
+    def _start_trace(self) -> None:
+        """Record every ``nn.Linear`` call, in order, with the rows its input would give (small:
+        projected to ``max_dim``), until :meth:`_finish_trace`."""
+        self._stop_trace()
+        self._trace = []
+
+        def record(name: str, value: Tensor) -> None:
+            self._trace.append((name, self._rows(f"input_of_{name}", value)))
+
+        for name, module in self._linears.items():
+            self._tracers.append(module.register_forward_pre_hook(
+                lambda m, args, name=name: record(name, args[0])
+            ))  # fmt: skip
+
+    def _stop_trace(self) -> None:
+        self._remove(self._tracers)
+        self._trace = None
+
+    def _finish_trace(self, pl_module: LightningModule, keep_rows: bool) -> None:
+        """Measure the input of the last ``nn.Linear`` called since :meth:`_start_trace`; with
+        ``keep_rows`` its rows of the traced batch go into the metric, in call order."""
+        trace = self._trace
+        self._stop_trace()
+        if not trace:
+            raise ValueError(
+                "SmoothedInformationMonitor: no nn.Linear ran in the validation step, so there "
+                "is no last Linear whose input to measure; pass `layers=` the names of the "
+                "layers to measure."
+            )
+        last = trace[-1][0]
+        logged = f"input_of_{last}"
+        self._targets = {logged: (self._linears[last], True)}
+        self._linears = {}
+        self.metrics = {logged: self._reservoir().to(pl_module.device)}
+        if keep_rows:
+            for name, rows in trace:
+                if name == last:
+                    self.metrics[logged].update(rows)
+            self._attach()  # the epoch's later batches
 
     def _register(self, name: str, consume) -> RemovableHandle:
         """A hook on layer ``name`` calling ``consume`` with its input or output."""
@@ -273,15 +335,27 @@ class SmoothedInformationMonitor(Callback):
 
     def _run_probe(self, trainer: Trainer, pl_module: LightningModule) -> None:
         shard = self.probe[trainer.global_rank :: trainer.world_size]
+        if self._linears:  # the default layer, not found yet: this forward finds it
+            self._start_trace()
+            # a process without probe rows still finds the layer, on one row it then drops
+            self._forward(pl_module, shard if shard.shape[0] else self.probe[:1])
+            self._finish_trace(pl_module, keep_rows=shard.shape[0] > 0)
+            self._detach()
+            return
         if shard.shape[0] == 0:
             return  # this process contributes nothing; the gather still runs in compute()
         self._attach()
+        self._forward(pl_module, shard)
+
+    def _forward(self, pl_module: LightningModule, batch: Tensor) -> None:
+        """``pl_module(batch)`` in eval mode without gradients; every hook removed after."""
         was_training = pl_module.training
         pl_module.eval()
         try:
             with torch.no_grad():
-                pl_module(shard.to(pl_module.device))
+                pl_module(batch.to(pl_module.device))
         finally:
+            self._remove(self._tracers)
             self._detach()
             pl_module.train(was_training)
 

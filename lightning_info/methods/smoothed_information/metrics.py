@@ -9,9 +9,9 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
+from lightning_info.core.metrics import DtypeKeepingMetric
 from lightning_info.core.validation import (
     require_finite_tensor,
     require_int,
@@ -36,7 +36,7 @@ def _world_rank() -> int:
     return 0
 
 
-class SampleReservoir(Metric):
+class SampleReservoir(DtypeKeepingMetric):
     """Samples ``(B, d)`` concatenated over batches and processes; ``compute()`` returns them.
 
     With ``max_samples`` each row gets a random key (seeded per process) and only the rows with

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lightning_info.core.files import atomic_write_text
 from lightning_info.core.logging import markdown_table
 
 
@@ -84,6 +85,6 @@ def write_report(report: OverlapReport, path: str | Path) -> tuple[Path, Path]:
         path = path.with_suffix("")
     path.parent.mkdir(parents=True, exist_ok=True)
     json_path, md_path = path.with_suffix(".json"), path.with_suffix(".md")
-    json_path.write_text(json.dumps(report.to_dict(), indent=1) + "\n")
-    md_path.write_text(report.to_markdown())
+    atomic_write_text(json_path, json.dumps(report.to_dict(), indent=1) + "\n")
+    atomic_write_text(md_path, report.to_markdown())
     return json_path, md_path

@@ -154,11 +154,11 @@ def test_imputer_refuses_bad_input_before_training():
         imputer.fit(np.array([[1.0, np.nan], [np.nan, np.nan], [2.0, 3.0]]))
     with pytest.raises(ValueError, match="infinite"):
         imputer.fit(np.array([[1.0, np.inf], [2.0, 3.0]]))
-    with pytest.raises(ValueError, match="at least 2"):
+    with pytest.raises(ValueError, match="a minimum of 2 is required"):
         imputer.fit(np.ones((4, 1)))
     _, incomplete = _incomplete()
     imputer.fit(incomplete)
-    with pytest.raises(ValueError, match="fit on 4"):
+    with pytest.raises(ValueError, match="expecting 4 features"):
         imputer.transform(incomplete[:, :3])
     with pytest.raises(ValueError, match="no observed value"):
         imputer.transform(np.full((2, 4), np.nan))

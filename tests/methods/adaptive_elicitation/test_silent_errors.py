@@ -1,0 +1,99 @@
+"""Input that used to give a silently wrong answer is refused (issue 35): a NaN concentration, a
+negative or out-of-range question index (Python indexing read another question's column), a
+non-integer index or answer. Valid boundary input still works."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from lightning_info.methods.adaptive_elicitation.evaluation import elicitation_curves
+from lightning_info.methods.adaptive_elicitation.functional import (
+    batched_lookahead_scores,
+    expected_information_gain,
+    select_questions,
+)
+from lightning_info.methods.adaptive_elicitation.world import (
+    EmpiricalPredictiveModel,
+    ExactPosteriorModel,
+    LatentTypeWorld,
+)
+
+WORLD = LatentTypeWorld.sample(num_types=3, num_questions=5, num_answers=3, seed=0)
+MODEL = ExactPosteriorModel(WORLD)
+ANSWERS = WORLD.sample_entities(6, seed=1)[1]
+RANGE = r"out of range: it must be in 0\.\.4"
+
+ROWS = [
+    pytest.param(lambda: LatentTypeWorld.sample(concentration=math.nan), ValueError,
+                 "`concentration` must be finite", id="world-concentration-nan"),
+    pytest.param(lambda: LatentTypeWorld.sample(concentration=0.0), ValueError,
+                 "`concentration` must be > 0", id="world-concentration-zero"),
+    pytest.param(lambda: LatentTypeWorld.sample(num_questions=2.5), TypeError,
+                 "`num_questions` must be an int", id="world-questions-float"),
+    pytest.param(lambda: LatentTypeWorld.sample(seed=-1), ValueError, "`seed` must be >= 0",
+                 id="world-seed-negative"),
+    pytest.param(lambda: expected_information_gain(MODEL, [], [0, -1], [2]), ValueError,
+                 f"candidate question -1 is {RANGE}", id="eig-negative-candidate"),
+    pytest.param(lambda: expected_information_gain(MODEL, [], [0, 5], [2]), ValueError,
+                 f"candidate question 5 is {RANGE}", id="eig-candidate-past-the-end"),
+    pytest.param(lambda: expected_information_gain(MODEL, [], [0, 1], [-2]), ValueError,
+                 f"target question -2 is {RANGE}", id="eig-negative-target"),
+    pytest.param(lambda: expected_information_gain(MODEL, [(-1, 0)], [0], [2]), ValueError,
+                 f"context question -1 is {RANGE}", id="eig-negative-context-question"),
+    pytest.param(lambda: expected_information_gain(MODEL, [(3, 3)], [0], [2]), ValueError,
+                 r"answer to context question 3: 3 is out of range: it must be in 0\.\.2",
+                 id="eig-context-answer-past-the-end"),
+    pytest.param(lambda: expected_information_gain(MODEL, [], [0, 1.0], [2]), TypeError,
+                 "candidate question 1.0 is not an index", id="eig-float-candidate"),
+    pytest.param(lambda: select_questions("eig", MODEL, [[], []], [[0, 1], [1, -1]], [2]),
+                 ValueError, f"candidate question -1 is {RANGE}", id="select-negative"),
+    pytest.param(lambda: select_questions("random", MODEL, [[]], [[0, 7]], [2]), ValueError,
+                 f"candidate question 7 is {RANGE}", id="select-random-past-the-end"),
+    pytest.param(lambda: batched_lookahead_scores(MODEL, [[]], [[0, -3]], [2]), ValueError,
+                 f"candidate question -3 is {RANGE}", id="lookahead-negative"),
+    pytest.param(lambda: elicitation_curves("eig", MODEL, ANSWERS, [0, 1, -1], [3], 1),
+                 ValueError, f"candidate question -1 is {RANGE}", id="curves-negative"),
+    pytest.param(lambda: EmpiricalPredictiveModel(ANSWERS.double(), 3), TypeError,
+                 "answers must be integer", id="empirical-float-answers"),
+    pytest.param(lambda: EmpiricalPredictiveModel(ANSWERS - 2, 3), ValueError,
+                 r"answers must be in 0\.\.2, or -1", id="empirical-answers-below-minus-one"),
+    pytest.param(lambda: EmpiricalPredictiveModel(ANSWERS, 3, smoothing=math.nan), ValueError,
+                 "`smoothing` must be finite", id="empirical-smoothing-nan"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("call", "exception", "message"), ROWS)
+def test_bad_input_is_rejected(call, exception, message):
+    with pytest.raises(exception, match=message):
+        call()
+
+
+def test_the_last_question_is_its_own_eig_not_a_negative_alias():
+    """Question 4 (the last) is a valid candidate; -1 used to return its EIG for "another"
+    question. The EIG of question 4 equals the formula written out by hand."""
+    eig = expected_information_gain(MODEL, [(0, 1)], [1, 4], [2, 3])
+    prior = MODEL.predictive([[(0, 1)]], [2, 3])[0]
+    h = lambda p: float(-(p * p.log()).sum(-1).mean())  # noqa: E731
+    answer = MODEL.predictive([[(0, 1)]], [4])[0, 0]
+    after = sum(float(answer[y]) * h(MODEL.predictive([[(0, 1), (4, y)]], [2, 3])[0])
+                for y in range(3))  # fmt: skip
+    assert float(eig[1]) == pytest.approx(h(prior) - after, abs=1e-12)
+    assert select_questions("max_entropy", MODEL, [[]], [[0, 4]], [2])[0] in (0, 4)
+    numpy_index = expected_information_gain(MODEL, [], [torch.tensor(4).numpy()[()]], [2])
+    assert torch.isfinite(numpy_index).all()  # a numpy integer is an index too
+
+
+def test_boundary_worlds_and_tables_still_work():
+    one = LatentTypeWorld.sample(num_types=1, num_questions=1, num_answers=1, uninformative=1)
+    assert one.theta.shape == (1, 1, 1)
+    holes = ANSWERS.clone()
+    holes[0, 0] = -1  # -1 marks an unanswered question
+    model = EmpiricalPredictiveModel(holes, 3, smoothing=1e-6)
+    assert model.num_questions == 5
+    p = model.predictive([[(4, int(ANSWERS[1, 4]))]], [0])
+    torch.testing.assert_close(p.sum(-1), torch.ones(1, 1, dtype=torch.float64))
+    curves = elicitation_curves("eig", MODEL, ANSWERS, [0, 1], [4], 2)
+    assert curves["accuracy"].shape == (6, 3)

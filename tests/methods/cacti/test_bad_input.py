@@ -1,0 +1,131 @@
+"""CACTIImputer follows scikit-learn's conventions (issue 35): ``transform`` refuses renamed or
+reordered DataFrame columns instead of imputing by position, ``set_output`` and
+``get_feature_names_out`` work, and scikit-learn's estimator checks pass at a tiny size."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from lightning_info.methods.cacti.imputer import CACTIImputer
+
+FAST = {"embed_dim": 8, "encoder_depth": 1, "decoder_depth": 1, "num_heads": 2}
+COLUMNS = ["age", "bmi", "bp", "s1"]
+
+
+def _tiny(**overrides) -> CACTIImputer:
+    return CACTIImputer(
+        **{"context": "none", "model": FAST, "max_epochs": 1, "batch_size": 16, **overrides}
+    )
+
+
+def _frame(rows: int = 40, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    latent = rng.normal(size=(rows, 1))
+    table = np.hstack([latent, 2 * latent, -latent, rng.normal(size=(rows, 1))])
+    table += 0.1 * rng.normal(size=table.shape)
+    missing = rng.random(table.shape) < 0.25
+    missing[missing.all(1), 0] = False
+    return pd.DataFrame(np.where(missing, np.nan, table), columns=COLUMNS)
+
+
+@functools.cache
+def _fitted() -> CACTIImputer:
+    torch.manual_seed(0)
+    return _tiny().fit(_frame())
+
+
+ROWS = [
+    pytest.param(
+        lambda: _fitted().transform(_frame(seed=1)[["bmi", "age", "bp", "s1"]]),
+        ValueError,
+        r"(?s)feature names should match.*same order",
+        id="reordered-columns",
+    ),
+    pytest.param(
+        lambda: _fitted().transform(_frame(seed=1).rename(columns={"bmi": "weight"})),
+        ValueError,
+        r"(?s)feature names should match.*Feature names unseen at fit time:\n- weight",
+        id="renamed-column",
+    ),
+    pytest.param(
+        lambda: _fitted().transform(_frame(seed=1)[["age", "bmi", "bp"]]),
+        ValueError,
+        r"(?s)feature names should match.*seen at fit time, yet now missing:\n- s1",
+        id="missing-column",
+    ),
+    pytest.param(
+        lambda: _tiny().fit(_frame().to_numpy()).transform(np.ones((3, 3))),
+        ValueError,
+        r"X has 3 features, but CACTIImputer is expecting 4 features",
+        id="array-with-a-column-less",
+    ),
+    pytest.param(
+        lambda: _tiny().fit(np.ones((5, 1))),
+        ValueError,
+        r"1 feature\(s\) .* a minimum of 2 is required by CACTIImputer",
+        id="one-column",
+    ),
+    pytest.param(
+        lambda: _tiny().fit(np.ones((1, 3))),
+        ValueError,
+        r"1 sample\(s\) .* a minimum of 2 is required by CACTIImputer",
+        id="one-row",
+    ),
+    pytest.param(
+        lambda: _tiny().fit(np.array([[1.0, np.inf], [2.0, 3.0]])),
+        ValueError,
+        r"infinite values: replace them \(NaN marks a missing value\)",
+        id="infinity",
+    ),
+    pytest.param(
+        lambda: _tiny().fit(pd.DataFrame({"a": [1.0, 2.0], "b": ["x", "y"]})),
+        ValueError,
+        r"column 'b' is not numeric .*encode it first",
+        id="text-column",
+    ),
+]
+
+
+@pytest.mark.parametrize(("call", "exception", "message"), ROWS)
+def test_bad_input_is_rejected(call, exception, message, one_torch_thread):
+    with pytest.raises(exception, match=message):
+        call()
+
+
+def test_fit_sets_the_feature_names_and_transform_keeps_them(one_torch_thread):
+    imputer = _fitted()
+    assert list(imputer.feature_names_in_) == COLUMNS and imputer.n_features_in_ == 4
+    assert list(imputer.get_feature_names_out()) == COLUMNS
+    frame = _frame(seed=1)
+    filled = imputer.transform(frame)  # the same columns in the same order: accepted
+    observed = frame.notna().to_numpy()
+    assert np.array_equal(filled[observed], frame.to_numpy()[observed])
+    assert not np.isnan(filled).any()
+    # an array has no names to check: scikit-learn warns that it is taken by position
+    with pytest.warns(UserWarning, match="does not have valid feature names"):
+        assert np.array_equal(imputer.transform(frame.to_numpy()), filled)
+    unnamed = _tiny().fit(frame.to_numpy())
+    assert not hasattr(unnamed, "feature_names_in_")
+    assert list(unnamed.get_feature_names_out()) == ["x0", "x1", "x2", "x3"]
+
+
+def test_set_output_returns_a_frame_with_the_input_names_and_index(one_torch_thread):
+    frame = _frame(seed=2)
+    frame.index = np.arange(100, 100 + len(frame))
+    imputer = _tiny().set_output(transform="pandas")
+    filled = imputer.fit_transform(frame)
+    assert isinstance(filled, pd.DataFrame)
+    assert list(filled.columns) == COLUMNS and filled.index.equals(frame.index)
+    plain = _tiny().fit(frame).transform(frame)  # the same seed: the same fit
+    assert np.array_equal(filled.to_numpy(), plain)
+
+
+@parametrize_with_checks([_tiny()])
+def test_scikit_learn_estimator_checks(estimator, check, one_torch_thread):
+    check(estimator)
