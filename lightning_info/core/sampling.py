@@ -21,7 +21,9 @@ class EpochShuffleSampler(Sampler[int]):
     always gives the same permutation (as ``DistributedSampler`` does): Lightning calls
     :meth:`set_epoch` before every epoch, also when resuming, and under DDP wraps this sampler in
     its ``DistributedSamplerWrapper`` (which forwards ``set_epoch``), so every rank shuffles
-    identically before sharding.
+    identically before sharding. Return it through
+    :class:`~lightning_info.core.resume.ResumableDataLoader` so that a run resumed in the middle
+    of an epoch continues at the first batch not yet trained on.
     """
 
     def __init__(self, num_samples: int, seed: int = 0) -> None:
