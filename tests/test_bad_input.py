@@ -2,11 +2,17 @@
 
 ``CORES`` maps each functional core to its rows ``pytest.param(call, exception, message_regex,
 id=...)``; a new core adds its own key with its rows, and ``test_bad_input_is_rejected`` picks
-them up. Every core that takes tensors has a meta-device row. The tests after the table check
-that the corresponding valid input still works.
+them up, together with the ``BAD_INPUT`` table of every module under ``tests/methods`` (each
+method's public entry points, beside the tests of its valid input). Every core that takes
+tensors has a meta-device row. The tests after the table check that the corresponding valid input
+still works.
 """
 
 from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
 
 import numpy as np
 import pytest
@@ -14,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+import tests.methods
 from lightning_info.core.blocks import TokenBlocks
 from lightning_info.methods.fic_tsc.functional import empirical_fisher_trace, fisher_penalty
 from lightning_info.methods.fisher_sft.functional import (
@@ -357,17 +364,32 @@ CORES = {
     ],
 }
 
+
+def method_tables() -> dict[str, list]:
+    """``BAD_INPUT`` of every module under ``tests/methods``: the public entry points of each
+    method (constructors, data modules, file readers, functions), keyed ``method/module``."""
+    tables = {}
+    for info in pkgutil.walk_packages(tests.methods.__path__, "tests.methods."):
+        rows = getattr(importlib.import_module(info.name), "BAD_INPUT", None)
+        if rows:
+            method, module = info.name.split(".")[2:4]
+            tables[f"{method}/{module.removeprefix('test_')}"] = rows
+    return tables
+
+
 ROWS = [
     pytest.param(*row.values, marks=row.marks, id=f"{core}/{row.id}")
-    for core, rows in CORES.items()
+    for core, rows in {**CORES, **method_tables()}.items()
     for row in rows
 ]
 
 
 @pytest.mark.parametrize(("call", "exception", "message"), ROWS)
-def test_bad_input_is_rejected(call, exception, message):
+def test_bad_input_is_rejected(call, exception, message, tmp_path, one_torch_thread):
+    """A call of one parameter is given a temporary folder (for the files it writes)."""
+    arguments = [tmp_path] if inspect.signature(call).parameters else []
     with pytest.raises(exception, match=message):
-        call()
+        call(*arguments)
 
 
 # ------------------------------------------------------------------ valid input still works

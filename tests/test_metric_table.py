@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import pkgutil
-
 import pytest
 import torch
 from lightning.pytorch import Trainer
 from torchmetrics import Metric, MetricCollection
 
-import lightning_info
+from tests.discovery import classes_of_the_package
 from tests.metric_table import (
     EXEMPT,
     METRICS,
@@ -109,19 +105,7 @@ def test_logged_under_torchrun_ddp_on_uneven_shards_equals_one_process(case, ddp
 
 
 def test_every_metric_of_the_package_has_a_row_or_an_exemption():
-    defined = set()
-    for info in pkgutil.walk_packages(lightning_info.__path__, "lightning_info."):
-        if info.name.endswith("__main__"):
-            continue
-        module = importlib.import_module(info.name)
-        defined |= {
-            obj
-            for obj in vars(module).values()
-            if inspect.isclass(obj)
-            and obj.__module__ == module.__name__
-            and issubclass(obj, Metric)
-            and not obj.__name__.startswith("_")
-        }
+    defined = classes_of_the_package((Metric,), private=False)
     covered = set()
     for case in METRICS:
         made = case.make()

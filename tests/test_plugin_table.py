@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import pkgutil
 
 import pytest
 import torch
@@ -20,6 +18,7 @@ from lightning.pytorch.cli import LightningCLI
 
 import lightning_info
 from lightning_info.configs import callback_config
+from tests.discovery import classes_of_the_package
 from tests.plugin_table import EXEMPT, PLUGINS, PluginCase
 from tests.resume_points import RESUME_POINTS, differences, resumed_run, straight_run
 from tests.tiny import QUIET, TinyClassifier, TinyDataModule
@@ -157,18 +156,7 @@ def test_every_exported_callback_has_a_table_row():
 
 def test_every_lightning_class_of_the_package_has_a_row_or_an_exemption():
     lightning_types = (Callback, LightningModule, LightningDataModule)
-    defined = set()
-    for info in pkgutil.walk_packages(lightning_info.__path__, "lightning_info."):
-        if info.name.endswith("__main__"):
-            continue
-        module = importlib.import_module(info.name)
-        defined |= {
-            obj
-            for obj in vars(module).values()
-            if inspect.isclass(obj)
-            and obj.__module__ == module.__name__
-            and issubclass(obj, lightning_types)
-        }
+    defined = classes_of_the_package(lightning_types)
     covered = set()
     for case in PLUGINS:
         built = [case.make_model(), *case.make_callbacks()]
