@@ -89,6 +89,29 @@ def test_fic_tsc_recipe_runs_both_arms_and_writes_the_table(tmp_path, capsys):
     assert with_fisher == [False, True, False, True]
 
 
+def test_two_runs_of_the_main_recipe_print_the_same_table(tmp_path, capsys):
+    """Same config and seeds, the second run started at another torch thread count: the recipe
+    runs at ``compare.threads`` (2), so the values agree to the last bit and the tables match."""
+
+    def run(folder: Path, threads: int) -> tuple[list, str]:
+        torch.set_num_threads(threads)
+        arguments = SMALL + ["--trainer.max_epochs=3", "--compare.metrics=[test/acc, test/loss]"]
+        arguments += ["--trainer.logger=false", f"--trainer.default_root_dir={folder}"]
+        _recipe("fic_tsc").main(arguments + [f"--compare.output_dir={folder}"])
+        saved = json.loads((folder / "fic_tsc.json").read_text())
+        return saved, (folder / "fic_tsc.md").read_text()
+
+    threads = torch.get_num_threads()
+    try:
+        first, second = run(tmp_path / "a", 1), run(tmp_path / "b", 3)
+    finally:
+        torch.set_num_threads(threads)
+    assert first == second
+    assert torch.get_num_threads() == threads
+    assert first[1].startswith(f"torch {torch.__version__}, 2 threads, deterministic algorithms")
+    assert first[1] in capsys.readouterr().out
+
+
 def test_fic_tsc_full_config_trains_inside_lookahead_and_tests_over_data_sets(tmp_path, capsys):
     from lightning_info import Lookahead
 

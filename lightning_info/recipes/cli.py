@@ -60,6 +60,7 @@ from lightning_info.core.logging import (
     mean_std,
 )
 from lightning_info.core.optional import import_object
+from lightning_info.core.threads import deterministic_algorithms, run_environment, torch_threads
 from lightning_info.recipes.study import Study, StudyResult
 
 BASELINE, METHOD = "baseline", "method"
@@ -181,6 +182,8 @@ class ComparisonCLI(LightningCLI):
             parser_kwargs.setdefault("default_config_files", [str(default_config)])
         trainer_defaults = {
             "logger": default_wandb_logger_config(),
+            # checkpoints and the saved config of a run without a logger go here too
+            "default_root_dir": "lightning_logs",
             **kwargs.pop("trainer_defaults", {}),
         }
         super().__init__(
@@ -272,6 +275,20 @@ class ComparisonCLI(LightningCLI):
         add("--compare.baseline_name", type=str, default="baseline")
         add("--compare.method_name", type=str, default="method")
         add("--compare.output_dir", type=str, default="results")
+        add(
+            "--compare.threads",
+            type=int,
+            default=2,
+            help="torch threads for the whole recipe (0: torch's default, the core count). A "
+            "float reduction's order follows the thread count, so the same seeds give the same "
+            "table only at the same count; it is printed above the table.",
+        )
+        add(
+            "--compare.deterministic",
+            type=bool,
+            default=True,
+            help="torch.use_deterministic_algorithms(True, warn_only=True) for the recipe.",
+        )
         parser.add_argument(
             "--studies",
             type=dict[str, Study | None],
@@ -322,13 +339,17 @@ class ComparisonCLI(LightningCLI):
         return out
 
     def run(self) -> list[RunResult]:
-        """Run every grid cell, print and save the results table, then run the studies."""
-        if self.has_grid:
-            self._run_grid()
-        for name, study in self._studies().items():
-            print(f"{self.config.compare.name}: study {name!r} ...", flush=True)
-            self.study_results[name] = result = study.run(self)
-            self._report_study(name, result)
+        """Run every grid cell, print and save the results table, then run the studies, at
+        ``compare.threads`` torch threads and with deterministic algorithms."""
+        compare = self.config.compare
+        with torch_threads(compare.threads), deterministic_algorithms(compare.deterministic):
+            self.environment = run_environment(compare.deterministic)
+            if self.has_grid:
+                self._run_grid()
+            for name, study in self._studies().items():
+                print(f"{compare.name}: study {name!r} ...", flush=True)
+                self.study_results[name] = result = study.run(self)
+                self._report_study(name, result)
         return self.results
 
     def _run_grid(self) -> None:
@@ -501,14 +522,15 @@ class ComparisonCLI(LightningCLI):
         columns, rows = summarize(self.results, self._arm_names, compare.grid_field)
         table = markdown_table(columns, rows)
         out = self.output_dir
-        atomic_write_text(out / f"{compare.name}.md", table + "\n")
+        atomic_write_text(out / f"{compare.name}.md", f"{self.environment}\n\n{table}\n")
         atomic_write_text(
             out / f"{compare.name}.json",
             json.dumps([asdict(r) for r in self.results], indent=2) + "\n",
         )
         self._log_table_to_wandb(columns, rows)
         shown = ", ".join(compare.metrics or [compare.metric])
-        print(f"\n{compare.name}: {shown} on the test split (mean ± std over seeds)\n")
+        print(f"\n{compare.name}: {shown} on the test split (mean ± std over seeds)")
+        print(f"{self.environment}\n")
         print(table, flush=True)
 
     def _log_table_to_wandb(self, columns: list[str], rows: list[list]) -> None:
