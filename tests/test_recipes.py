@@ -56,7 +56,7 @@ def _metric_columns(version_dir: Path) -> set[str]:
         return set(next(csv.reader(f)))
 
 
-def test_fic_tsc_recipe_runs_both_arms_and_writes_the_table(tmp_path, capsys):
+def test_fic_tsc_recipe_runs_both_arms_and_writes_the_table(tmp_path, capsys, lightning_messages):
     out = tmp_path / "results"
     results = (
         _recipe("fic_tsc")
@@ -82,7 +82,13 @@ def test_fic_tsc_recipe_runs_both_arms_and_writes_the_table(tmp_path, capsys):
     assert [r["value"] for r in saved] == [r.value for r in results]
     table = (out / "fic_tsc.md").read_text()
     assert "InceptionTime + FIC" in table and "GunPoint" in table
-    assert table in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert table in printed.out
+    # quiet: a progress line per cell, no Lightning notices, summaries or per-cell test tables
+    assert "[4/4] name=GunPoint seed=1 InceptionTime + FIC: test/acc=" in printed.out
+    for notice in ("Trainable params", "Test metric"):
+        assert notice not in printed.out + printed.err, notice
+    assert not [m for m in lightning_messages if "GPU available" in m or "Restoring" in m]
     # Only the method arm carries the constraint (runs are logged as version_0..3 in order).
     versions = sorted((tmp_path / "csv").iterdir())
     with_fisher = ["fisher/trace_before" in _metric_columns(v) for v in versions]

@@ -2,7 +2,7 @@
 
 Each ``callbacks/<name>.yaml`` attaches one Callback to any LightningCLI run::
 
-    python train.py --trainer.callbacks+=$(python -m lightning_info.configs fisher_constraint)
+    python train.py fit --trainer.callbacks+=$(python -m lightning_info.configs fisher_constraint)
 
 ``python -m lightning_info.configs`` lists them with their paths. LightningCLI also takes the class
 path itself, without a file: ``--trainer.callbacks+=lightning_info.FisherConstraint

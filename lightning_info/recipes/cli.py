@@ -61,6 +61,7 @@ from lightning_info.core.logging import (
 )
 from lightning_info.core.optional import import_object
 from lightning_info.core.threads import deterministic_algorithms, run_environment, torch_threads
+from lightning_info.core.trainers import lightning_notices_hidden
 from lightning_info.recipes.study import Study, StudyResult
 
 BASELINE, METHOD = "baseline", "method"
@@ -184,6 +185,7 @@ class ComparisonCLI(LightningCLI):
             "logger": default_wandb_logger_config(),
             # checkpoints and the saved config of a run without a logger go here too
             "default_root_dir": "lightning_logs",
+            "enable_model_summary": False,  # one progress line per cell instead
             **kwargs.pop("trainer_defaults", {}),
         }
         super().__init__(
@@ -342,7 +344,11 @@ class ComparisonCLI(LightningCLI):
         """Run every grid cell, print and save the results table, then run the studies, at
         ``compare.threads`` torch threads and with deterministic algorithms."""
         compare = self.config.compare
-        with torch_threads(compare.threads), deterministic_algorithms(compare.deterministic):
+        with (
+            torch_threads(compare.threads),
+            deterministic_algorithms(compare.deterministic),
+            lightning_notices_hidden(),
+        ):
             self.environment = run_environment(compare.deterministic)
             if self.has_grid:
                 self._run_grid()
@@ -506,7 +512,7 @@ class ComparisonCLI(LightningCLI):
             checkpoint = self.trainer.checkpoint_callback
             ckpt_path = "best" if checkpoint is not None and checkpoint.best_model_path else None
             (logged,) = self.trainer.test(
-                self.model, datamodule=self.datamodule, ckpt_path=ckpt_path
+                self.model, datamodule=self.datamodule, ckpt_path=ckpt_path, verbose=False
             )
         finally:
             finish_wandb_runs(self.trainer.loggers)
@@ -522,16 +528,16 @@ class ComparisonCLI(LightningCLI):
         columns, rows = summarize(self.results, self._arm_names, compare.grid_field)
         table = markdown_table(columns, rows)
         out = self.output_dir
-        atomic_write_text(out / f"{compare.name}.md", f"{self.environment}\n\n{table}\n")
+        text = f"{self.environment}\n\n{table}"
+        atomic_write_text(out / f"{compare.name}.md", text + "\n")
         atomic_write_text(
             out / f"{compare.name}.json",
             json.dumps([asdict(r) for r in self.results], indent=2) + "\n",
         )
         self._log_table_to_wandb(columns, rows)
         shown = ", ".join(compare.metrics or [compare.metric])
-        print(f"\n{compare.name}: {shown} on the test split (mean ± std over seeds)")
-        print(f"{self.environment}\n")
-        print(table, flush=True)
+        print(f"\n{compare.name}: {shown} on the test split (mean ± std over seeds)\n")
+        print(text, flush=True)
 
     def _log_table_to_wandb(self, columns: list[str], rows: list[list]) -> None:
         summary = self.wandb_run("summary")
