@@ -5,7 +5,8 @@ from __future__ import annotations
 import netrc
 import os
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -24,6 +25,23 @@ def wandb_is_configured() -> bool:
         return netrc.netrc(netrc_path).authenticators(host) is not None
     except (FileNotFoundError, netrc.NetrcParseError, PermissionError):
         return False
+
+
+@contextmanager
+def wandb_quiet(save_dir: str | None, offline: bool) -> Iterator[None]:
+    """W&B's per-run banners and run summaries silenced (``WANDB_SILENT``) inside the block,
+    after one line that says where the runs go; a ``WANDB_SILENT`` or ``WANDB_QUIET`` the user
+    set is kept. ``save_dir`` ``None``: no W&B logger, nothing changes."""
+    if save_dir is None or {"WANDB_SILENT", "WANDB_QUIET"} & set(os.environ):
+        yield
+        return
+    where = f"offline, under {Path(save_dir) / 'wandb'} (`wandb sync` uploads)"
+    print(f"W&B: one run per cell, {where if offline else 'online'}", flush=True)
+    os.environ["WANDB_SILENT"] = "true"
+    try:
+        yield
+    finally:
+        os.environ.pop("WANDB_SILENT", None)
 
 
 def wandb_offline_by_default() -> bool:

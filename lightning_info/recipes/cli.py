@@ -58,6 +58,7 @@ from lightning_info.core.logging import (
     log_wandb_tables,
     markdown_table,
     mean_std,
+    wandb_quiet,
 )
 from lightning_info.core.optional import import_object
 from lightning_info.core.threads import deterministic_algorithms, run_environment, torch_threads
@@ -348,6 +349,7 @@ class ComparisonCLI(LightningCLI):
             torch_threads(compare.threads),
             deterministic_algorithms(compare.deterministic),
             lightning_notices_hidden(),
+            wandb_quiet(*self._wandb_settings()),
         ):
             self.environment = run_environment(compare.deterministic)
             if self.has_grid:
@@ -572,6 +574,13 @@ class ComparisonCLI(LightningCLI):
             log_wandb_line_plots([run], plots)
             finish_wandb_runs([run])
         print(f"\n{self.config.compare.name}: {name}\n\n{text}\n", flush=True)
+
+    def _wandb_settings(self) -> tuple[str | None, bool]:
+        """The W&B logger's ``save_dir`` (``None`` when the logger is not W&B) and offline flag."""
+        logger = self.config.trainer.logger
+        if not (isinstance(logger, Namespace) and str(logger.class_path).endswith("WandbLogger")):
+            return None, True
+        return str(logger.init_args.save_dir or "."), bool(logger.init_args.offline)
 
     def wandb_run(self, suffix: str):
         """A ``WandbLogger`` run ``<compare.name>-<suffix>`` in the recipe's group, configured as
