@@ -5,8 +5,7 @@ from __future__ import annotations
 import netrc
 import os
 import statistics
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -27,21 +26,15 @@ def wandb_is_configured() -> bool:
         return False
 
 
-@contextmanager
-def wandb_quiet(save_dir: str | None, offline: bool) -> Iterator[None]:
-    """W&B's per-run banners and run summaries silenced (``WANDB_SILENT``) inside the block,
-    after one line that says where the runs go; a ``WANDB_SILENT`` or ``WANDB_QUIET`` the user
-    set is kept. ``save_dir`` ``None``: no W&B logger, nothing changes."""
-    if save_dir is None or {"WANDB_SILENT", "WANDB_QUIET"} & set(os.environ):
-        yield
-        return
+def announce_wandb_runs(save_dir: str | None, offline: bool) -> bool:
+    """Say in one line where a recipe's W&B runs go; True when its runs should be started
+    silent (``wandb.Settings(silent=True)``: no per-run banner or run summary), that is unless
+    the user set ``WANDB_SILENT`` or ``WANDB_QUIET``. ``save_dir`` ``None``: no W&B logger."""
+    if save_dir is None:
+        return False
     where = f"offline, under {Path(save_dir) / 'wandb'} (`wandb sync` uploads)"
     print(f"W&B: one run per cell, {where if offline else 'online'}", flush=True)
-    os.environ["WANDB_SILENT"] = "true"
-    try:
-        yield
-    finally:
-        os.environ.pop("WANDB_SILENT", None)
+    return not {"WANDB_SILENT", "WANDB_QUIET"} & set(os.environ)
 
 
 def wandb_offline_by_default() -> bool:

@@ -52,13 +52,13 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
 from lightning_info.core.files import atomic_savefig, atomic_write_text
 from lightning_info.core.logging import (
+    announce_wandb_runs,
     default_wandb_logger_config,
     finish_wandb_runs,
     log_wandb_line_plots,
     log_wandb_tables,
     markdown_table,
     mean_std,
-    wandb_quiet,
 )
 from lightning_info.core.optional import import_object
 from lightning_info.core.threads import deterministic_algorithms, run_environment, torch_threads
@@ -160,6 +160,10 @@ def _paired_row(results, arms, grid_values, metric, several) -> list:
     return row
 
 
+SILENT_WANDB = {"settings": {"silent": True}}
+"""``wandb.init`` arguments of a run without banner or run summary."""
+
+
 class ComparisonCLI(LightningCLI):
     """LightningCLI that fits and tests a baseline and a method arm over data sets and seeds,
     then runs the recipe's studies."""
@@ -201,6 +205,7 @@ class ComparisonCLI(LightningCLI):
             **kwargs,
         )
         self.results: list[RunResult] = []
+        self._wandb_silent = False
         self.study_results: dict[str, StudyResult] = {}
 
     def add_core_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
@@ -349,8 +354,8 @@ class ComparisonCLI(LightningCLI):
             torch_threads(compare.threads),
             deterministic_algorithms(compare.deterministic),
             lightning_notices_hidden(),
-            wandb_quiet(*self._wandb_settings()),
         ):
+            self._wandb_silent = announce_wandb_runs(*self._wandb_settings())
             self.environment = run_environment(compare.deterministic)
             if self.has_grid:
                 self._run_grid()
@@ -499,6 +504,8 @@ class ComparisonCLI(LightningCLI):
             label = f"{config.compare.grid_field}={grid_value}"
             logger.init_args.name = f"{label}-{arm.name}-seed{seed}"
             logger.init_args.group = config.compare.name
+            if self._wandb_silent:  # per run: W&B ignores its environment once it has started
+                logger.dict_kwargs = {**(logger.get("dict_kwargs") or {}), **SILENT_WANDB}
         self.config = config
         # LightningCLI caches the config it records as hyperparameters (`config_dump`) on first
         # use; drop it so that every cell logs its own arguments, not the first cell's.
@@ -592,6 +599,7 @@ class ComparisonCLI(LightningCLI):
 
         init_args = {
             **vars(logger.init_args),
+            **(SILENT_WANDB if self._wandb_silent else {}),
             "name": f"{self.config.compare.name}-{suffix}",
             "group": self.config.compare.name,
         }
