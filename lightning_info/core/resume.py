@@ -15,6 +15,7 @@ remaining batches, also under DDP (the skip applies to each rank's own batches, 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sized
+from itertools import islice
 from typing import Any
 
 from lightning.pytorch import Trainer
@@ -60,9 +61,7 @@ class _SkipFirst(Iterable):
         self.index_sampler, self.skip = index_sampler, skip
 
     def __iter__(self) -> Iterator[Any]:
-        for position, item in enumerate(self.index_sampler):
-            if position >= self.skip:
-                yield item
+        yield from islice(self.index_sampler, self.skip, None)
 
     def __len__(self) -> int:
         return len(self.index_sampler) - self.skip
