@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 
@@ -22,6 +23,14 @@ def require_in_range(value: float, name: str, low: float, high: float | None = N
     if value < low or (high is not None and value >= high):
         bound = f"in [{low}, {high})" if high is not None else f">= {low}"
         raise ValueError(f"`{name}` must be {bound}, got {value!r}.")
+    return value
+
+
+def require_choice(value: str, name: str, allowed: Sequence[str]) -> str:
+    """Return ``value``, or raise unless it is one of ``allowed`` (the runtime twin of a
+    ``Literal`` annotation, for callers that bypass LightningCLI's type check)."""
+    if value not in allowed:
+        raise ValueError(f"`{name}` must be one of {tuple(allowed)}, got {value!r}.")
     return value
 
 
@@ -62,7 +71,7 @@ def require_fraction(value: float, name: str, *, inclusive_zero: bool = True) ->
 _FINITE_CHECK_ELEMENTS = 1 << 22
 
 
-def _all_finite(tensor: torch.Tensor) -> bool:
+def all_finite(tensor: torch.Tensor) -> bool:
     """Whether every element is finite.
 
     A finite sum proves it (a NaN or an infinity makes any sum NaN or infinite) with one
@@ -84,7 +93,7 @@ def _all_finite(tensor: torch.Tensor) -> bool:
 
 def require_finite_tensor(tensor: torch.Tensor, name: str) -> torch.Tensor:
     """Raise if ``tensor`` holds NaN or infinity; the tensor itself is not changed."""
-    if not _all_finite(tensor):
+    if not all_finite(tensor):
         bad = int((~torch.isfinite(tensor)).sum())
         raise ValueError(
             f"`{name}` contains {bad} NaN/inf value(s); clean or impute them before passing it in."

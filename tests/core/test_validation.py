@@ -20,16 +20,16 @@ def test_finite_check_matches_isfinite_including_sums_that_overflow(dtype):
         torch.empty(0, 3, dtype=dtype),
     ]
     for tensor in cases:
-        assert validation._all_finite(tensor) == bool(torch.isfinite(tensor).all())
+        assert validation.all_finite(tensor) == bool(torch.isfinite(tensor).all())
 
 
 def test_sliced_fallback_and_integer_tensors(monkeypatch):
     monkeypatch.setattr(validation, "_FINITE_CHECK_ELEMENTS", 8)  # force the sliced mask
     overflowing = torch.full((10, 3), torch.finfo(torch.float32).max)
-    assert validation._all_finite(overflowing)
+    assert validation.all_finite(overflowing)
     overflowing[7, 1] = float("nan")
-    assert not validation._all_finite(overflowing)
-    assert validation._all_finite(torch.arange(10))  # integers are always finite
+    assert not validation.all_finite(overflowing)
+    assert validation.all_finite(torch.arange(10))  # integers are always finite
 
 
 def test_require_finite_tensor_counts_bad_values_and_keeps_the_input():

@@ -33,7 +33,7 @@ from torch import Tensor, nn
 from lightning_info.core.sampling import keyed_generator
 from lightning_info.core.schedules import warmup_cosine_config
 from lightning_info.core.validation import (
-    _all_finite,
+    all_finite,
     require_fraction,
     require_int,
     require_positive,
@@ -81,7 +81,7 @@ def check_batch(values: Tensor, observed: Tensor, num_columns: int) -> None:
         )
     if observed.dtype != torch.bool:
         raise ValueError(f"`observed` must be a boolean mask, got {observed.dtype}.")
-    if not _all_finite(torch.where(observed, values, 0.0)):
+    if not all_finite(torch.where(observed, values, 0.0)):
         raise ValueError(
             "`values` hold NaN or infinity at entries `observed` marks as observed: mark them "
             "unobserved (False) or fix the data."

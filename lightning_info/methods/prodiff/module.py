@@ -56,7 +56,7 @@ from torch import Tensor, nn
 from lightning_info.core.sampling import keyed_generator
 from lightning_info.core.schedules import warmup_cosine_config
 from lightning_info.core.validation import (
-    _all_finite,
+    all_finite,
     require_fraction,
     require_int,
     require_non_negative,
@@ -93,7 +93,7 @@ def check_window(window: Tensor, length: int, *, interior: bool = True) -> None:
             f"{length} points."
         )
     checked = window if interior else window[:, [0, -1]]
-    if not _all_finite(checked):
+    if not all_finite(checked):
         what = "windows" if interior else "endpoints"
         raise ValueError(f"the {what} hold NaN or infinity: drop or repair those points.")
 

@@ -57,6 +57,7 @@ import torch
 from torch import Tensor
 
 from lightning_info.core.validation import (
+    require_choice,
     require_finite_tensor,
     require_int,
     require_positive,
@@ -136,12 +137,6 @@ def _method(method: str, dim: int) -> str:
             "use method='monte_carlo' (or 'auto')."
         )
     return method
-
-
-def check_choice(value: str, name: str, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise ValueError(f"`{name}` must be one of {allowed}, got {value!r}.")
-    return value
 
 
 def _output(values: list[Tensor], scalar: bool) -> Tensor:
@@ -292,7 +287,7 @@ def smoothed_fisher_information(
     data = _samples(samples)
     times, scalar = check_times(t)
     method = _method(method, data.shape[1])
-    check_choice(mc_estimator, "mc_estimator", MC_ESTIMATORS)
+    require_choice(mc_estimator, "mc_estimator", MC_ESTIMATORS)
     _check_common(num_mc, grid)
     dim = data.shape[1]
     draws = _draws(data, num_mc, generator) if method == "monte_carlo" else None
@@ -403,7 +398,7 @@ def smoothed_entropy(
             Monte Carlo.
         Others: as in :func:`smoothed_information`.
     """
-    check_choice(estimator, "estimator", ENTROPY_ESTIMATORS)
+    require_choice(estimator, "estimator", ENTROPY_ESTIMATORS)
     if estimator == "de_bruijn":
         return smoothed_information(
             samples,
@@ -444,7 +439,7 @@ def smoothed_mutual_information(
     Same arguments as :func:`smoothed_entropy`. The de Bruijn estimator is ``>= 0`` by
     construction; the plug-in one can dip below 0 by Monte Carlo error when the MI is tiny.
     """
-    check_choice(estimator, "estimator", ENTROPY_ESTIMATORS)
+    require_choice(estimator, "estimator", ENTROPY_ESTIMATORS)
     options = {"method": method, "num_mc": num_mc, "grid": grid, "generator": generator}
     if estimator == "de_bruijn":
         return smoothed_information(

@@ -13,6 +13,7 @@ from torchmetrics.utilities.data import dim_zero_cat
 
 from lightning_info.core.metrics import DtypeKeepingMetric
 from lightning_info.core.validation import (
+    require_choice,
     require_finite_tensor,
     require_int,
     require_positive,
@@ -21,7 +22,6 @@ from lightning_info.methods.smoothed_information.functional import (
     ENTROPY_ESTIMATORS,
     MC_ESTIMATORS,
     METHODS,
-    check_choice,
     check_times,
     smoothed_entropy,
     smoothed_fisher_information,
@@ -146,7 +146,7 @@ class _SmoothedMetric(SampleReservoir):
         super().__init__(max_samples=max_samples, seed=seed, **kwargs)
         check_times(t)
         self.t = t
-        self.method = check_choice(method, "method", METHODS)
+        self.method = require_choice(method, "method", METHODS)
         self.num_mc = require_int(num_mc, "num_mc", 1)
         self.grid = require_int(grid, "grid", 2)
 
@@ -174,7 +174,7 @@ class SmoothedFisherInformation(_SmoothedMetric):
         self, t: float | Sequence[float], *, mc_estimator: str = "posterior", **kwargs: Any
     ) -> None:
         super().__init__(t, **kwargs)
-        self.mc_estimator = check_choice(mc_estimator, "mc_estimator", MC_ESTIMATORS)
+        self.mc_estimator = require_choice(mc_estimator, "mc_estimator", MC_ESTIMATORS)
 
     def compute(self) -> Tensor:
         return smoothed_fisher_information(
@@ -193,7 +193,7 @@ class _EntropyMetric(_SmoothedMetric):
         **kwargs: Any,
     ) -> None:
         super().__init__(t, **kwargs)
-        self.estimator = check_choice(estimator, "estimator", ENTROPY_ESTIMATORS)
+        self.estimator = require_choice(estimator, "estimator", ENTROPY_ESTIMATORS)
         self.log_step = require_positive(log_step, "log_step")
         self.tail_factor = require_positive(tail_factor, "tail_factor")
 
