@@ -15,6 +15,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "context": ("sentence_transformers",),
     "causal": ("pgmpy",),
     "games": ("open_spiel",),
+    "tune": ("optuna",),
 }
 """The extras of ``pyproject.toml`` the package imports from, and the modules each installs."""
 

@@ -5,8 +5,6 @@ AUROC on held-out data, as the follow-up paper fits PLF. The shapers are in ``fu
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import importlib.util
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -16,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from lightning_info.core.optional import require_extra
 from lightning_info.core.validation import (
     require_finite,
     require_finite_tensor,
@@ -223,7 +222,7 @@ def tune(
 
     ``method="random"``: ``n_trials`` uniform draws from the box, from a ``torch.Generator``
     seeded with ``seed`` (reproducible; the first best trial wins ties). ``method="tpe"``: optuna's
-    seeded TPE sampler, when optuna is installed. Parameters that the shaper rejects (e.g. a VRA
+    seeded TPE sampler (the ``tune`` extra). Parameters that the shaper rejects (e.g. a VRA
     box where ``lower_percentile > upper_percentile`` can be drawn) raise ``ValueError``.
     """
     if method not in ("random", "tpe"):
@@ -298,9 +297,7 @@ def _tune_tpe(
     n_trials: int,
     seed: int,
 ) -> None:
-    if importlib.util.find_spec("optuna") is None:
-        raise ImportError("method='tpe' needs optuna: `pip install optuna`, or use 'random'.")
-    optuna = importlib.import_module("optuna")
+    optuna = require_extra("optuna", "tune", "TPE tuning (method='tpe'; 'random' needs no extra)")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed))
 

@@ -1,8 +1,8 @@
 """Feature shaping for OOD detection: oracles for the functional core and the presets, state round
 trip, reproducible tuning, a synthetic problem where shaping beats the plain energy, and errors."""
 
-import importlib.util
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -369,11 +369,25 @@ def test_clear_errors_on_bad_input():
         tune("react", features, features, layer=layer, search_space={"percentile": (90, 80)})
 
 
-@pytest.mark.skipif(importlib.util.find_spec("optuna") is not None, reason="optuna installed")
-def test_tpe_without_optuna_names_the_missing_package():
+def test_tpe_without_optuna_names_the_missing_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "optuna", None)  # an import of it now fails
     features = _features()
-    with pytest.raises(ImportError, match="optuna"):
+    with pytest.raises(ImportError, match=r"lightning-info\[tune\]"):
         tune("react", features, features, layer=_layer(), method="tpe")
+
+
+def test_tpe_finds_a_box_point_whose_score_it_reports_and_repeats_per_seed(synthetic):
+    layer, (id_val, ood_val), _ = synthetic
+    first = tune("react", id_val, ood_val, layer=layer, n_trials=12, seed=3, method="tpe")
+    again = tune("react", id_val, ood_val, layer=layer, n_trials=12, seed=3, method="tpe")
+    assert [p for p, _ in first.history] == [p for p, _ in again.history]
+    assert len(first.history) == 12
+    assert first.auroc == max(auroc for _, auroc in first.history)
+    low, high = SHAPERS["react"].search_space["percentile"]
+    assert low <= first.params["percentile"] <= high
+    # the reported AUROC is the scorer's own on the held-out split, recomputed here
+    recomputed = _auroc(first.scorer.score_features(id_val), first.scorer.score_features(ood_val))
+    assert recomputed == pytest.approx(first.auroc, abs=1e-12)
 
 
 def _auroc(id_scores, ood_scores) -> float:
