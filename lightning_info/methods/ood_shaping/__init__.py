@@ -22,7 +22,7 @@ from lightning_info.methods.ood_shaping.metrics import (
     fpr_at_95_tpr,
     ood_auroc,
 )
-from lightning_info.methods.ood_shaping.scorer import FeatureShapingScorer, TuneResult, tune
+from lightning_info.methods.ood_shaping.scorers import FeatureShapingScorer, TuneResult, tune
 
 __all__ = [
     "PLF",

@@ -18,7 +18,7 @@ from torch import Tensor, nn
 from lightning_info.core.validation import require_int
 from lightning_info.methods.ood_shaping.functional import SHAPERS
 from lightning_info.methods.ood_shaping.metrics import fpr_at_95_tpr, ood_auroc
-from lightning_info.methods.ood_shaping.scorer import FeatureShapingScorer, tune
+from lightning_info.methods.ood_shaping.scorers import FeatureShapingScorer, tune
 from lightning_info.scoring.report import Outputs, PosthocReport, Table, collect_outputs
 
 
@@ -31,7 +31,7 @@ class OODShapingReport(PosthocReport):
 
     Args:
         shapers: presets of
-            :class:`~lightning_info.methods.ood_shaping.scorer.FeatureShapingScorer`.
+            :class:`~lightning_info.methods.ood_shaping.scorers.FeatureShapingScorer`.
         head, fit_on, evaluate_on, output_dir: see
             :class:`~lightning_info.scoring.report.PosthocReport` (``ood_shaping.md``).
         tune_trials, seed: random search of the shapers' parameters.

@@ -39,6 +39,20 @@ from lightning_info.core.validation import (
     require_finite_tensor,
 )
 
+__all__ = [
+    "energy_score",
+    "FeatureQuantiles",
+    "Identity",
+    "make_shaper",
+    "piecewise_linear",
+    "PiecewiseLinear",
+    "PLF",
+    "ReAct",
+    "Shaper",
+    "SHAPERS",
+    "VRA",
+]
+
 # --------------------------------------------------------------------------------------------
 # Functional core
 # --------------------------------------------------------------------------------------------

@@ -74,6 +74,22 @@ from lightning_info.measures.ranking import (
     tie_group_ends,
 )
 
+__all__ = [
+    "adaptive_calibration_error",
+    "aupr_error",
+    "aupr_success",
+    "aurc",
+    "brier_score",
+    "e_aurc",
+    "expected_calibration_error",
+    "failure_auroc",
+    "FAILURE_CLASSES",
+    "failure_fpr_at_95_tpr",
+    "negative_log_likelihood",
+    "optimal_aurc",
+    "top_label_confidence",
+]
+
 Optimal = Literal["discrete", "continuous"]
 
 FAILURE_CLASSES = ("correct", "wrong")

@@ -19,7 +19,7 @@ from lightning_info.methods.ood_shaping.functional import (
     piecewise_linear,
 )
 from lightning_info.methods.ood_shaping.metrics import ood_auroc
-from lightning_info.methods.ood_shaping.scorer import FeatureShapingScorer, tune
+from lightning_info.methods.ood_shaping.scorers import FeatureShapingScorer, tune
 
 
 def _layer(d=8, k=5, seed=0):
