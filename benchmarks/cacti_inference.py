@@ -36,7 +36,7 @@ import torch
 from lightning_info.core.logging import markdown_table
 from lightning_info.core.timing import format_ratio, median_time
 from lightning_info.core.trainers import quiet_trainer
-from lightning_info.methods.cacti import CACTI, TabularImputationDataModule
+from lightning_info.methods.cacti import CACTI, CACTINetwork, TabularImputationDataModule
 
 
 def parse(args=None) -> argparse.Namespace:
@@ -103,13 +103,14 @@ def main(args=None) -> dict:
         options.table, mechanism="mcar", context="tfidf", data_seed=options.seed
     )
     torch.manual_seed(options.seed)
-    model = CACTI(
+    network = CACTINetwork(
         data.num_columns,
-        data.context_embeddings,
+        data.context_embeddings.shape[1],
         embed_dim=options.embed_dim,
         encoder_depth=options.encoder_depth,
         decoder_depth=options.decoder_depth,
-    ).eval()
+    )
+    model = CACTI(data.num_columns, data.context_embeddings, network=network).eval()
     values, observed = tiled_rows(data, options.rows, options.seed)
     check = slice(0, min(256, options.rows))
     difference = (

@@ -56,6 +56,7 @@ from lightning_info.core.timing import median_time, peak_memory
 from lightning_info.lm.corpus import stdlib_docstrings
 from lightning_info.methods.train_test_overlap.functional import (
     NgramIndex,
+    OverlapOptions,
     TestInstance,
     _Vocabulary,
     compute_overlap,
@@ -135,10 +136,7 @@ def streaming_table(args, instances, corpus) -> None:
                 lambda p=path: compute_overlap(
                     instances,
                     iter_training_texts([str(p)]),
-                    n=args.n,
-                    n_values=(),
-                    chunk_size=2000,
-                    progress=True,
+                    OverlapOptions(n=args.n, n_values=(), chunk_size=2000, progress=True),
                 )
             )
             size = path.stat().st_size / 1e6
@@ -165,10 +163,8 @@ def streaming_table(args, instances, corpus) -> None:
                 lambda: overlap_with_datasets(
                     instances,
                     dataset,
+                    OverlapOptions(n=args.n, n_values=(), chunk_size=2000, progress=True),
                     num_proc=args.num_proc,
-                    batch_size=2000,
-                    n=args.n,
-                    n_values=(),
                 )
             )
             size = path.stat().st_size / 1e6
@@ -222,12 +218,17 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     n = args.n
     t_fast, report = median_time(
-        lambda: compute_overlap(instances, corpus, n=n, n_values=(), chunk_size=2000), args.repeats
+        lambda: compute_overlap(
+            instances, corpus, OverlapOptions(n=n, n_values=(), chunk_size=2000)
+        ),
+        args.repeats,
     )
 
     t_threads, threads_report = median_time(
         lambda: compute_overlap(
-            instances, corpus, n=n, n_values=(), chunk_size=2000, threads=args.threads
+            instances,
+            corpus,
+            OverlapOptions(n=n, n_values=(), chunk_size=2000, threads=args.threads),
         ),
         args.repeats,
     )
@@ -235,7 +236,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     t_plain, plain_report = median_time(
         lambda: compute_overlap(
-            instances, corpus, n=n, n_values=(), chunk_size=2000, tokenizer=token_by_token
+            instances,
+            corpus,
+            OverlapOptions(n=n, n_values=(), chunk_size=2000, tokenizer=token_by_token),
         ),
         args.repeats,
     )

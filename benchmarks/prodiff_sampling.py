@@ -3,12 +3,13 @@
 
 - ``model``: one ProDiff (``lightning_info.methods.prodiff.module``) trained for ``--epochs``
   (60) on the synthetic city (``TrajectoryDataModule("synthetic", window_length=16,
-  num_trajectories=--num-trajectories, batch_size=--train-batch-size,
-  synthetic_kwargs={"left_side_probability": 1.0})``: 2048 trajectories of one window each,
+  synthetic=SyntheticCity(num_trajectories=--num-trajectories, left_side_probability=1.0),
+  batch_size=--train-batch-size)``: 2048 trajectories of one window each,
   every bend to the left, batches of 128, 80/10/10 split, as in the recipe) through a
   Lightning ``Trainer`` on the CPU (gradient clipping 1.0, no validation), seeded. The
-  recipe's small CPU config: ``embed_dim=64``, 2 encoder layers of 4 heads, feed-forward 128,
-  UNet 32 channels x (1, 2), one residual block per level, no attention, ``lr=2e-3``,
+  recipe's small CPU config (``SMALL``, the recipe's ``model`` settings, built by the study's
+  ``build_prodiff``): encoder width 64, 2 layers of 4 heads, feed-forward 128, UNet 32
+  channels x (1, 2), one residual block per level, no attention, ``lr=2e-3``,
   ``prediction="x0"``, ``clip_x0=(-0.2, 1.2)``; classifier-free guidance ``w = 2`` (two UNet
   calls per step). ``--paper-size``: the paper's default ``ProDiff(16)`` (embed 512, UNet 128 x
   (1, 2, 2, 2), attention at length 16; 21.1 M parameters against 0.42 M) as initialised,
@@ -56,25 +57,26 @@ from lightning_info.core.logging import markdown_table
 from lightning_info.core.timing import format_ratio, median_time
 from lightning_info.core.trainers import quiet_trainer
 from lightning_info.methods.prodiff import (
+    SyntheticCity,
     TrajectoryDataModule,
     linear_interpolation,
     trajectory_metrics,
 )
 from lightning_info.methods.prodiff.module import ProDiff
+from lightning_info.methods.prodiff.study import build_prodiff
 
-SMALL = dict(
-    embed_dim=64,
-    encoder_layers=2,
-    encoder_heads=4,
-    encoder_feedforward=128,
-    unet_channels=32,
-    unet_multipliers=(1, 2),
-    unet_res_blocks=1,
-    attention_lengths=(),
-    lr=2e-3,
-    prediction="x0",
-    clip_x0=(-0.2, 1.2),
-)
+SMALL = {
+    "denoiser": {
+        "base_channels": 32,
+        "multipliers": (1, 2),
+        "res_blocks": 1,
+        "attention_lengths": (),
+    },
+    "encoder": {"embed_dim": 64, "num_layers": 2, "num_heads": 4, "feedforward_dim": 128},
+    "diffusion": {"prediction": "x0"},
+    "sampling": {"clip_x0": (-0.2, 1.2)},
+    "optimizer": {"lr": 2e-3},
+}
 """The small CPU configuration the recipe trains (``--paper-size`` uses ``ProDiff(16)``)."""
 
 WINDOW = 16
@@ -99,6 +101,17 @@ def parse(args=None) -> argparse.Namespace:
         parsed.num_trajectories, parsed.epochs, parsed.batch_size = 256, 2, 16
         parsed.diffusion_steps, parsed.ddim_steps, parsed.repeats = 50, 10, 1
     return parsed
+
+
+def build(num_steps: int, sampling_steps: int, seed: int, paper_size: bool = False) -> ProDiff:
+    """The benchmarked ProDiff: ``SMALL`` (or the paper's size) with a schedule of
+    ``num_steps`` and DDIM over ``sampling_steps`` by default."""
+    settings = {} if paper_size else SMALL
+    steps = {
+        "diffusion": {**settings.get("diffusion", {}), "num_steps": num_steps},
+        "sampling": {**settings.get("sampling", {}), "steps": sampling_steps},
+    }
+    return build_prodiff(WINDOW, True, seed, {**settings, **steps})
 
 
 def generator(seed: int) -> torch.Generator:
@@ -178,19 +191,13 @@ def main(args=None) -> dict:
     data = TrajectoryDataModule(
         "synthetic",
         window_length=WINDOW,
-        num_trajectories=options.num_trajectories,
+        synthetic=SyntheticCity(
+            num_trajectories=options.num_trajectories, left_side_probability=1.0
+        ),
         batch_size=options.train_batch_size,
         data_seed=options.seed,
-        synthetic_kwargs={"left_side_probability": 1.0},
     )
-    config = {} if options.paper_size else SMALL
-    model = ProDiff(
-        WINDOW,
-        num_steps=options.diffusion_steps,
-        sampling_steps=options.ddim_steps,
-        seed=options.seed,
-        **config,
-    )
+    model = build(options.diffusion_steps, options.ddim_steps, options.seed, options.paper_size)
     train_loss = None
     train_seconds = 0.0
     if not options.paper_size:
@@ -208,7 +215,7 @@ def main(args=None) -> dict:
         train_loss = float(trainer.callback_metrics["train/loss"])
     model.eval()
     total = model.schedule.num_steps
-    calls = 2 if model.guidance_weight > 0 else 1
+    calls = 2 if model.guidance.weight > 0 else 1
 
     test = test_split(data)
     tiled = test["window"][torch.arange(options.batch_size) % len(test["window"])]
@@ -253,7 +260,7 @@ def main(args=None) -> dict:
         f"torch {torch.__version__} | threads {torch.get_num_threads()} | load average {load} | "
         f"{size} ({parameters:,} parameters), {trained} | synthetic city, "
         f"{len(data.splits['train'])} / {len(test['window'])} train / test windows of {WINDOW} | "
-        f"T = {total}, guidance w = {model.guidance_weight:g} ({calls} UNet calls a step) | "
+        f"T = {total}, guidance w = {model.guidance.weight:g} ({calls} UNet calls a step) | "
         f"batch {options.batch_size} | {options.repeats} repeat(s), median | seed {options.seed}"
     )
     print("sanity: endpoints bit for bit (DDIM, DDPM), DDIM eta 0 repeats from its seed: ok\n")

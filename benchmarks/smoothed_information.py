@@ -11,8 +11,8 @@ For ``n`` i.i.d. samples ``X_i`` of a density with known smoothed entropy and a 
      :func:`~lightning_info.methods.smoothed_information.functional.smoothed_entropy` ``(X, t)``: de
      Bruijn's identity on the Gaussian KDE ``f_n * phi_t`` of the clean samples, with the noise
      level known (quadrature in 1-D, 4096 Monte Carlo draws for ``d > 1``);
-   - ``ours plug-in``: ``smoothed_entropy(X, t, estimator="plug_in")``, ``-E log f_t(Y)`` of
-     the same density;
+   - ``ours plug-in``: ``smoothed_entropy(X, t, SmoothedEstimatorOptions(estimator="plug_in"))``,
+     ``-E log f_t(Y)`` of the same density;
    - ``infomeasure KL``: ``infomeasure.entropy(Y, approach="kl", k=4)``, the Kozachenko-Leonenko
      k-NN estimator on one noisy draw ``Y_i = X_i + sqrt(t) Z_i`` per sample (the peer's natural
      input: it knows neither ``X`` nor ``t``).
@@ -72,6 +72,7 @@ from lightning_info.core.logging import markdown_table
 from lightning_info.core.threads import torch_threads
 from lightning_info.core.timing import format_ratio, timed
 from lightning_info.methods.smoothed_information.functional import (
+    SmoothedEstimatorOptions,
     smoothed_entropy,
     smoothed_information,
 )
@@ -156,14 +157,14 @@ def _runs(x: Tensor, y: Tensor, t: float, seed: int, args: argparse.Namespace) -
 
     def de_bruijn() -> tuple[float, float]:
         generator = torch.Generator().manual_seed(seed)
-        info = smoothed_information(x, t, num_mc=args.num_mc, generator=generator)
+        options = SmoothedEstimatorOptions(num_mc=args.num_mc)
+        info = smoothed_information(x, t, options, generator=generator)
         return float(info.entropy), float(info.mutual_information)
 
     def plug_in() -> tuple[float, float]:
         generator = torch.Generator().manual_seed(seed)
-        h = float(
-            smoothed_entropy(x, t, estimator="plug_in", num_mc=args.num_mc, generator=generator)
-        )
+        options = SmoothedEstimatorOptions(estimator="plug_in", num_mc=args.num_mc)
+        h = float(smoothed_entropy(x, t, options, generator=generator))
         return h, h - gaussian
 
     def knn_entropy() -> tuple[float, float]:
@@ -331,8 +332,8 @@ LEGEND = """\
 Estimators (nats; X clean samples, Y = X + sqrt(t) Z one noisy draw per sample):
   ours de Bruijn   smoothed_information(X, t): .entropy = smoothed_entropy(X, t), \
 .mutual_information = smoothed_mutual_information(X, t) (one call gives both; knows X and t)
-  ours plug-in     smoothed_entropy(X, t, estimator="plug_in"), -E log f_t(Y); \
-MI = that - (d/2) log(2 pi e t)
+  ours plug-in     smoothed_entropy(X, t, SmoothedEstimatorOptions(estimator="plug_in")), \
+-E log f_t(Y); MI = that - (d/2) log(2 pi e t)
   infomeasure KL   im.entropy(Y, approach="kl", k={k}): Kozachenko-Leonenko k-NN entropy of Y
   infomeasure KSG  im.mutual_information(X, Y, approach="ksg", k={k}): KSG (type I) on (X_i, Y_i)
 Truth:

@@ -5,6 +5,10 @@ every field can be overridden, e.g.::
 
     python recipes/cacti.py --studies.imputation.max_epochs=100 --studies.imputation.workers=1
     python recipes/cacti.py --studies.imputation.model='{"embed_dim": 64, "encoder_depth": 10}'
+
+``model`` holds CACTI's settings (``build_cacti``): the network's ``embed_dim``,
+``encoder_depth``, ``decoder_depth``, ``num_heads``, ``mlp_ratio``, AdamW's ``lr``,
+``weight_decay``, ... and ``copy_probability``.
 """
 
 import torch

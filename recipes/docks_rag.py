@@ -5,8 +5,8 @@ study, e.g.::
     python recipes/docks_rag.py --studies.docred.seeds='[0]'
     python recipes/docks_rag.py --studies.docred.model=meta-llama/Meta-Llama-3-8B \
         --studies.docred.lora='{r: 16, lora_alpha: 32}' --studies.docred.lr=5e-5 \
-        --studies.docred.data='{train_file: train_annotated.json, dev_file: dev.json,
-        rel_info_file: rel_info.json}'
+        --studies.docred.data='{source: {train_file: train_annotated.json, dev_file: dev.json,
+        rel_info_file: rel_info.json}}'
 """
 
 from lightning_info.recipes import run_study_recipe

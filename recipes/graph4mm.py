@@ -5,7 +5,8 @@ the neighbours' digit words and classifying the centre's digit. No grid: the rec
 study, e.g.::
 
     python recipes/graph4mm.py --studies.graph4mm.seeds='[0, 1, 2, 3, 4]'
-    python recipes/graph4mm.py --studies.graph4mm.model.alpha=0.3
+    python recipes/graph4mm.py --studies.graph4mm.arms='{graph4mm: {variant: graph4mm,
+        qformer: {hop: {alpha: 0.3}}}, text_only: {variant: text_only}}'
 """
 
 from lightning_info.recipes import run_study_recipe

@@ -5,7 +5,7 @@ class from the same seed and initial images, then trains a fresh network on each
 it clean and under FGSM, PGD (L-inf) and PGD (L2), untargeted and targeted:
 
 - ``random real``: the initial images themselves (no distillation step);
-- ``DM``: plain distribution matching (``robust=False, alpha=1``);
+- ``DM``: plain distribution matching (``attack.robust=false, distillation.alpha=1``);
 - ``ROME``: feature alignment with targeted-PGD reals (``c -> c + 1``) plus the performance term;
 - ``ROME, untargeted`` and ``ROME, rotating map``: the same with other attacks in the alignment
   and the pool's training (beyond the paper).
@@ -14,6 +14,7 @@ Any LightningCLI flag overrides ``recipes/rome.yaml``, e.g.::
 
     python recipes/rome.py --compare.seeds='[0]' --trainer.max_steps=50
     python recipes/rome.py --compare.grid='[1, 10]' --trainer.logger=CSVLogger
+    python recipes/rome.py --model.net.init_args.width=32 --model.attack.eps=0.05
 """
 
 from pathlib import Path

@@ -29,7 +29,7 @@ from lightning_info.methods.cacti.metrics import (
     ImputationWasserstein,
     imputation_metrics,
 )
-from lightning_info.methods.docks_rag.evaluation import DocREDScores
+from lightning_info.methods.docks_rag.metrics import DocREDScores
 from lightning_info.methods.docks_rag.synthetic import synthetic_docred
 from lightning_info.methods.ood_shaping.metrics import OODAUROC, OODFPRAt95TPR
 from lightning_info.methods.pointwise_confidence.metrics import (
@@ -51,8 +51,9 @@ from lightning_info.methods.prodiff.metrics import (
     TrajectoryCoverage,
     trajectory_metrics,
 )
-from lightning_info.methods.rome.robustness import ImprovedRobustnessRatio, RobustnessRatio
+from lightning_info.methods.rome.metrics import ImprovedRobustnessRatio, RobustnessRatio
 from lightning_info.methods.sdcib.metrics import AlignedVoteClustering
+from lightning_info.methods.smoothed_information.functional import SmoothedEstimatorOptions
 from lightning_info.methods.smoothed_information.metrics import (
     SampleReservoir,
     SmoothedEntropy,
@@ -192,12 +193,18 @@ METRICS = [
     MetricCase("SampleReservoir", SampleReservoir, _samples, log_object=False),
     MetricCase(
         "SmoothedFisherInformation",
-        lambda: SmoothedFisherInformation(0.5, num_mc=64),
+        lambda: SmoothedFisherInformation(0.5, SmoothedEstimatorOptions(num_mc=64)),
         _samples,
     ),
-    MetricCase("SmoothedEntropy", lambda: SmoothedEntropy(0.5, num_mc=64), _samples),
     MetricCase(
-        "SmoothedMutualInformation", lambda: SmoothedMutualInformation(0.5, num_mc=64), _samples
+        "SmoothedEntropy",
+        lambda: SmoothedEntropy(0.5, SmoothedEstimatorOptions(num_mc=64)),
+        _samples,
+    ),
+    MetricCase(
+        "SmoothedMutualInformation",
+        lambda: SmoothedMutualInformation(0.5, SmoothedEstimatorOptions(num_mc=64)),
+        _samples,
     ),
     MetricCase("RobustnessRatio", lambda: RobustnessRatio(2), _attacks),
     MetricCase("ImprovedRobustnessRatio", lambda: ImprovedRobustnessRatio(2), _attacks),

@@ -10,7 +10,8 @@ batch; a callback's ``callbacks/`` YAML attaches it through LightningCLI.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 
 import torch
 from lightning.pytorch import Callback, LightningDataModule, LightningModule
@@ -38,16 +39,47 @@ from lightning_info.data.multiview import TensorViewsDataModule
 from lightning_info.data.synthetic import GaussianMixtureDataModule
 from lightning_info.lm.tiny_lm import tiny_causal_lm
 from lightning_info.methods.ancestral_search import AncestralGraphSearch, BayesianNetworkDataModule
-from lightning_info.methods.cacti import CACTI, TabularImputationDataModule
-from lightning_info.methods.cmv_nd import AttributeMissingGraphDataModule
+from lightning_info.methods.asymmetric_ac import A2COptions, SGDSettings
+from lightning_info.methods.cacti import (
+    CACTI,
+    CACTI_OPTIMIZER,
+    CACTINetwork,
+    SplitOptions,
+    TabularImputationDataModule,
+)
+from lightning_info.methods.cmv_nd import (
+    AttributeMissingGraphDataModule,
+    GraphFeatureOptions,
+    SBMOptions,
+)
 from lightning_info.methods.diffusion_fisher.module import DiffusionModel
 from lightning_info.methods.efg_last_iterate import GameEpisodesDataModule, LastIterateSolver
-from lightning_info.methods.prism.audit import FragmentExtractionAudit
+from lightning_info.methods.prism.auditor import FragmentAuditOptions
+from lightning_info.methods.prism.callback import FragmentExtractionAudit
 from lightning_info.methods.prism.fragments import build_attack_set, synthetic_records
-from lightning_info.methods.prodiff import ProDiff, TrajectoryDataModule
+from lightning_info.methods.prodiff import (
+    PRODIFF_OPTIMIZER,
+    DiffusionOptions,
+    EndpointCondition,
+    ProDiff,
+    PrototypeOptions,
+    SamplingOptions,
+    SyntheticCity,
+    TrajectoryDataModule,
+    TrajectoryEncoder,
+    TrajectoryUNet,
+)
+from lightning_info.methods.rome import (
+    AttackOptions,
+    DistillationOptions,
+    NetworkPoolOptions,
+    RobustEvaluationOptions,
+    SmallConvNet,
+)
 from lightning_info.methods.sdcib import SDCIB, ClusteringViewsDataModule
+from lightning_info.methods.smoothed_information.functional import SmoothedEstimatorOptions
 from lightning_info.methods.train_test_overlap.callback import TrainTestOverlap
-from lightning_info.methods.train_test_overlap.functional import TestInstance
+from lightning_info.methods.train_test_overlap.functional import OverlapOptions, TestInstance
 from tests import tiny_lm
 from tests.methods.adaptive_elicitation import tiny as elicitation_tiny
 from tests.methods.docks_rag import tiny as docks_rag_tiny
@@ -99,56 +131,55 @@ def tiny_rome() -> ROMEDistillation:
         data.train_images,
         data.train_labels,
         images_per_class=2,
-        real_batch=8,
-        attack_steps=1,
-        eps=0.1,
-        num_nets=2,
-        max_nets=3,
-        add_net_every=2,
-        net_refresh_every=1,
-        net_train_steps=1,
-        width=4,
-        eval_epochs=2,
+        net=partial(SmallConvNet, width=4),
+        distillation=DistillationOptions(real_batch=8),
+        attack=AttackOptions(eps=0.1, steps=1),
+        pool=NetworkPoolOptions(
+            num_nets=2, max_nets=3, add_every=2, refresh_every=1, train_steps=1
+        ),
+        evaluation=RobustEvaluationOptions(epochs=2),
     )
 
 
 def tiny_tabular_imputation(batch_size: int) -> TabularImputationDataModule:
     """Wine with 30% MNAR missingness and 6-wide TF-IDF context embeddings."""
     return TabularImputationDataModule("wine", context="tfidf", context_dim=6,
-                                       val_fraction=0.1, batch_size=batch_size)  # fmt: skip
+                                       split=SplitOptions(val_fraction=0.1),
+                                       batch_size=batch_size)  # fmt: skip
 
 
 def tiny_cacti() -> CACTI:
     context = tiny_tabular_imputation(8).context_embeddings
+    network = CACTINetwork(13, 6, embed_dim=8, encoder_depth=1, decoder_depth=1, num_heads=2)
     return CACTI(
-        13, context, embed_dim=8, encoder_depth=1, decoder_depth=1, num_heads=2, schedule_steps=40
+        13, context, network=network, optimizer=replace(CACTI_OPTIMIZER, schedule_steps=40)
     )  # the resume test continues a 2-epoch run to 4 epochs
 
 
 def tiny_trajectories(batch_size: int) -> TrajectoryDataModule:
     """48 synthetic-city windows of 6 points."""
-    return TrajectoryDataModule(num_trajectories=48, window_length=6, batch_size=batch_size)
+    return TrajectoryDataModule(
+        window_length=6, synthetic=SyntheticCity(num_trajectories=48), batch_size=batch_size
+    )
 
 
 def tiny_prodiff() -> ProDiff:
     """No dropout (resuming restores weights and data order, not the global RNG); a fixed
-    schedule horizon for the resume test; a 20-step diffusion."""
+    schedule horizon for the resume test; a 20-step diffusion. The networks are built in
+    ProDiff's order: denoiser, condition, encoder."""
+    unet = TrajectoryUNet(
+        6, base_channels=4, multipliers=(1, 2), res_blocks=1, attention_lengths=(), dropout=0.0
+    )
     return ProDiff(
-        6,
-        num_prototypes=4,
-        embed_dim=8,
-        encoder_layers=1,
-        encoder_heads=2,
-        encoder_feedforward=8,
-        encoder_dropout=0.0,
-        unet_channels=4,
-        unet_multipliers=(1, 2),
-        unet_res_blocks=1,
-        attention_lengths=(),
-        unet_dropout=0.0,
-        num_steps=20,
-        sampling_steps=4,
-        schedule_steps=40,
+        denoiser=unet,
+        condition=EndpointCondition(3, unet.embed_dim, 8),
+        encoder=TrajectoryEncoder(
+            6, embed_dim=8, num_layers=1, num_heads=2, feedforward_dim=8, dropout=0.0
+        ),
+        diffusion=DiffusionOptions(num_steps=20),
+        prototype_options=PrototypeOptions(num_prototypes=4),
+        sampling=SamplingOptions(steps=4),
+        optimizer=replace(PRODIFF_OPTIMIZER, schedule_steps=40),
     )
 
 
@@ -167,9 +198,9 @@ def tiny_deep_actor_critic() -> AsymmetricActorCritic:
         "CartPole-v1",
         keep=[0, 2],
         window=2,
-        num_envs=2,
         max_episode_steps=20,
         hidden=8,
+        a2c=A2COptions(num_envs=2),
         steps_per_epoch=2,
         eval_episodes=2,
     )
@@ -177,7 +208,7 @@ def tiny_deep_actor_critic() -> AsymmetricActorCritic:
 
 def tiny_linear_actor_critic() -> LinearAsymmetricActorCritic:
     return LinearAsymmetricActorCritic(
-        window=2, critic_steps=50, critic_batch=16, steps_per_epoch=2
+        window=2, critic=SGDSettings(num_steps=50, batch_size=16), steps_per_epoch=2
     )
 
 
@@ -191,7 +222,8 @@ def tiny_overlap() -> TrainTestOverlap:
         TestInstance("0", "the quick brown fox jumps over the lazy dog", ("near the river",)),
         TestInstance("1", "nothing here appears in the training texts at all", ("no",)),
     ]
-    return TrainTestOverlap(train_texts=texts, test_instances=instances, n=5, n_values=(5,))
+    options = OverlapOptions(n=5, n_values=(5,), progress=True)
+    return TrainTestOverlap(train_texts=texts, test_instances=instances, options=options)
 
 
 def tiny_fragment_audit() -> FragmentExtractionAudit:
@@ -203,7 +235,8 @@ def tiny_fragment_audit() -> FragmentExtractionAudit:
     def model(seed):
         return tiny_causal_lm(tokenizer, n_layer=1, n_embd=16, n_head=2, n_positions=256, seed=seed)
 
-    return FragmentExtractionAudit(attack, model(1), [model(2)], tokenizer, n_splits=2)
+    options = FragmentAuditOptions(n_splits=2)
+    return FragmentExtractionAudit(attack, model(1), [model(2)], tokenizer, options)
 
 
 def tiny_tensor_views(batch_size: int) -> TensorViewsDataModule:
@@ -270,7 +303,11 @@ PLUGINS = [
     ),
     PluginCase(
         id="SmoothedInformationMonitor",
-        make_callbacks=lambda: [SmoothedInformationMonitor("net.1", t=[0.5], num_mc=64)],
+        make_callbacks=lambda: [
+            SmoothedInformationMonitor(
+                "net.1", t=[0.5], options=SmoothedEstimatorOptions(num_mc=64)
+            )
+        ],
         callback_yaml="smoothed_information.yaml",
         expected_callback=SmoothedInformationMonitor,
     ),
@@ -320,7 +357,10 @@ PLUGINS = [
         id="SDCIB-AttributeMissingGraphDataModule-cmv_nd",
         make_model=lambda: SDCIB([8, 8, 8], 3, hidden=(8, 4)),
         make_data=lambda batch_size: AttributeMissingGraphDataModule(
-            num_nodes=60, num_classes=3, feature_dim=8, num_hops=2, batch_size=batch_size
+            num_hops=2,
+            sbm=SBMOptions(num_nodes=60, num_classes=3),
+            features=GraphFeatureOptions(feature_dim=8),
+            batch_size=batch_size,
         ),
     ),
     PluginCase(

@@ -32,7 +32,11 @@ from lightning_info.methods.fisher_sft.functional import (
 from lightning_info.methods.fisher_sft.sampler import select_subset
 from lightning_info.methods.pointwise_confidence.scorers import PSIScorer
 from lightning_info.methods.rome.attacks import fgsm, pgd
-from lightning_info.methods.train_test_overlap.functional import TestInstance, compute_overlap
+from lightning_info.methods.train_test_overlap.functional import (
+    OverlapOptions,
+    TestInstance,
+    compute_overlap,
+)
 from lightning_info.methods.train_test_overlap.methodologies import substring_overlap
 
 META = "meta device .*materialise it"
@@ -53,7 +57,7 @@ def _instances() -> list[TestInstance]:
 
 def _m_step_returns(*, shape=(4, 2), next_shape=None, flags=torch.bool, gamma=0.9, m=2):
     pytest.importorskip("gymnasium")
-    from lightning_info.methods.asymmetric_ac.deep_ac import m_step_returns
+    from lightning_info.methods.asymmetric_ac.module import m_step_returns
 
     rewards = torch.ones(shape)
     next_values = torch.zeros(next_shape or shape)
@@ -94,13 +98,13 @@ def _parameter() -> nn.Parameter:
 CORES = {
     "overlap": [
         pytest.param(
-            lambda: compute_overlap(_instances(), "one string", n=2),
+            lambda: compute_overlap(_instances(), "one string", OverlapOptions(n=2)),
             TypeError,
             r"`documents` .* single str .*wrap it in a list",
             id="documents-bare-str",
         ),
         pytest.param(
-            lambda: compute_overlap(_instances(), b"one string", n=2),
+            lambda: compute_overlap(_instances(), b"one string", OverlapOptions(n=2)),
             TypeError,
             r"`documents` .* single bytes .*wrap it in a list",
             id="documents-bare-bytes",
@@ -398,7 +402,7 @@ def test_bad_input_is_rejected(call, exception, message, tmp_path, one_torch_thr
 def test_overlap_accepts_a_list_of_documents_and_of_references():
     instance = TestInstance(id="a", input="x y", references=("y z",))
     assert instance.references == ("y z",)
-    report = compute_overlap([instance], ["x y z"], n=2, n_values=())
+    report = compute_overlap([instance], ["x y z"], OverlapOptions(n=2, n_values=()))
     assert report.num_documents == 1
     assert report.rows[0]["input_binary"] == 1.0
 

@@ -152,8 +152,8 @@ def test_train_test_overlap_reads_files_named_in_the_config(tmp_path):
         "--trainer.fast_dev_run=true",
         "--trainer.callbacks.train_files=[corpus]",
         "--trainer.callbacks.test_files=[bench.jsonl]",
-        "--trainer.callbacks.n=5",
-        "--trainer.callbacks.n_values=[5]",
+        "--trainer.callbacks.options.n=5",
+        "--trainer.callbacks.options.n_values=[5]",
     )
     callback = attached(run, lightning_info.TrainTestOverlap)
     assert fit(run).global_step == 1
@@ -189,7 +189,7 @@ def test_fragment_extraction_audit_names_everything_on_disk(tmp_path):
         "--trainer.callbacks.shadow=shadow",
         "--trainer.callbacks.world_models=[world]",
         "--trainer.callbacks.tokenizer=target",
-        "--trainer.callbacks.n_splits=2",
+        "--trainer.callbacks.options.n_splits=2",
         "--trainer.fast_dev_run=true",
     ]
     run = cli("fragment_extraction_audit", *files)

@@ -221,11 +221,11 @@ ROME_SMALL = [
     "--trainer.max_steps=2",
     "--trainer.log_every_n_steps=1",
     "--trainer.enable_progress_bar=false",
-    "--model.real_batch=8",
-    "--model.attack_steps=1",
-    "--model.net_train_steps=1",
-    "--model.width=4",
-    "--model.eval_epochs=2",
+    "--model.distillation.real_batch=8",
+    "--model.attack.steps=1",
+    "--model.pool.train_steps=1",
+    "--model.net.init_args.width=4",
+    "--model.evaluation.epochs=2",
     "--data.classes=3",
 ]
 
@@ -262,9 +262,14 @@ def test_rome_recipe_compares_five_arms_untargeted_and_targeted(tmp_path, capsys
     assert trained == [False, True, True, True, True]
     import yaml
 
+    # the arms change single fields of the option groups and keep the config's others
     hparams = [yaml.safe_load((v / "hparams.yaml").read_text()) for v in versions]
-    assert [h["attack_target"] for h in hparams] == ["next"] * 3 + ["untargeted", "rotating"]
-    assert [h["robust"] for h in hparams] == [True, False, True, True, True]
+    attacks = [h["attack"] for h in hparams]
+    assert [a["target"] for a in attacks] == ["next"] * 3 + ["untargeted", "rotating"]
+    assert [a["robust"] for a in attacks] == [True, False, True, True, True]
+    assert {(a["eps"], a["steps"]) for a in attacks} == {(0.1, 1)}
+    assert [h["distillation"]["alpha"] for h in hparams] == [0.2, 1.0, 0.2, 0.2, 0.2]
+    assert {h["distillation"]["real_batch"] for h in hparams} == {8}
 
 
 def test_rome_logs_the_distilled_grid_to_wandb(tmp_path, monkeypatch):
@@ -272,7 +277,8 @@ def test_rome_logs_the_distilled_grid_to_wandb(tmp_path, monkeypatch):
     _recipe("rome").main(
         ROME_SMALL
         + [
-            "--compare.arms={DM: {model: {robust: false, alpha: 1.0}}, ROME: {}}",
+            "--compare.arms={DM: {model: {attack.robust: false, distillation.alpha: 1.0}}, "
+            "ROME: {}}",
             f"--compare.output_dir={tmp_path}",
             f"--trainer.logger.init_args.save_dir={tmp_path}",
         ]
@@ -292,8 +298,8 @@ def test_rome_logs_the_distilled_grid_to_wandb(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "arms, match",
     [
-        ("{a: {model: {lr: 0.1}}, b: {optimizer: {}}}", "unknown sections"),
-        ("{a: {model: {lr: 0.1}}, b: {model: {lr: 0.1}}}", "same overrides"),
+        ("{a: {model: {distillation.lr: 0.1}}, b: {optimizer: {}}}", "unknown sections"),
+        ("{a: {model: {attack.eps: 0.1}}, b: {model: {attack.eps: 0.1}}}", "same overrides"),
     ],
 )
 def test_bad_arms_fail_before_training(arms, match, tmp_path):
@@ -308,7 +314,8 @@ def test_seed_field_reaches_the_model(tmp_path):
         ROME_SMALL
         + [
             "--compare.seeds=[3, 4]",
-            "--compare.arms={random: {trainer: {max_steps: 0}}, DM: {model: {robust: false}}}",
+            "--compare.arms={random: {trainer: {max_steps: 0}}, "
+            "DM: {model: {attack.robust: false}}}",
             f"--compare.output_dir={tmp_path}",
             "--trainer.logger=CSVLogger",
             f"--trainer.logger.save_dir={tmp_path}",
@@ -335,7 +342,7 @@ AC_SMALL = [
     "--compare.grid=[1]",
     "--trainer.max_steps=3",
     "--trainer.enable_progress_bar=false",
-    "--model.num_envs=2",
+    "--model.a2c.num_envs=2",
     "--model.max_episode_steps=20",
     "--model.eval_episodes=2",
     "--model.hidden=8",
@@ -507,8 +514,8 @@ def test_clustering_recipe_puts_sdcib_next_to_kmeans_on_views_and_graph_views(tm
     threads = torch.get_num_threads()  # the recipe sets one thread
     graph = "lightning_info.methods.cmv_nd.AttributeMissingGraphDataModule"
     sources = {
-        name: {"class_path": graph, "init_args": {"num_nodes": 120, "num_classes": 3,
-               "views": name, "batch_size": 16, "feature_dim": 8}}
+        name: {"class_path": graph, "init_args": {"sbm": {"num_nodes": 120, "num_classes": 3},
+               "views": name, "batch_size": 16, "features": {"feature_dim": 8}}}
         for name in ("imputed", "sign", "cmv_nd")
     }  # fmt: skip
     cli = _recipe("clustering").main(
@@ -602,6 +609,7 @@ def test_cacti_recipe_puts_cacti_next_to_baselines_on_the_same_masks(tmp_path, c
 
 def test_prodiff_recipe_puts_prodiff_next_to_interpolation_on_the_same_windows(tmp_path, capsys):
     from lightning_info.methods.prodiff import (
+        SyntheticCity,
         TrajectoryDataModule,
         linear_interpolation,
         trajectory_scores,
@@ -609,9 +617,10 @@ def test_prodiff_recipe_puts_prodiff_next_to_interpolation_on_the_same_windows(t
 
     threads = torch.get_num_threads()  # the recipe sets one thread
     model = (
-        '{"embed_dim": 8, "encoder_layers": 1, "encoder_heads": 2, "encoder_feedforward": 8, '
-        '"unet_channels": 4, "unet_multipliers": [1], "unet_res_blocks": 1, '
-        '"attention_lengths": [], "num_steps": 20, "sampling_steps": 4, "num_prototypes": 4}'
+        '{"encoder": {"embed_dim": 8, "num_layers": 1, "num_heads": 2, "feedforward_dim": 8}, '
+        '"denoiser": {"base_channels": 4, "multipliers": [1], "res_blocks": 1, '
+        '"attention_lengths": []}, "diffusion": {"num_steps": 20}, "sampling": {"steps": 4}, '
+        '"prototype_options": {"num_prototypes": 4}}'
     )
     cli = _recipe("prodiff").main(
         [
@@ -637,9 +646,8 @@ def test_prodiff_recipe_puts_prodiff_next_to_interpolation_on_the_same_windows(t
     for seed in (0, 1):
         data = TrajectoryDataModule(
             window_length=6,
-            num_trajectories=64,
+            synthetic=SyntheticCity(num_trajectories=64, left_side_probability=1.0),
             data_seed=seed,
-            synthetic_kwargs={"left_side_probability": 1.0},
         )
         truth = data.windows["test"]
         expected.append(
@@ -757,8 +765,8 @@ def test_docks_rag_recipe_tables_every_prompt_variant_over_seeds(tmp_path):
             "--trainer.logger=false",
             "--studies.docred.variants=[plain, hybrid]",
             "--studies.docred.seeds=[0, 1]",
-            "--studies.docred.data={num_train: 6, num_dev: 2, top_k: 2, kg_steps: 20, "
-            "encoder: tfidf, encoder_dim: 8}",
+            "--studies.docred.data={source: {num_train: 6, num_dev: 2}, prompt: {top_k: 2}, "
+            "knowledge: {kg_steps: 20, encoder: tfidf, encoder_dim: 8}}",
             "--studies.docred.size={layers: 1, width: 16, heads: 2}",
             "--studies.docred.vocab_size=400",
             "--studies.docred.pretrain_epochs=1",
@@ -792,10 +800,11 @@ ELICITATION_SMALL = [
     "--studies.elicitation.steps=2",
     "--studies.elicitation.report_at=[0, 2]",
     "--studies.elicitation.entities=4",
-    "--studies.elicitation.latent={num_types: 2, num_questions: 6, num_answers: 3, "
-    "concentration: 0.1, uninformative: 2, world_seed: 3, num_entities: 40, num_val: 4, "
+    "--studies.elicitation.latent={latent: {num_types: 2, num_questions: 6, num_answers: 3, "
+    "concentration: 0.1, uninformative: 2, world_seed: 3, num_entities: 40}, num_val: 4, "
     "num_test: 4, batch_size: 16}",
-    "--studies.elicitation.digits={threshold: 0.5, num_val: 4, num_test: 4, batch_size: 64}",
+    "--studies.elicitation.digits={digits: {threshold: 0.5}, num_val: 4, num_test: 4, "
+    "batch_size: 64}",
     "--studies.elicitation.targets={latent: [2, 3], digits: [16, 17, 18]}",
     "--studies.elicitation.candidates={digits: [1, 2, 5, 6]}",
     "--studies.elicitation.epochs={latent: 1, digits: 1}",
@@ -809,6 +818,7 @@ def test_adaptive_elicitation_recipe_tables_every_policy_and_the_reference(tmp_p
     from lightning_info.methods.adaptive_elicitation import (
         ElicitationDataModule,
         ExactPosteriorModel,
+        LatentWorldOptions,
     )
     from lightning_info.methods.adaptive_elicitation.entities import latent_world_questions
     from lightning_info.methods.adaptive_elicitation.evaluation import elicitation_curves
@@ -830,9 +840,10 @@ def test_adaptive_elicitation_recipe_tables_every_policy_and_the_reference(tmp_p
     # the reference line is exact-posterior EIG on the same test entities, computed here afresh
     for record in (r for r in records if r["world"] == "latent"):
         tokenizer = train_bpe_tokenizer(latent_world_questions(6), vocab_size=300)
-        data = ElicitationDataModule(tokenizer, num_types=2, num_questions=6, concentration=0.1,
-                                     uninformative=2, world_seed=3, num_entities=40, num_val=4,
-                                     num_test=4, seed=record["seed"])  # fmt: skip
+        latent = LatentWorldOptions(num_types=2, num_questions=6, concentration=0.1,
+                                    uninformative=2, world_seed=3, num_entities=40)  # fmt: skip
+        data = ElicitationDataModule(tokenizer, latent=latent, num_val=4, num_test=4,
+                                     seed=record["seed"])  # fmt: skip
         answers = data.table.answers[data.test_entities[:4]]
         curves = elicitation_curves("eig", ExactPosteriorModel(data.world), answers,
                                     [0, 1, 4, 5], [2, 3], 2)  # fmt: skip
@@ -855,8 +866,8 @@ GRAPH4MM_SMALL = [
     "--studies.graph4mm.arms={graph4mm: {variant: graph4mm}, text_only: {variant: text_only}}",
     "--studies.graph4mm.seeds=[0, 1]",
     "--studies.graph4mm.data={num_train: 24, num_val: 8, num_test: 8, batch_size: 8}",
-    "--studies.graph4mm.model={dim: 16, num_queries: 2, layers: 1, heads: 2, image_dim: 8, "
-    "lr: 0.003, warmup_fraction: 0.1, max_new_tokens: 4}",
+    "--studies.graph4mm.model={qformer: {dim: 16, num_queries: 2, layers: 1, heads: 2}, "
+    "image_encoder: {dim: 8}, optimizer: {lr: 0.003, warmup_fraction: 0.1}, max_new_tokens: 4}",
     "--studies.graph4mm.lm={layers: 1, width: 16, heads: 2}",
     "--studies.graph4mm.corpus=32",
     "--studies.graph4mm.lm_epochs=1",
@@ -869,6 +880,7 @@ GRAPH4MM_SMALL = [
 def test_graph4mm_recipe_tables_every_arm_from_its_runs(tmp_path, monkeypatch):
     from lightning.pytorch import Trainer, seed_everything
 
+    from lightning_info.core.options import AdamWOptions
     from lightning_info.methods.graph4mm import Graph4MM, MultimodalGraphDataModule
     from lightning_info.methods.graph4mm.study import (
         bayes_label_accuracy,
@@ -901,9 +913,9 @@ def test_graph4mm_recipe_tables_every_arm_from_its_runs(tmp_path, monkeypatch):
     lm = pretrain_language_model(data, {"seed": 1, "corpus": 32, "lm_epochs": 1, "lm_lr": 0.003,
                                         "lm": {"layers": 1, "width": 16, "heads": 2},
                                         "root": str(tmp_path)})  # fmt: skip
-    model = Graph4MM(lm, data.tokenizer, num_classes=10, variant="text_only", dim=16,
-                     num_queries=2, layers=1, heads=2, image_dim=8, lr=0.003,
-                     warmup_fraction=0.1, max_new_tokens=4)  # fmt: skip
+    model = Graph4MM(lm, data.tokenizer, num_classes=10, variant="text_only",
+                     optimizer=AdamWOptions(lr=0.003, warmup_fraction=0.1),
+                     max_new_tokens=4)  # fmt: skip
     seed_everything(1, verbose=False)
     trainer = Trainer(max_epochs=2, logger=False, enable_checkpointing=False,
                       enable_progress_bar=False, enable_model_summary=False,

@@ -70,3 +70,6 @@ class AdamWOptions:
             self.schedule_steps,
             floor=self.min_lr / self.lr,
         )
+
+
+torch.serialization.add_safe_globals([AdamWOptions])  # checkpoints load under weights_only

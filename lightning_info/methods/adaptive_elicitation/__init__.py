@@ -7,7 +7,11 @@ elicitation curves the recipe reports.
 
 See README.md in this folder."""
 
-from lightning_info.methods.adaptive_elicitation.datamodule import ElicitationDataModule
+from lightning_info.methods.adaptive_elicitation.datamodule import (
+    DigitQuestionOptions,
+    ElicitationDataModule,
+    LatentWorldOptions,
+)
 from lightning_info.methods.adaptive_elicitation.entities import (
     EntityTable,
     digits_table,
@@ -32,6 +36,7 @@ from lightning_info.methods.adaptive_elicitation.world import (
 )
 
 __all__ = [
+    "DigitQuestionOptions",
     "ElicitationDataModule",
     "ElicitationLM",
     "EmpiricalPredictiveModel",
@@ -39,6 +44,7 @@ __all__ = [
     "ExactPosteriorModel",
     "LMPredictive",
     "LatentTypeWorld",
+    "LatentWorldOptions",
     "QuestionBank",
     "batched_information_gain",
     "batched_lookahead_scores",

@@ -19,6 +19,7 @@ shuffled order each.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from lightning_info.core.resume import ResumableDataLoader
 from lightning_info.core.sampling import EpochShuffleSampler, keyed_generator
-from lightning_info.core.validation import require_int
+from lightning_info.core.validation import require_fraction, require_int, require_positive
 from lightning_info.lm.features import pad_token_id, pad_token_rows
 from lightning_info.methods.adaptive_elicitation.entities import (
     EntityTable,
@@ -40,9 +41,60 @@ from lightning_info.methods.adaptive_elicitation.functional import check_index
 from lightning_info.methods.adaptive_elicitation.sequences import QuestionBank, encode_entity
 from lightning_info.methods.adaptive_elicitation.world import LatentTypeWorld
 
-__all__ = ["ElicitationDataModule"]
+__all__ = ["DigitQuestionOptions", "ElicitationDataModule", "LatentWorldOptions"]
 
 SOURCES = ("latent", "digits")
+
+
+@dataclass(frozen=True)
+class LatentWorldOptions:
+    """The latent-type world (:meth:`LatentTypeWorld.sample`, seeded by ``world_seed``) and the
+    ``num_entities`` it draws (:func:`~.entities.latent_world_table`)."""
+
+    num_types: int = 4
+    num_questions: int = 12
+    num_answers: int = 3
+    concentration: float = 0.3
+    uninformative: int = 0
+    world_seed: int = 0
+    num_entities: int = 2400
+
+    def __post_init__(self) -> None:
+        require_int(self.num_types, "num_types", 1)
+        require_int(self.num_questions, "num_questions", 1)
+        require_int(self.num_answers, "num_answers", 1)
+        require_positive(self.concentration, "concentration")
+        if require_int(self.uninformative, "uninformative", 0) > self.num_questions:
+            raise ValueError(f"uninformative must be in [0, {self.num_questions}]")
+        require_int(self.world_seed, "world_seed", 0)
+        require_int(self.num_entities, "num_entities", 1)
+
+    def sample(self) -> LatentTypeWorld:
+        """The world these options describe."""
+        return LatentTypeWorld.sample(
+            self.num_types,
+            self.num_questions,
+            self.num_answers,
+            self.concentration,
+            self.uninformative,
+            self.world_seed,
+        )
+
+
+@dataclass(frozen=True)
+class DigitQuestionOptions:
+    """The digits' questions (:func:`~.entities.digits_table`): "Region r dark?" for square
+    regions of ``region`` pixels a side (it divides 8) whose mean ink reaches ``threshold``, then
+    "Is it a k?" for the ten classes when ``class_questions``."""
+
+    region: int = 2
+    threshold: float = 0.5
+    class_questions: bool = True
+
+    def __post_init__(self) -> None:
+        if 8 % require_int(self.region, "region", 1):
+            raise ValueError(f"region must divide the digits' 8 pixels, got {self.region}")
+        require_fraction(self.threshold, "threshold")
 
 
 class _EpochIndexSampler(EpochShuffleSampler):
@@ -80,9 +132,10 @@ class ElicitationDataModule(LightningDataModule):
             (resize the model's embeddings to ``len(tokenizer)``).
         source: ``"latent"`` (the latent-type world), ``"digits"`` (scikit-learn's digits) or
             the path of a JSON-lines file of entities (``entities.read_entities_jsonl``).
-        num_types, num_questions, num_answers, concentration, uninformative, world_seed: the
-            latent-type world (``LatentTypeWorld.sample``); num_entities: how many it draws.
-        region, threshold, class_questions: the digits' questions (``entities.digits_table``).
+        latent: the latent-type world and how many entities it draws
+            (:class:`LatentWorldOptions`), for ``source="latent"``.
+        digits: the digits' questions (:class:`DigitQuestionOptions`), for
+            ``source="digits"``.
         answer_names: the answer set of a JSON-lines source (default: as first seen).
         num_val, num_test: entities held out for validation and test; the rest train.
         held_out_questions: question indices left out of every training sequence.
@@ -97,16 +150,8 @@ class ElicitationDataModule(LightningDataModule):
         self,
         tokenizer: Any,
         source: str = "latent",
-        num_types: int = 4,
-        num_questions: int = 12,
-        num_answers: int = 3,
-        concentration: float = 0.3,
-        uninformative: int = 0,
-        world_seed: int = 0,
-        num_entities: int = 2400,
-        region: int = 2,
-        threshold: float = 0.5,
-        class_questions: bool = True,
+        latent: LatentWorldOptions = LatentWorldOptions(),
+        digits: DigitQuestionOptions = DigitQuestionOptions(),
         answer_names: Sequence[str] | None = None,
         num_val: int = 200,
         num_test: int = 200,
@@ -119,14 +164,18 @@ class ElicitationDataModule(LightningDataModule):
         self.batch_size = require_int(batch_size, "batch_size", 1)
         num_val = require_int(num_val, "num_val", 1)
         num_test = require_int(num_test, "num_test", 0)
+        for name, value, kind in (
+            ("latent", latent, LatentWorldOptions),
+            ("digits", digits, DigitQuestionOptions),
+        ):
+            if not isinstance(value, kind):
+                raise TypeError(f"`{name}` must be a {kind.__name__}, got {type(value).__name__}.")
         self.world = None
         if source == "latent":
-            self.world = LatentTypeWorld.sample(
-                num_types, num_questions, num_answers, concentration, uninformative, world_seed
-            )
-            self.table = latent_world_table(self.world, num_entities, seed=self.seed)
+            self.world = latent.sample()
+            self.table = latent_world_table(self.world, latent.num_entities, seed=self.seed)
         elif source == "digits":
-            self.table = digits_table(region, threshold, class_questions)
+            self.table = digits_table(digits.region, digits.threshold, digits.class_questions)
         elif Path(source).suffix in (".jsonl", ".json") or Path(source).is_file():
             self.table = read_entities_jsonl(source, answer_names)
         else:

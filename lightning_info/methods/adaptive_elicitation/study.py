@@ -40,7 +40,11 @@ def _train(job: dict[str, Any]):
     from lightning.pytorch import Trainer, seed_everything
 
     from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
-    from lightning_info.methods.adaptive_elicitation.datamodule import ElicitationDataModule
+    from lightning_info.methods.adaptive_elicitation.datamodule import (
+        DigitQuestionOptions,
+        ElicitationDataModule,
+        LatentWorldOptions,
+    )
     from lightning_info.methods.adaptive_elicitation.entities import (
         digits_questions,
         latent_world_questions,
@@ -49,10 +53,12 @@ def _train(job: dict[str, Any]):
 
     torch.set_num_threads(job["threads"])
     settings = dict(job["data"], source=job["world"], seed=job["seed"])
+    latent = settings["latent"] = LatentWorldOptions(**settings.get("latent", {}))
+    digits = settings["digits"] = DigitQuestionOptions(**settings.get("digits", {}))
     if job["world"] == "latent":
-        texts = latent_world_questions(settings.get("num_questions", 12))
+        texts = latent_world_questions(latent.num_questions)
     else:
-        texts = digits_questions(settings.get("region", 2), settings.get("class_questions", True))
+        texts = digits_questions(digits.region, digits.class_questions)
     tokenizer = train_bpe_tokenizer(texts * 5, vocab_size=300)
     data = ElicitationDataModule(tokenizer, **settings)
     size = job["size"]
@@ -133,7 +139,10 @@ class ElicitationStudy(Study):
         entities: test entities questioned per seed; depth: the lookahead's.
         targets: per world, the target question indices.
         candidates: per world, the candidate question indices (default: all but the targets).
-        latent, digits: ``ElicitationDataModule`` arguments of each world.
+        latent, digits: ``ElicitationDataModule`` arguments of each world, the world's options
+            as a dict under its own name (``latent: {latent: {num_types: 3, ...}, num_val:
+            200}``, ``digits: {digits: {region: 2}, ...}``: ``LatentWorldOptions`` and
+            ``DigitQuestionOptions`` fields).
         size: ``layers``, ``width``, ``heads`` of the GPT-2; epochs (per world), lr: its
             meta-training (AdamW, 5% warmup, cosine decay).
         predictive_batch: rows per forward pass when the LM predicts.

@@ -44,6 +44,7 @@ from lightning_info.methods.ancestral_search.graphs import (
 )
 
 __all__ = [
+    "choose_move",
     "BIDIRECTED",
     "DIRECTED",
     "UNDIRECTED",

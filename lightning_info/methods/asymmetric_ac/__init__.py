@@ -3,11 +3,6 @@
 See README.md in this folder."""
 
 from lightning_info.methods.asymmetric_ac.agent_state import WindowEncoding
-from lightning_info.methods.asymmetric_ac.deep_ac import (
-    AsymmetricActorCritic,
-    m_step_returns,
-    make_agent_env,
-)
 from lightning_info.methods.asymmetric_ac.exact import (
     AgentStateChain,
     PolicyEvaluation,
@@ -27,12 +22,19 @@ from lightning_info.methods.asymmetric_ac.functional import (
     softmax_policy,
 )
 from lightning_info.methods.asymmetric_ac.linear_module import LinearAsymmetricActorCritic
+from lightning_info.methods.asymmetric_ac.module import (
+    A2COptions,
+    AsymmetricActorCritic,
+    m_step_returns,
+    make_agent_env,
+)
 from lightning_info.methods.asymmetric_ac.rollouts import ChainSampler
 from lightning_info.methods.asymmetric_ac.tabular_pomdp import T_MAZE_ACTIONS, TabularPOMDP, t_maze
 from lightning_info.methods.asymmetric_ac.wrappers import ObservationWindow, PartialObservation
 
 __all__ = [
     "ActorCriticHistory",
+    "A2COptions",
     "AgentStateChain",
     "AsymmetricActorCritic",
     "ChainSampler",

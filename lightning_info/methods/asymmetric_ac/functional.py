@@ -40,6 +40,16 @@ from lightning_info.methods.asymmetric_ac.exact import (
 )
 from lightning_info.methods.asymmetric_ac.rollouts import ChainSampler
 
+__all__ = [
+    "ActorCriticHistory",
+    "critic_feature_index",
+    "m_step_td",
+    "natural_actor_critic",
+    "npg_direction",
+    "SGDSettings",
+    "softmax_policy",
+]
+
 CriticKind = Literal["asymmetric", "symmetric"]
 
 

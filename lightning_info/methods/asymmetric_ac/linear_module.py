@@ -28,6 +28,11 @@ from lightning_info.methods.asymmetric_ac.functional import (
 )
 from lightning_info.methods.asymmetric_ac.tabular_pomdp import TabularPOMDP, t_maze
 
+# the options live in checkpoints' hyperparameters, which torch.load reads weights-only
+torch.serialization.add_safe_globals([SGDSettings])
+
+_CRITIC_SGD = SGDSettings(num_steps=1000)
+
 
 class LinearAsymmetricActorCritic(pl.LightningModule):
     """Softmax-linear actor on window agent states with an asymmetric or symmetric linear critic.
@@ -49,13 +54,14 @@ class LinearAsymmetricActorCritic(pl.LightningModule):
     ``(seed, round, rank)``, so a resumed run continues exactly.
 
     Args:
-        pomdp: the tabular POMDP; ``None`` builds :func:`t_maze` from the next three arguments.
-        corridor_length, sign_accuracy, penalty: the T-maze.
+        pomdp: the tabular POMDP; ``None`` builds the T-maze ``t_maze(1, 1.0, penalty=-0.5)``
+            (:func:`~lightning_info.methods.asymmetric_ac.tabular_pomdp.t_maze`).
         window: agent state = the last ``window`` observations.
         asymmetric: critic features ``phi(s, z, a)`` (else ``phi(z, a)``).
         gamma: discount factor.
         td_steps: ``m`` of the m-step TD target.
-        critic_steps, critic_batch, critic_step_size: SGD of the critic (and of ``w``).
+        critic: the projected averaged SGD of the critic (and of ``w``); by default 1,000 steps
+            of batches of 64 at step size 0.5.
         actor_step_size: ``eta``.
         steps_per_epoch: length of the step-counting dataloader.
         seed: seeds all sampling.
@@ -64,16 +70,11 @@ class LinearAsymmetricActorCritic(pl.LightningModule):
     def __init__(
         self,
         pomdp: TabularPOMDP | None = None,
-        corridor_length: int = 1,
-        sign_accuracy: float = 1.0,
-        penalty: float = -0.5,
         window: int = 1,
         asymmetric: bool = True,
         gamma: float = 0.9,
         td_steps: int = 1,
-        critic_steps: int = 1000,
-        critic_batch: int = 64,
-        critic_step_size: float = 0.5,
+        critic: SGDSettings = _CRITIC_SGD,
         actor_step_size: float = 1.0,
         steps_per_epoch: int = 10,
         seed: int = 0,
@@ -82,16 +83,14 @@ class LinearAsymmetricActorCritic(pl.LightningModule):
         self.save_hyperparameters(ignore=["pomdp"])
         self.automatic_optimization = False
         if pomdp is None:
-            pomdp = t_maze(corridor_length, sign_accuracy, penalty=penalty)
+            pomdp = t_maze(1, 1.0, penalty=-0.5)
         self.chain = agent_state_chain(pomdp, require_int(window, "window", 1))
         self.kind = "asymmetric" if asymmetric else "symmetric"
         self.gamma = require_fraction(gamma, "gamma")
         self.td_steps = require_int(td_steps, "td_steps", 1)
-        self.settings = SGDSettings(
-            num_steps=require_int(critic_steps, "critic_steps", 1),
-            batch_size=require_int(critic_batch, "critic_batch", 1),
-            step_size=require_positive(critic_step_size, "critic_step_size"),
-        )
+        if not isinstance(critic, SGDSettings):
+            raise TypeError(f"`critic` must be an SGDSettings, got {type(critic).__name__}.")
+        self.settings = critic
         self.actor_step_size = require_positive(actor_step_size, "actor_step_size")
         self.steps_per_epoch = require_int(steps_per_epoch, "steps_per_epoch", 1)
         self.seed = require_int(seed, "seed", 0)

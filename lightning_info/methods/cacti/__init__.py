@@ -1,13 +1,21 @@
 """CACTI: context-aware copy-masked tabular imputation (Gorla et al., ICML 2025).
 
-``CACTI`` (LightningModule), ``TabularImputationDataModule``, ``CACTIImputer`` (scikit-learn),
-median truncated copy masking (``functional``), the evaluation protocol's missingness
-(``missingness``), the column context embeddings (``context``) and the imputation Metrics.
+``CACTI`` (LightningModule) and its network ``CACTINetwork``, ``TabularImputationDataModule``
+(with ``MissingnessOptions`` and ``SplitOptions``), ``CACTIImputer`` (scikit-learn), median
+truncated copy masking and the reconstruction loss (``functional``), the evaluation protocol's
+missingness (``missingness``), the column context embeddings (``context``) and the imputation
+Metrics.
 """
 
 from lightning_info.methods.cacti.context import column_descriptions, context_texts, embed_columns
-from lightning_info.methods.cacti.datamodule import TabularImputationDataModule
-from lightning_info.methods.cacti.functional import copy_masks, inference_layout, median_truncation
+from lightning_info.methods.cacti.datamodule import SplitOptions, TabularImputationDataModule
+from lightning_info.methods.cacti.functional import (
+    copy_masks,
+    imputation_scores,
+    inference_layout,
+    median_truncation,
+    reconstruction_loss,
+)
 from lightning_info.methods.cacti.imputer import CACTIImputer
 from lightning_info.methods.cacti.metrics import (
     ImputationMAE,
@@ -15,19 +23,28 @@ from lightning_info.methods.cacti.metrics import (
     ImputationRMSE,
     ImputationWasserstein,
     imputation_metrics,
-    imputation_scores,
 )
-from lightning_info.methods.cacti.missingness import MECHANISMS, simulate_missing, solve_intercepts
-from lightning_info.methods.cacti.module import CACTI
+from lightning_info.methods.cacti.missingness import (
+    MECHANISMS,
+    MissingnessOptions,
+    simulate_missing,
+    solve_intercepts,
+)
+from lightning_info.methods.cacti.module import CACTI, CACTI_OPTIMIZER
+from lightning_info.methods.cacti.networks import CACTINetwork
 
 __all__ = [
     "CACTI",
     "CACTIImputer",
+    "CACTINetwork",
+    "CACTI_OPTIMIZER",
     "ImputationMAE",
     "ImputationR2",
     "ImputationRMSE",
     "ImputationWasserstein",
     "MECHANISMS",
+    "MissingnessOptions",
+    "SplitOptions",
     "TabularImputationDataModule",
     "column_descriptions",
     "context_texts",
@@ -37,6 +54,7 @@ __all__ = [
     "imputation_scores",
     "inference_layout",
     "median_truncation",
+    "reconstruction_loss",
     "simulate_missing",
     "solve_intercepts",
 ]

@@ -4,11 +4,12 @@ The table is one of scikit-learn's bundled data sets (``diabetes``, ``wine``, ``
 ``iris``, ``linnerud``; no download), a generated nonlinear table (``synthetic[:rows]``), a CSV
 file, or any array / DataFrame
 (:meth:`TabularImputationDataModule.from_table`). A complete table gets simulated missingness
-(:func:`~lightning_info.methods.cacti.missingness.simulate_missing`, the evaluation protocol);
+(:func:`~lightning_info.methods.cacti.missingness.simulate_missing`, the evaluation protocol,
+at the strength of a :class:`~lightning_info.methods.cacti.missingness.MissingnessOptions`);
 a table with its own NaN is imputed as it is (``mechanism="none"``). The rows are split
-train / validation / test by ``data_seed``; every column is min-max scaled to ``[0, 1]`` with the
-*training* split's observed minimum and maximum only (standardising first, as the paper does,
-changes nothing after a min-max map). Batches are the dicts
+train / validation / test (:class:`SplitOptions`) by ``data_seed``; every column is min-max
+scaled to ``[0, 1]`` with the *training* split's observed minimum and maximum only
+(standardising first, as the paper does, changes nothing after a min-max map). Batches are the dicts
 :class:`~lightning_info.methods.cacti.module.CACTI` reads: ``values`` (0 at unobserved entries),
 ``observed``, ``truth`` (the scaled complete values, NaN where unknown) and ``target`` (entries
 hidden by the simulation, whose truth is known). The source table is never modified.
@@ -16,26 +17,56 @@ hidden by the simulation, whose truth is known). The source table is never modif
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 
-from lightning_info.core.validation import require_fraction, require_int
+from lightning_info.core.validation import require_choice, require_fraction, require_int
 from lightning_info.data.scaling import MinMaxScaling
 from lightning_info.data.splits import SplitDataModule, TensorRows
 from lightning_info.methods.cacti.context import column_descriptions, context_texts, embed_columns
-from lightning_info.methods.cacti.missingness import MECHANISMS, simulate_missing
+from lightning_info.methods.cacti.missingness import (
+    MECHANISMS,
+    MissingnessOptions,
+    simulate_missing,
+)
 
 __all__ = [
     "BUNDLED_TABLES",
+    "SplitOptions",
     "TabularImputationDataModule",
     "load_table",
     "synthetic_table",
 ]
 
 BUNDLED_TABLES = ("diabetes", "wine", "breast_cancer", "iris", "linnerud")
+
+
+@dataclass(frozen=True)
+class SplitOptions:
+    """The shares of the rows held out; the rest (at least 2 rows) is the training split.
+
+    Args:
+        test_fraction: the test rows (scored on their simulated entries).
+        val_fraction: the validation rows (scored likewise, when there are any).
+    """
+
+    test_fraction: float = 0.2
+    val_fraction: float = 0.0
+
+    def __post_init__(self) -> None:
+        require_fraction(self.test_fraction, "test_fraction")
+        require_fraction(self.val_fraction, "val_fraction")
+
+
+# data modules keep their options in the hyperparameters, which torch.load reads weights-only
+torch.serialization.add_safe_globals([MissingnessOptions, SplitOptions])
+
+_MISSINGNESS = MissingnessOptions()
+_SPLIT = SplitOptions()
 
 
 def synthetic_table(rows: int = 2000, columns: int = 12, latent: int = 3, noise: float = 0.1):
@@ -141,11 +172,11 @@ class TabularImputationDataModule(SplitDataModule):
             the path of a CSV file with a header row.
         mechanism: ``mcar``, ``mar``, ``mnar`` (simulated on a complete table) or ``none``
             (the table's own NaN are the missing entries).
-        rate: the simulated missing rate.
-        observed_share: the share of always-observed (MAR) or input (MNAR) columns.
+        missingness: the simulated missing ``rate`` and ``observed_share`` (the share of
+            always-observed (MAR) or input (MNAR) columns).
         data_seed: seeds the missingness and the split (named apart from a model's ``seed``).
-        test_fraction, val_fraction: shares of the rows held out (test rows are scored on
-            their simulated entries; validation rows likewise, when there are any).
+        split: the shares of the rows held out for testing and validation.
+        batch_size, num_workers: the loaders'.
         descriptions: column -> description for the context texts; default: parsed from the
             bundled table's documentation, or the column names.
         context: the text encoder of the context embeddings: ``auto`` (the packaged
@@ -158,12 +189,10 @@ class TabularImputationDataModule(SplitDataModule):
     def __init__(
         self,
         name: str = "diabetes",
-        mechanism: str = "mnar",
-        rate: float = 0.3,
-        observed_share: float = 0.3,
+        mechanism: Literal["mcar", "mar", "mnar", "none"] = "mnar",
+        missingness: MissingnessOptions = _MISSINGNESS,
         data_seed: int = 0,
-        test_fraction: float = 0.2,
-        val_fraction: float = 0.0,
+        split: SplitOptions = _SPLIT,
         batch_size: int = 128,
         descriptions: dict[str, str] | None = None,
         context: str = "auto",
@@ -174,10 +203,15 @@ class TabularImputationDataModule(SplitDataModule):
     ) -> None:
         super().__init__()
         self.save_hyperparameters(ignore=["_table", "descriptions"])
-        if mechanism not in (*MECHANISMS, "none"):
-            raise ValueError(
-                f"`mechanism` must be one of {(*MECHANISMS, 'none')}, got {mechanism!r}."
-            )
+        require_choice(mechanism, "mechanism", (*MECHANISMS, "none"))
+        for value, kind, argument in (
+            (missingness, MissingnessOptions, "missingness"),
+            (split, SplitOptions, "split"),
+        ):
+            if not isinstance(value, kind):
+                raise TypeError(
+                    f"`{argument}` must be a {kind.__name__}, got {type(value).__name__}."
+                )
         self.name = name
         self.batch_size = require_int(batch_size, "batch_size", 1)
         self.shuffle_seed = require_int(data_seed, "data_seed", 0)
@@ -198,15 +232,11 @@ class TabularImputationDataModule(SplitDataModule):
             )
         else:
             self.simulated = simulate_missing(
-                self.table, rate, mechanism, observed_share, data_seed
+                self.table, missingness.rate, mechanism, missingness.observed_share, data_seed
             )
         self.observed = ~own_missing & ~self.simulated
         check_missingness(self.observed, self.columns, f"table {name!r}")
-        self.splits = self._split(
-            require_fraction(test_fraction, "test_fraction"),
-            require_fraction(val_fraction, "val_fraction"),
-            data_seed,
-        )
+        self.splits = self._split(split.test_fraction, split.val_fraction, data_seed)
         train = self.splits["train"]
         check_missingness(self.observed[train], self.columns, f"the training rows of {name!r}")
         self.scaling = MinMaxScaling(self.table[train], self.observed[train])

@@ -18,14 +18,38 @@ as its key-padding mask, so a padded slot never changes a row's encoding. (The r
 attends to a frozen pad token instead, and at inference truncates every row of a batch to the
 batch's shortest, which is why it predicts one row at a time; with key-padding masks any batch
 gives the one-row predictions.)
+
+The training objective (:func:`reconstruction_loss`) is the masked autoencoder's squared error
+over the values the encoder saw plus that over the observed values MT-CM hid.
+
+The evaluation's scores over the entries that were missing: ``r2``, the squared Pearson
+correlation between the imputed and the true values of one column over its missing entries,
+averaged over the columns with missing entries (not sklearn's ``r2_score``); ``rmse`` and ``mae``
+over all missing entries; ``wasserstein``, the 1-D Wasserstein distance between the imputed and
+the true values of a column's missing entries, averaged over those columns. Each is a pair of
+torchmetrics-style functions: ``_<score>_update`` reduces one batch to the score's sufficient
+statistics, ``_<score>_compute`` turns the accumulated statistics into the score. The Metrics of
+:mod:`~lightning_info.methods.cacti.metrics` accumulate them over batches and processes;
+:func:`imputation_scores` runs them once on a whole table.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["copy_masks", "encoder_length", "inference_layout", "median_truncation", "kept_mask"]
+from lightning_info.core.validation import require_real_tensor
+
+__all__ = [
+    "copy_masks",
+    "encoder_length",
+    "imputation_scores",
+    "inference_layout",
+    "kept_mask",
+    "median_truncation",
+    "reconstruction_loss",
+]
 
 
 def _check_mask(mask: Tensor, name: str) -> None:
@@ -97,3 +121,185 @@ def kept_mask(positions: Tensor, padding: Tensor, num_columns: int) -> Tensor:
     )
     kept.scatter_(1, positions.masked_fill(padding, num_columns), True)
     return kept[:, :num_columns]
+
+
+def reconstruction_loss(
+    prediction: Tensor, values: Tensor, observed: Tensor, kept: Tensor
+) -> Tensor:
+    """CACTI's reconstruction objective (Gorla et al., ICML 2025; the reference code's loss):
+
+    ``L = sum_{(i,j) in K} (x_hat_ij - x_ij)^2 / |K| + sum_{(i,j) in R} (x_hat_ij - x_ij)^2 / |R|``
+
+    with ``K = observed & kept`` (the values the encoder saw, the paper's ``omask``) and
+    ``R = observed & ~kept`` (the observed values MT-CM hid). A term over an empty set is left
+    out (the reference divides by zero there); ``values`` at unobserved entries are never read
+    (they may be NaN). All arguments are ``(B, d)``; the masks are boolean."""
+    squared = torch.where(observed, prediction - values, 0.0) ** 2
+    loss = prediction.new_zeros(())
+    for where in (kept & observed, observed & ~kept):
+        count = where.sum()
+        if count > 0:
+            loss = loss + torch.where(where, squared, 0.0).sum() / count
+    return loss
+
+
+# ------------------------------------------------------------- scores of the evaluation
+
+#: Default relative tolerance of the R^2 "variance > 0" test (see
+#: :class:`~lightning_info.methods.cacti.metrics.ImputationR2`).
+VARIANCE_RTOL = 1e-10
+
+
+def _missing_entries(
+    imputed: Tensor,
+    truth: Tensor,
+    missing: Tensor,
+    num_columns: int | None,
+    device: torch.device,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """``(b, a, missing)`` on ``device``: the imputation ``b`` and the truth ``a`` in float64 with
+    every entry that is not missing set to 0 by ``torch.where`` (so a NaN there is never read into
+    a sum), and the boolean mask; raises on a bad shape or dtype, or a non-finite missing entry."""
+    for name, tensor in (("imputed", imputed), ("truth", truth), ("missing", missing)):
+        require_real_tensor(tensor, name)
+    if missing.dtype != torch.bool:
+        raise TypeError(
+            f"`missing` must be a bool mask (True where the entry was missing), got dtype "
+            f"{missing.dtype}; pass `mask.bool()` for a 0/1 mask."
+        )
+    for name, tensor in (("imputed", imputed), ("truth", truth)):
+        if tensor.dtype == torch.bool or tensor.is_complex():
+            raise TypeError(f"`{name}` must hold real numbers, got dtype {tensor.dtype}.")
+    if imputed.dim() != 2 or not imputed.shape == truth.shape == missing.shape:
+        raise ValueError(
+            "`imputed`, `truth` and `missing` must be 2-D (rows, columns) of one shape, got "
+            f"{tuple(imputed.shape)}, {tuple(truth.shape)} and {tuple(missing.shape)}."
+        )
+    if num_columns is not None and imputed.shape[1] != num_columns:
+        raise ValueError(
+            f"the metric was built for `num_columns` = {num_columns} but the batch has "
+            f"{imputed.shape[1]} columns."
+        )
+    missing = missing.detach().to(device)
+    imputed = torch.where(missing, imputed.detach().to(device, torch.float64), 0.0)
+    truth = torch.where(missing, truth.detach().to(device, torch.float64), 0.0)
+    if not bool(torch.isfinite(imputed).all() & torch.isfinite(truth).all()):  # one device sync
+        raise ValueError("the truth and the imputation must be finite at the missing entries.")
+    return imputed, truth, missing
+
+
+def _scalar(value: float, device: torch.device) -> Tensor:
+    return torch.tensor(value, dtype=torch.float64, device=device)
+
+
+def _r2_update(
+    imputed: Tensor, truth: Tensor, missing: Tensor
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """Per column, over one batch's missing entries (``imputed`` = ``b`` and ``truth`` = ``a``
+    as :func:`_missing_entries` returns them, 0 elsewhere): the count and the sums ``S_a``,
+    ``S_b``, ``S_aa``, ``S_bb``, ``S_ab``."""
+    a, b = truth, imputed
+    return missing.sum(0), a.sum(0), b.sum(0), (a * a).sum(0), (b * b).sum(0), (a * b).sum(0)
+
+
+def _r2_compute(
+    count: Tensor,
+    sum_truth: Tensor,
+    sum_imputed: Tensor,
+    sum_truth_sq: Tensor,
+    sum_imputed_sq: Tensor,
+    sum_product: Tensor,
+    variance_rtol: float,
+) -> Tensor:
+    """CACTI's R^2 from the per-column sums: with the centred sums ``C_aa = S_aa - S_a^2 / n``,
+    ``C_bb`` likewise and ``C_ab = S_ab - S_a S_b / n``, the mean over the qualifying columns
+    (``n >= 2``, ``C_aa > variance_rtol * S_aa`` and ``C_bb > variance_rtol * S_bb``) of
+    ``C_ab^2 / (C_aa C_bb)``, clipped to ``[0, 1]``; NaN (0-dim float64) when no column
+    qualifies (see :class:`~lightning_info.methods.cacti.metrics.ImputationR2` for the
+    tolerance)."""
+    n = count.double().clamp_min(1.0)
+    s_a, s_b = sum_truth.double(), sum_imputed.double()
+    s_aa, s_bb = sum_truth_sq.double(), sum_imputed_sq.double()
+    c_aa = s_aa - s_a * s_a / n
+    c_bb = s_bb - s_b * s_b / n
+    c_ab = sum_product.double() - s_a * s_b / n
+    qualifies = (count >= 2) & (c_aa > variance_rtol * s_aa) & (c_bb > variance_rtol * s_bb)
+    if not bool(qualifies.any()):
+        return _scalar(float("nan"), count.device)
+    c_aa, c_bb, c_ab = c_aa[qualifies], c_bb[qualifies], c_ab[qualifies]
+    return (c_ab * c_ab / (c_aa * c_bb)).clamp(0.0, 1.0).mean()
+
+
+def _squared_error_update(imputed: Tensor, truth: Tensor, missing: Tensor) -> tuple[Tensor, Tensor]:
+    """The sum of squared errors over one batch's missing entries and their count."""
+    errors = imputed - truth  # 0 where not missing
+    return (errors * errors).sum(), missing.sum()
+
+
+def _absolute_error_update(
+    imputed: Tensor, truth: Tensor, missing: Tensor
+) -> tuple[Tensor, Tensor]:
+    """The sum of absolute errors over one batch's missing entries and their count."""
+    return (imputed - truth).abs().sum(), missing.sum()
+
+
+def _rmse_compute(squared_error_sum: Tensor, count: Tensor) -> Tensor:
+    """``sqrt(sum (b - a)^2 / n)``."""
+    return (squared_error_sum.double() / count).sqrt()
+
+
+def _mae_compute(absolute_error_sum: Tensor, count: Tensor) -> Tensor:
+    """``sum |b - a| / n``."""
+    return absolute_error_sum.double() / count
+
+
+def _wasserstein_update(
+    imputed: Tensor, truth: Tensor, missing: Tensor
+) -> tuple[Tensor, Tensor, Tensor]:
+    """One batch's missing entries as ``(column index as float64, truth, imputation)``."""
+    rows, columns = torch.nonzero(missing, as_tuple=True)
+    return columns.double(), truth[rows, columns], imputed[rows, columns]
+
+
+def _wasserstein_compute(columns: Tensor, truth: Tensor, imputed: Tensor) -> float:
+    """The mean over the columns present of the 1-D Wasserstein distance between the truth and
+    the imputation of the column's entries (``scipy.stats.wasserstein_distance``)."""
+    from scipy.stats import wasserstein_distance
+
+    columns = columns.cpu().numpy().astype(np.int64)
+    truth, imputed = truth.cpu().numpy(), imputed.cpu().numpy()
+    order = np.argsort(columns, kind="stable")
+    columns, truth, imputed = columns[order], truth[order], imputed[order]
+    starts = np.flatnonzero(np.r_[True, columns[1:] != columns[:-1]])
+    ends = np.r_[starts[1:], columns.size]
+    distances = [
+        wasserstein_distance(truth[start:end], imputed[start:end])
+        for start, end in zip(starts, ends)
+    ]
+    return float(np.mean(distances))
+
+
+def imputation_scores(truth, imputed, missing) -> dict[str, float]:
+    """``r2``, ``rmse``, ``mae`` and ``wasserstein`` of ``imputed`` against ``truth`` (arrays or
+    tensors ``(n, d)``) over the entries where ``missing`` is ``True``: the score functions of
+    the Metrics run once on the whole table, so the values equal what the Metrics give over any
+    batching. A column whose missing entries are fewer than two, or constant in the truth or the
+    imputation, has no correlation and is left out of ``r2`` (NaN when no column is left)."""
+    imputed, truth, missing = _missing_entries(
+        torch.as_tensor(np.asarray(imputed, dtype=np.float64)),
+        torch.as_tensor(np.asarray(truth, dtype=np.float64)),
+        torch.as_tensor(np.asarray(missing, dtype=bool)),
+        None,
+        torch.device("cpu"),
+    )
+    if not bool(missing.any()):
+        raise ValueError("no entry is missing: there is nothing to score.")
+    squared, count = _squared_error_update(imputed, truth, missing)
+    absolute, _ = _absolute_error_update(imputed, truth, missing)
+    r2 = _r2_compute(*_r2_update(imputed, truth, missing), VARIANCE_RTOL)
+    return {
+        "r2": float(r2),
+        "rmse": float(_rmse_compute(squared, count)),
+        "mae": float(_mae_compute(absolute, count)),
+        "wasserstein": _wasserstein_compute(*_wasserstein_update(imputed, truth, missing)),
+    }

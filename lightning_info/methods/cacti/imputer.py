@@ -23,11 +23,12 @@ from lightning_info.core.trainers import quiet_trainer
 from lightning_info.core.validation import require_int
 from lightning_info.data.scaling import MinMaxScaling
 from lightning_info.methods.cacti.datamodule import (
+    SplitOptions,
     TabularImputationDataModule,
     check_rows,
     frame_values,
 )
-from lightning_info.methods.cacti.module import CACTI
+from lightning_info.methods.cacti.module import build_cacti
 
 __all__ = ["CACTIImputer"]
 
@@ -47,11 +48,14 @@ class CACTIImputer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         context: text encoder (``auto``, ``tfidf``, ``minilm``, a sentence-transformers model
             name, or ``none`` for the no-context ablation).
         context_dim: TF-IDF + SVD width.
-        model: further :class:`~lightning_info.methods.cacti.module.CACTI` arguments.
+        model: CACTI's settings (:func:`~lightning_info.methods.cacti.module.build_cacti`): the
+            network's ``embed_dim``, ``encoder_depth``, ``decoder_depth``, ``num_heads``,
+            ``mlp_ratio``, AdamW's ``lr``, ``weight_decay``, ... and ``copy_probability``.
         max_epochs, batch_size: training.
         gradient_clip_val: the trainer's gradient clipping (the paper's 5).
-        accelerator, devices, strategy, precision: the Lightning ``Trainer``'s.
-        trainer: further ``Trainer`` arguments (e.g. a logger or callbacks).
+        trainer: ``Trainer`` arguments over the defaults ``accelerator="cpu"``, ``devices=1``,
+            ``strategy="auto"``, ``precision="32-true"`` and the ones above (e.g.
+            ``{"accelerator": "gpu", "precision": "bf16-mixed"}``, a logger or callbacks).
         seed: seeds Lightning, the model's masks and the TF-IDF projection.
     """
 
@@ -64,10 +68,6 @@ class CACTIImputer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         max_epochs: int = 100,
         batch_size: int = 128,
         gradient_clip_val: float = 5.0,
-        accelerator: str = "cpu",
-        devices: Any = 1,
-        strategy: str = "auto",
-        precision: Any = "32-true",
         trainer: dict[str, Any] | None = None,
         seed: int = 0,
     ) -> None:
@@ -78,10 +78,6 @@ class CACTIImputer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.gradient_clip_val = gradient_clip_val
-        self.accelerator = accelerator
-        self.devices = devices
-        self.strategy = strategy
-        self.precision = precision
         self.trainer = trainer
         self.seed = seed
 
@@ -124,7 +120,7 @@ class CACTIImputer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             names,
             name="X",
             mechanism="none",
-            test_fraction=0.0,
+            split=SplitOptions(test_fraction=0.0),
             batch_size=self.batch_size,
             descriptions=self.descriptions,
             context=self.context,
@@ -133,23 +129,24 @@ class CACTIImputer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         )
         self.scaling_ = data.scaling
         pl.seed_everything(seed, verbose=False)
-        self.module_ = CACTI(
+        self.module_ = build_cacti(
             table.shape[1],
             data.context_embeddings,
+            self.model,
             use_context=self.context != "none",
             seed=seed,
-            **(self.model or {}),
         )
         settings = {
+            "accelerator": "cpu",
+            "devices": 1,
+            "strategy": "auto",
+            "precision": "32-true",
             "max_epochs": require_int(self.max_epochs, "max_epochs", 1),
-            "accelerator": self.accelerator,
-            "devices": self.devices,
-            "strategy": self.strategy,
-            "precision": self.precision,
             "gradient_clip_val": self.gradient_clip_val,
             "limit_val_batches": 0,
+            **(self.trainer or {}),
         }
-        trainer = quiet_trainer(**{**settings, **(self.trainer or {})})
+        trainer = quiet_trainer(**settings)
         trainer.fit(self.module_, train_dataloaders=data.train_dataloader())
         self.module_.trainer = None  # a fitted imputer holds no Trainer (pickles small)
         self.module_.cpu().eval()

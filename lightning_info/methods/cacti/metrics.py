@@ -1,18 +1,15 @@
-"""Imputation quality over the entries that were missing, as CACTI's evaluation reports it.
+"""Imputation quality over the entries that were missing, as CACTI's evaluation reports it
+(Gorla et al., ICML 2025), as torchmetrics Metrics.
 
-``r2`` is the squared Pearson correlation between the imputed and the true values of one column
-over its missing entries, averaged over the columns with missing entries (not sklearn's
-``r2_score``); ``rmse`` and ``mae`` are over all missing entries; ``wasserstein`` is the 1-D
-Wasserstein distance between the imputed and the true values of a column's missing entries
-(scipy), averaged over those columns.
-
-The definition is the evaluation of CACTI (Gorla et al., ICML 2025): R^2 is the squared Pearson
-correlation over the missing entries. :func:`imputation_scores` computes the four scores of one
-whole table in numpy and is the reference the Metrics are tested against.
-
-The torchmetrics Metrics accumulate the same scores over batches and, under DDP, over processes;
-each takes ``update(imputed, truth, missing)`` with ``(B, d)`` tensors (float, float, bool) and
-reads ``truth`` and ``imputed`` only where ``missing`` is ``True`` (they may hold NaN elsewhere):
+The scores and their update / compute functions live in
+:mod:`~lightning_info.methods.cacti.functional` (``r2``: the squared Pearson correlation per
+column over its missing entries, averaged over the columns; ``rmse``; ``mae``; ``wasserstein``:
+the mean per-column 1-D Wasserstein distance). The Metrics accumulate their sufficient
+statistics over batches and, under DDP, over processes, and call the same functions that
+:func:`~lightning_info.methods.cacti.functional.imputation_scores` runs once on a whole table.
+Every Metric takes ``update(imputed, truth, missing)`` with ``(B, d)`` tensors (float, float,
+bool) and reads ``truth`` and ``imputed`` only where ``missing`` is ``True`` (they may hold NaN
+elsewhere):
 
 - :class:`ImputationR2` keeps, per column, the count and the float64 sums of ``a``, ``b``,
   ``a^2``, ``b^2`` and ``a*b`` (``a`` the truth, ``b`` the imputation) with
@@ -30,14 +27,26 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor
 from torchmetrics import Metric, MetricCollection
 from torchmetrics.utilities.data import dim_zero_cat
 
 from lightning_info.core.metrics import DtypeKeepingMetric
-from lightning_info.core.validation import require_fraction, require_int, require_real_tensor
+from lightning_info.core.validation import require_fraction, require_int
+from lightning_info.methods.cacti.functional import (
+    VARIANCE_RTOL,
+    _absolute_error_update,
+    _mae_compute,
+    _missing_entries,
+    _r2_compute,
+    _r2_update,
+    _rmse_compute,
+    _scalar,
+    _squared_error_update,
+    _wasserstein_compute,
+    _wasserstein_update,
+)
 
 __all__ = [
     "ImputationMAE",
@@ -45,85 +54,10 @@ __all__ = [
     "ImputationRMSE",
     "ImputationWasserstein",
     "imputation_metrics",
-    "imputation_scores",
 ]
 
 
-def imputation_scores(truth, imputed, missing) -> dict[str, float]:
-    """``r2``, ``rmse``, ``mae`` and ``wasserstein`` of ``imputed`` against ``truth`` over the
-    entries where ``missing`` is ``True``. A column whose missing entries are fewer than two, or
-    constant in the truth or the imputation, has no correlation and is left out of ``r2``."""
-    from scipy.stats import wasserstein_distance
-
-    truth, imputed = np.asarray(truth, np.float64), np.asarray(imputed, np.float64)
-    missing = np.asarray(missing, dtype=bool)
-    if not truth.shape == imputed.shape == missing.shape or truth.ndim != 2:
-        raise ValueError(
-            "`truth`, `imputed` and `missing` must be 2-D of one shape, got "
-            f"{truth.shape}, {imputed.shape} and {missing.shape}."
-        )
-    if not missing.any():
-        raise ValueError("no entry is missing: there is nothing to score.")
-    if not (np.isfinite(truth[missing]).all() and np.isfinite(imputed[missing]).all()):
-        raise ValueError("the truth and the imputation must be finite at the missing entries.")
-    errors = imputed[missing] - truth[missing]
-    correlations, distances = [], []
-    for column in np.flatnonzero(missing.any(0)):
-        rows = missing[:, column]
-        a, b = truth[rows, column], imputed[rows, column]
-        distances.append(wasserstein_distance(a, b))
-        if rows.sum() >= 2 and np.ptp(a) > 0 and np.ptp(b) > 0:
-            correlations.append(np.corrcoef(a, b)[0, 1] ** 2)
-    return {
-        "r2": float(np.mean(correlations)) if correlations else float("nan"),
-        "rmse": float(np.sqrt(np.mean(errors**2))),
-        "mae": float(np.mean(np.abs(errors))),
-        "wasserstein": float(np.mean(distances)),
-    }
-
-
 # ----------------------------------------------------------------------------- metrics
-
-#: Default relative tolerance of :class:`ImputationR2`'s "variance > 0" test, see there.
-VARIANCE_RTOL = 1e-10
-
-
-def _missing_entries(
-    imputed: Tensor,
-    truth: Tensor,
-    missing: Tensor,
-    num_columns: int | None,
-    device: torch.device,
-) -> tuple[Tensor, Tensor, Tensor]:
-    """``(b, a, missing)`` on ``device``: the imputation ``b`` and the truth ``a`` in float64 with
-    every entry that is not missing set to 0 by ``torch.where`` (so a NaN there is never read into
-    a sum), and the boolean mask; raises on a bad shape or dtype, or a non-finite missing entry."""
-    for name, tensor in (("imputed", imputed), ("truth", truth), ("missing", missing)):
-        require_real_tensor(tensor, name)
-    if missing.dtype != torch.bool:
-        raise TypeError(
-            f"`missing` must be a bool mask (True where the entry was missing), got dtype "
-            f"{missing.dtype}; pass `mask.bool()` for a 0/1 mask."
-        )
-    for name, tensor in (("imputed", imputed), ("truth", truth)):
-        if tensor.dtype == torch.bool or tensor.is_complex():
-            raise TypeError(f"`{name}` must hold real numbers, got dtype {tensor.dtype}.")
-    if imputed.dim() != 2 or not imputed.shape == truth.shape == missing.shape:
-        raise ValueError(
-            "`imputed`, `truth` and `missing` must be 2-D (rows, columns) of one shape, got "
-            f"{tuple(imputed.shape)}, {tuple(truth.shape)} and {tuple(missing.shape)}."
-        )
-    if num_columns is not None and imputed.shape[1] != num_columns:
-        raise ValueError(
-            f"the metric was built for `num_columns` = {num_columns} but the batch has "
-            f"{imputed.shape[1]} columns."
-        )
-    missing = missing.detach().to(device)
-    imputed = torch.where(missing, imputed.detach().to(device, torch.float64), 0.0)
-    truth = torch.where(missing, truth.detach().to(device, torch.float64), 0.0)
-    if not bool(torch.isfinite(imputed).all() & torch.isfinite(truth).all()):  # one device sync
-        raise ValueError("the truth and the imputation must be finite at the missing entries.")
-    return imputed, truth, missing
 
 
 def _no_missing_entry(metric: Metric) -> ValueError:
@@ -131,10 +65,6 @@ def _no_missing_entry(metric: Metric) -> ValueError:
         f"{type(metric).__name__} has seen no missing entry: there is nothing to score; call "
         "`update(...)` with at least one True in `missing` before `compute()`."
     )
-
-
-def _scalar(value: float, device: torch.device) -> Tensor:
-    return torch.tensor(value, dtype=torch.float64, device=device)
 
 
 class ImputationR2(Metric):
@@ -150,22 +80,23 @@ class ImputationR2(Metric):
     the centred sums ``C_aa = S_aa - S_a^2 / n`` (likewise ``C_bb``, ``C_ab = S_ab - S_a S_b /
     n``) and ``r^2 = C_ab^2 / (C_aa C_bb)``, clipped to ``[0, 1]``.
 
-    A column enters the mean, as in :func:`imputation_scores`, when it has ``n >= 2`` missing
-    entries and both the truth and the imputation vary there. "Varies" is tested as
+    A column enters the mean when it has ``n >= 2`` missing entries and both the truth and the
+    imputation vary there. "Varies" is tested as
     ``C_aa > variance_rtol * S_aa`` (and the same for ``b``): the raw-moment difference of a
     constant column is float64 rounding noise of relative size ~1e-16 times the number of
     accumulation steps, not exactly 0, so it needs a tolerance. With the default ``1e-10`` a column
     is treated as constant when its standard deviation is below ~1e-5 times its root mean square
-    ``sqrt(S_aa / n)``; the oracle, which centres the values first, would still include such a
-    column, but its correlation from raw moments would have lost ~10 of its 16 digits anyway.
-    Conversely the oracle's ``std() > 0`` keeps some exactly constant columns (n copies of 0.1
-    have a numpy std of ~1e-17, giving r^2 ~ 0), which this test leaves out.
+    ``sqrt(S_aa / n)``; a two-pass computation, which centres the values first, would still
+    include such a column, but its correlation from raw moments would have lost ~10 of its 16
+    digits anyway. Conversely numpy's ``std() > 0`` holds for some exactly constant columns (n
+    copies of 0.1 have a numpy std of ~1e-17, giving r^2 ~ 0), which this test leaves out.
     For the same reason, data whose mean is many standard deviations from 0 loses precision
     (relative error ~1e-16 * mean^2 / variance); centre the columns (e.g. by the training mean)
     if that matters.
 
     ``compute`` returns a 0-dim float64 tensor: NaN when no column qualifies, and it raises when
-    no entry was missing at all (as :func:`imputation_scores` does).
+    no entry was missing at all (as
+    :func:`~lightning_info.methods.cacti.functional.imputation_scores` does).
     """
 
     is_differentiable = False
@@ -194,31 +125,26 @@ class ImputationR2(Metric):
 
     def update(self, imputed: Tensor, truth: Tensor, missing: Tensor) -> None:
         b, a, missing = _missing_entries(imputed, truth, missing, self.num_columns, self.device)
-        self.count = self.count + missing.sum(0)
-        self.sum_truth = self.sum_truth + a.sum(0)
-        self.sum_imputed = self.sum_imputed + b.sum(0)
-        self.sum_truth_sq = self.sum_truth_sq + (a * a).sum(0)
-        self.sum_imputed_sq = self.sum_imputed_sq + (b * b).sum(0)
-        self.sum_product = self.sum_product + (a * b).sum(0)
+        count, s_a, s_b, s_aa, s_bb, s_ab = _r2_update(b, a, missing)
+        self.count = self.count + count
+        self.sum_truth = self.sum_truth + s_a
+        self.sum_imputed = self.sum_imputed + s_b
+        self.sum_truth_sq = self.sum_truth_sq + s_aa
+        self.sum_imputed_sq = self.sum_imputed_sq + s_bb
+        self.sum_product = self.sum_product + s_ab
 
     def compute(self) -> Tensor:
         if int(self.count.sum()) == 0:
             raise _no_missing_entry(self)
-        n = self.count.double().clamp_min(1.0)
-        s_a, s_b = self.sum_truth.double(), self.sum_imputed.double()
-        s_aa, s_bb = self.sum_truth_sq.double(), self.sum_imputed_sq.double()
-        c_aa = s_aa - s_a * s_a / n
-        c_bb = s_bb - s_b * s_b / n
-        c_ab = self.sum_product.double() - s_a * s_b / n
-        qualifies = (
-            (self.count >= 2)
-            & (c_aa > self.variance_rtol * s_aa)
-            & (c_bb > self.variance_rtol * s_bb)
+        return _r2_compute(
+            self.count,
+            self.sum_truth,
+            self.sum_imputed,
+            self.sum_truth_sq,
+            self.sum_imputed_sq,
+            self.sum_product,
+            self.variance_rtol,
         )
-        if not bool(qualifies.any()):
-            return _scalar(float("nan"), self.device)
-        c_aa, c_bb, c_ab = c_aa[qualifies], c_bb[qualifies], c_ab[qualifies]
-        return (c_ab * c_ab / (c_aa * c_bb)).clamp(0.0, 1.0).mean()
 
 
 class _ErrorSum(Metric):
@@ -245,19 +171,24 @@ class _ErrorSum(Metric):
         self.add_state(self._sum_name, zero, dist_reduce_fx="sum")
         self.add_state("count", torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
 
-    def _errors(self, errors: Tensor) -> Tensor:
+    @staticmethod
+    def _update(imputed: Tensor, truth: Tensor, missing: Tensor) -> tuple[Tensor, Tensor]:
+        raise NotImplementedError
+
+    @staticmethod
+    def _compute(error_sum: Tensor, count: Tensor) -> Tensor:
         raise NotImplementedError
 
     def update(self, imputed: Tensor, truth: Tensor, missing: Tensor) -> None:
         b, a, missing = _missing_entries(imputed, truth, missing, self.num_columns, self.device)
-        total = getattr(self, self._sum_name) + self._errors(b - a).sum()  # 0 where not missing
-        setattr(self, self._sum_name, total)
-        self.count = self.count + missing.sum()
+        error_sum, count = self._update(b, a, missing)
+        setattr(self, self._sum_name, getattr(self, self._sum_name) + error_sum)
+        self.count = self.count + count
 
-    def _mean(self) -> Tensor:
+    def compute(self) -> Tensor:
         if int(self.count) == 0:
             raise _no_missing_entry(self)
-        return getattr(self, self._sum_name).double() / self.count
+        return self._compute(getattr(self, self._sum_name), self.count)
 
 
 class ImputationRMSE(_ErrorSum):
@@ -272,11 +203,8 @@ class ImputationRMSE(_ErrorSum):
     _sum_name = "squared_error_sum"
     squared_error_sum: Tensor
 
-    def _errors(self, errors: Tensor) -> Tensor:
-        return errors * errors
-
-    def compute(self) -> Tensor:
-        return self._mean().sqrt()
+    _update = staticmethod(_squared_error_update)
+    _compute = staticmethod(_rmse_compute)
 
 
 class ImputationMAE(_ErrorSum):
@@ -291,11 +219,8 @@ class ImputationMAE(_ErrorSum):
     _sum_name = "absolute_error_sum"
     absolute_error_sum: Tensor
 
-    def _errors(self, errors: Tensor) -> Tensor:
-        return errors.abs()
-
-    def compute(self) -> Tensor:
-        return self._mean()
+    _update = staticmethod(_absolute_error_update)
+    _compute = staticmethod(_mae_compute)
 
 
 class ImputationWasserstein(DtypeKeepingMetric):
@@ -330,31 +255,22 @@ class ImputationWasserstein(DtypeKeepingMetric):
 
     def update(self, imputed: Tensor, truth: Tensor, missing: Tensor) -> None:
         b, a, missing = _missing_entries(imputed, truth, missing, self.num_columns, self.device)
-        rows, columns = torch.nonzero(missing, as_tuple=True)
+        columns, truth_values, imputed_values = _wasserstein_update(b, a, missing)
         # appended even when empty, so that every process that saw a batch sends float64
-        self.columns.append(columns.double())
-        self.truth_values.append(a[rows, columns])
-        self.imputed_values.append(b[rows, columns])
+        self.columns.append(columns)
+        self.truth_values.append(truth_values)
+        self.imputed_values.append(imputed_values)
 
     def compute(self) -> Tensor:
-        from scipy.stats import wasserstein_distance
-
         if isinstance(self.columns, list) and not self.columns:
             raise _no_missing_entry(self)
-        columns = dim_zero_cat(self.columns).cpu().numpy().astype(np.int64)
-        if columns.size == 0:
+        columns = dim_zero_cat(self.columns)
+        if columns.numel() == 0:
             raise _no_missing_entry(self)
-        truth = dim_zero_cat(self.truth_values).cpu().numpy()
-        imputed = dim_zero_cat(self.imputed_values).cpu().numpy()
-        order = np.argsort(columns, kind="stable")
-        columns, truth, imputed = columns[order], truth[order], imputed[order]
-        starts = np.flatnonzero(np.r_[True, columns[1:] != columns[:-1]])
-        ends = np.r_[starts[1:], columns.size]
-        distances = [
-            wasserstein_distance(truth[start:end], imputed[start:end])
-            for start, end in zip(starts, ends)
-        ]
-        return _scalar(float(np.mean(distances)), self.device)
+        distance = _wasserstein_compute(
+            columns, dim_zero_cat(self.truth_values), dim_zero_cat(self.imputed_values)
+        )
+        return _scalar(distance, self.device)
 
 
 def imputation_metrics(

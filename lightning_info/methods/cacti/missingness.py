@@ -19,9 +19,13 @@ columns for ``mcar``; the non-observed ones for ``mar``; every column for ``mnar
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from lightning_info.core.validation import require_fraction, require_int
+
+__all__ = ["MECHANISMS", "MissingnessOptions", "simulate_missing", "solve_intercepts"]
 
 MECHANISMS = ("mcar", "mar", "mnar")
 
@@ -40,6 +44,26 @@ def _rate(rate: float) -> float:
     if not 0 < rate < 1:
         raise ValueError(f"`rate` must lie in (0, 1), got {rate!r}.")
     return rate
+
+
+@dataclass(frozen=True)
+class MissingnessOptions:
+    """The strength of simulated missingness, :func:`simulate_missing`'s knobs besides the
+    mechanism (which the caller chooses).
+
+    Args:
+        rate: the expected share of missing entries among the columns that can be missing, in
+            ``(0, 1)``.
+        observed_share: the share of always-observed columns (``mar``, at least one) and of
+            input columns of the logistic model (``mnar``), in ``[0, 1)``.
+    """
+
+    rate: float = 0.3
+    observed_share: float = 0.3
+
+    def __post_init__(self) -> None:
+        _rate(self.rate)
+        require_fraction(self.observed_share, "observed_share")
 
 
 def solve_intercepts(scores: np.ndarray, rate: float, steps: int = 60) -> np.ndarray:

@@ -1,28 +1,22 @@
 """``CACTI``: the context-aware masked-autoencoder imputer of Gorla et al. (ICML 2025).
 
-Tokens: the value ``x_ij`` of column ``j`` becomes ``Conv1d(1 -> 3D/4)(x_ij)`` (a per-scalar
-linear map), joined to the context token ``Linear(E -> D/4)(c_j)`` of the column's text embedding
-``c_j``, plus a fixed sin-cos position of index ``j + 1`` (0 is the CLS token). Without context
-(``use_context=False``, the paper's ablation) the value token takes all ``D`` channels.
-
-Encoder: CLS and the tokens of a layout's slots (:mod:`~lightning_info.methods.cacti.functional`)
-through ``encoder_depth`` pre-norm transformer blocks, padded slots masked out of attention.
-Decoder: ``Linear(D -> D)`` of the encoder output, a learnable mask token in every column the
-encoder did not see, ``Linear(D -> 3D/4)`` joined to the decoder's own context projection, fixed
-positions, ``decoder_depth`` blocks, ``Linear(D -> 1)`` and ``tanh / 2 + 1/2`` (values live in
-``[0, 1]`` after the data module's min-max scaling).
-
-Loss (the paper's reconstruction objective): ``mean_{kept} (x_hat - x)^2 + mean_{observed, not
-kept} (x_hat - x)^2`` — the visible values and the observed values MT-CM hid; a term over an empty
-set is left out (the reference divides by zero there). Batches are dicts with ``values`` (B, d)
-(any number at unobserved entries; never read), ``observed`` (B, d) bool and, for scoring,
-``truth`` (B, d) and ``target`` (B, d) bool, the entries whose truth is known but hidden.
-Validation and test log ``{val,test}/r2``, ``/rmse``, ``/mae`` and ``/wasserstein`` over
+The network (by default :class:`~lightning_info.methods.cacti.networks.CACTINetwork`, the paper's
+encoder-decoder transformer with value and context tokens) predicts every column of a row from
+the values of a layout's slots (:mod:`~lightning_info.methods.cacti.functional`); training draws
+the layouts by median truncated copy masking and minimises
+:func:`~lightning_info.methods.cacti.functional.reconstruction_loss`, the mean squared error over
+the visible values plus that over the observed values MT-CM hid. Batches are dicts with
+``values`` (B, d) (any number at unobserved entries; never read), ``observed`` (B, d) bool and,
+for scoring, ``truth`` (B, d) and ``target`` (B, d) bool, the entries whose truth is known but
+hidden. Validation and test log ``{val,test}/r2``, ``/rmse``, ``/mae`` and ``/wasserstein`` over
 ``target`` through the DDP-ready Metrics of :mod:`~lightning_info.methods.cacti.metrics`.
 """
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Mapping
+from dataclasses import fields, replace
 from typing import Any
 
 import lightning.pytorch as pl
@@ -30,45 +24,27 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from lightning_info.core.options import AdamWOptions
 from lightning_info.core.sampling import keyed_generator
-from lightning_info.core.schedules import warmup_cosine_config
-from lightning_info.core.validation import (
-    all_finite,
-    require_fraction,
-    require_int,
-    require_positive,
-)
+from lightning_info.core.validation import all_finite, require_fraction, require_int
 from lightning_info.methods.cacti.functional import (
     copy_masks,
     inference_layout,
     kept_mask,
     median_truncation,
+    reconstruction_loss,
 )
 from lightning_info.methods.cacti.metrics import imputation_metrics
+from lightning_info.methods.cacti.networks import CACTINetwork
 
-__all__ = ["CACTI", "check_batch", "reconstruction_loss", "sincos_positions"]
-
-
-def sincos_positions(length: int, dim: int, scale: float = 10000.0) -> Tensor:
-    """Fixed 1-D sin-cos positions ``(length, dim)``: ``[sin(p w_k), cos(p w_k)]`` with
-    ``w_k = scale^(-2k/dim)``, ``k < dim/2`` (the MAE / ViT convention)."""
-    omega = scale ** (-torch.arange(dim // 2, dtype=torch.float64) / (dim / 2))
-    angles = torch.arange(length, dtype=torch.float64)[:, None] * omega[None, :]
-    return torch.cat([angles.sin(), angles.cos()], dim=1).float()
+__all__ = ["CACTI", "CACTI_OPTIMIZER", "build_cacti", "check_batch", "context_tensor"]
 
 
-def reconstruction_loss(
-    prediction: Tensor, values: Tensor, observed: Tensor, kept: Tensor
-) -> Tensor:
-    """``mean_{kept} (x_hat - x)^2 + mean_{observed & ~kept} (x_hat - x)^2``, unobserved values
-    never read; a term over no entry is dropped."""
-    squared = torch.where(observed, prediction - values, 0.0) ** 2
-    loss = prediction.new_zeros(())
-    for where in (kept & observed, observed & ~kept):
-        count = where.sum()
-        if count > 0:
-            loss = loss + torch.where(where, squared, 0.0).sum() / count
-    return loss
+#: CACTI's default AdamW: betas (0.9, 0.95), weight decay 0.01, a linear warmup from ``min_lr``
+#: over the first 10% of the steps, then a cosine decay to ``min_lr``.
+CACTI_OPTIMIZER = AdamWOptions(
+    lr=1e-3, weight_decay=0.01, betas=(0.9, 0.95), warmup_fraction=0.1, min_lr=5e-6
+)
 
 
 def check_batch(values: Tensor, observed: Tensor, num_columns: int) -> None:
@@ -88,20 +64,18 @@ def check_batch(values: Tensor, observed: Tensor, num_columns: int) -> None:
         )
 
 
-def _blocks(dim: int, heads: int, depth: int, mlp_ratio: float) -> nn.ModuleList:
-    return nn.ModuleList(
-        nn.TransformerEncoderLayer(
-            dim,
-            heads,
-            int(dim * mlp_ratio),
-            dropout=0.0,
-            activation="gelu",
-            layer_norm_eps=1e-6,
-            batch_first=True,
-            norm_first=True,
+def context_tensor(embeddings: Any, num_columns: int) -> Tensor:
+    """The columns' text embeddings as a finite float32 ``(num_columns, E)`` tensor, or a
+    ValueError saying what is wrong."""
+    context = torch.as_tensor(np.asarray(embeddings), dtype=torch.float32)
+    if context.ndim != 2 or context.shape[0] != num_columns:
+        raise ValueError(
+            f"`context_embeddings` must be (num_columns={num_columns}, E), "
+            f"got {tuple(context.shape)}."
         )
-        for _ in range(depth)
-    )
+    if not torch.isfinite(context).all():
+        raise ValueError("`context_embeddings` hold NaN or infinite values.")
+    return context
 
 
 class CACTI(pl.LightningModule):
@@ -111,19 +85,21 @@ class CACTI(pl.LightningModule):
         num_columns: columns of the table.
         context_embeddings: ``(num_columns, E)`` text embeddings of the columns' descriptions
             (e.g. ``TabularImputationDataModule.context_embeddings``); ``None`` with
-            ``use_context=False``, or when loading a checkpoint (``context_dim`` rebuilds it).
+            ``use_context=False``, or when loading a checkpoint (``context_dim``, or the
+            network's, rebuilds it).
         context_dim: ``E`` when no embeddings are given (a checkpoint fills the buffer).
         use_context: context tokens on (CACTI) or off (the no-context ablation).
-        embed_dim: ``D`` (a multiple of 4 and of ``num_heads``).
-        encoder_depth, decoder_depth: transformer blocks.
-        num_heads: attention heads; ``None``: ``D // 8`` from ``D = 64`` on, else 4 (the
-            reference's rule).
+        network: any ``nn.Module`` called as ``network(values, observed, positions, padding,
+            context)`` (``context`` the ``(num_columns, E)`` embeddings, or ``None`` without
+            context) that returns ``(B, num_columns)`` predictions in ``[0, 1]``; ``None``:
+            ``CACTINetwork(num_columns, E)`` (D 64, 10 encoder and 4 decoder blocks, the
+            paper's size). Its ``num_columns`` and ``context_dim``, where it has them, must
+            match. Not saved in the hyperparameters: pass it again to ``load_from_checkpoint``.
         copy_probability: ``p_cm`` of MT-CM.
-        lr, min_lr, weight_decay, betas: AdamW with a linear warmup from ``min_lr`` over
-            ``warmup_fraction`` of the steps, then a cosine decay to ``min_lr``.
-        schedule_steps: the schedule's length in optimizer steps; ``None``: the trainer's
-            estimate for its ``max_epochs`` / ``max_steps`` (a run continued to a larger
-            ``max_epochs`` than it started with then follows another schedule: fix it here).
+        optimizer: AdamW and its warmup-cosine schedule (:data:`CACTI_OPTIMIZER`); with
+            ``schedule_steps=None`` the schedule's length is the trainer's estimate for its
+            ``max_epochs`` / ``max_steps`` (a run continued to a larger ``max_epochs`` than it
+            started with then follows another schedule: fix it here).
         seed: keys the MT-CM draws (with the step and rank), so a resumed run draws the same.
     """
 
@@ -133,62 +109,33 @@ class CACTI(pl.LightningModule):
         context_embeddings: Any = None,
         context_dim: int | None = None,
         use_context: bool = True,
-        embed_dim: int = 64,
-        encoder_depth: int = 10,
-        decoder_depth: int = 4,
-        num_heads: int | None = None,
-        mlp_ratio: float = 4.0,
+        network: nn.Module | None = None,
         copy_probability: float = 0.9,
-        lr: float = 1e-3,
-        min_lr: float = 5e-6,
-        weight_decay: float = 0.01,
-        betas: tuple[float, float] = (0.9, 0.95),
-        warmup_fraction: float = 0.1,
-        schedule_steps: int | None = None,
+        optimizer: AdamWOptions = CACTI_OPTIMIZER,
         seed: int = 0,
     ) -> None:
         super().__init__()
         self.num_columns = require_int(num_columns, "num_columns", 2)
-        embed_dim = require_int(embed_dim, "embed_dim", 4)
-        heads = num_heads if num_heads is not None else (embed_dim // 8 if embed_dim >= 64 else 4)
-        if embed_dim % 4 or embed_dim % heads:
-            raise ValueError(
-                f"`embed_dim` ({embed_dim}) must be a multiple of 4 and of the "
-                f"number of heads ({heads})."
-            )
         self.copy_probability = require_fraction(copy_probability, "copy_probability")
-        self.warmup_fraction = require_fraction(warmup_fraction, "warmup_fraction")
-        self.lr = require_positive(lr, "lr")
-        self.min_lr = min_lr
+        if not isinstance(optimizer, AdamWOptions):
+            raise TypeError(
+                f"`optimizer` must be an AdamWOptions (e.g. dataclasses.replace(CACTI_OPTIMIZER, "
+                f"lr=3e-3)), got {type(optimizer).__name__}."
+            )
+        self.optimizer_options = optimizer
         self.seed = require_int(seed, "seed", 0)
+        if network is not None and context_embeddings is None and context_dim is None:
+            context_dim = getattr(network, "context_dim", None) if use_context else None
         context = self._context_buffer(context_embeddings, context_dim, use_context)
-        self.save_hyperparameters(ignore=["context_embeddings"])
+        self.save_hyperparameters(ignore=["context_embeddings", "network"])
         self.hparams["context_dim"] = None if context is None else int(context.shape[1])
         self.use_context = context is not None
         if context is not None:
             self.register_buffer("context", context)
-        value_dim = 3 * embed_dim // 4 if self.use_context else embed_dim
-        self.value_embed = nn.Conv1d(1, value_dim, kernel_size=1)
-        self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
-        self.mask_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
-        self.register_buffer(
-            "positions", sincos_positions(num_columns + 1, embed_dim), persistent=False
-        )
-        self.encoder = _blocks(
-            embed_dim, heads, require_int(encoder_depth, "encoder_depth", 1), mlp_ratio
-        )
-        self.encoder_norm = nn.LayerNorm(embed_dim, eps=1e-6)
-        self.decoder_embed = nn.Linear(embed_dim, embed_dim)
-        self.decoder_project = nn.Linear(embed_dim, value_dim)
-        self.decoder = _blocks(
-            embed_dim, heads, require_int(decoder_depth, "decoder_depth", 1), mlp_ratio
-        )
-        self.decoder_norm = nn.LayerNorm(embed_dim, eps=1e-6)
-        self.head = nn.Linear(embed_dim, 1)
-        if self.use_context:
-            self.context_encoder = nn.Linear(context.shape[1], embed_dim // 4)
-            self.context_decoder = nn.Linear(context.shape[1], embed_dim // 4)
-        self._initialise()
+        if network is None:
+            network = CACTINetwork(num_columns, self.hparams["context_dim"])
+        self._check_network(network)
+        self.network = network
         self.val_metrics = imputation_metrics(num_columns, prefix="val/")
         self.test_metrics = imputation_metrics(num_columns, prefix="test/")
 
@@ -202,63 +149,33 @@ class CACTI(pl.LightningModule):
                     "TabularImputationDataModule.context_embeddings, or use_context=False."
                 )
             return torch.zeros(self.num_columns, require_int(dim, "context_dim", 1))
-        context = torch.as_tensor(np.asarray(embeddings), dtype=torch.float32)
-        if context.ndim != 2 or context.shape[0] != self.num_columns:
-            raise ValueError(
-                f"`context_embeddings` must be (num_columns={self.num_columns}, E), "
-                f"got {tuple(context.shape)}."
-            )
-        if not torch.isfinite(context).all():
-            raise ValueError("`context_embeddings` hold NaN or infinite values.")
-        return context
+        return context_tensor(embeddings, self.num_columns)
 
-    def _initialise(self) -> None:
-        for module in self.modules():
-            if isinstance(module, nn.Linear):
-                nn.init.xavier_uniform_(module.weight)
-                nn.init.zeros_(module.bias)
-        nn.init.normal_(self.cls_token, std=0.02)
-        nn.init.normal_(self.mask_token, std=0.02)
+    def _check_network(self, network: nn.Module) -> None:
+        if not isinstance(network, nn.Module):
+            raise TypeError(f"`network` must be an nn.Module, got {type(network).__name__}.")
+        columns = getattr(network, "num_columns", self.num_columns)
+        if columns != self.num_columns:
+            raise ValueError(
+                f"the network was built for {columns} columns, CACTI for num_columns="
+                f"{self.num_columns}: build both for the table's columns."
+            )
+        width = self.hparams["context_dim"]
+        if getattr(network, "context_dim", width) != width:
+            raise ValueError(
+                f"the network's context_dim ({network.context_dim}) must be the context "
+                f"embeddings' width ({width}; None without context): build it with "
+                f"context_dim={width}."
+            )
 
     # ----------------------------------------------------------------------------- forward
-    def _column_tokens(self, values: Tensor) -> Tensor:
-        """``(B, d, D)`` value (and context) tokens with their positions."""
-        tokens = self.value_embed(values[:, None, :]).transpose(1, 2)
-        if self.use_context:
-            context = self.context_encoder(self.context).expand(values.shape[0], -1, -1)
-            tokens = torch.cat([tokens, context], dim=2)
-        return tokens + self.positions[1:]
-
     def forward(
         self, values: Tensor, observed: Tensor, positions: Tensor, padding: Tensor
     ) -> Tensor:
         """Predictions ``(B, d)`` in ``[0, 1]`` of every column from the values of the layout's
         unpadded slots; unobserved values are never read."""
-        rows, columns = values.shape
-        values = torch.where(observed, values, 0.0)
-        tokens = self._column_tokens(values)
-        pad_row = tokens.new_zeros(rows, 1, tokens.shape[2])  # the frozen pad token
-        slots = positions.masked_fill(padding, columns)
-        encoded = torch.gather(
-            torch.cat([tokens, pad_row], 1), 1, slots[..., None].expand(-1, -1, tokens.shape[2])
-        )
-        cls = (self.cls_token + self.positions[:1]).expand(rows, -1, -1)
-        sequence = torch.cat([cls, encoded], dim=1)
-        key_padding = torch.cat([padding.new_zeros(rows, 1), padding], dim=1)
-        for block in self.encoder:
-            sequence = block(sequence, src_key_padding_mask=key_padding)
-        latent = self.decoder_embed(self.encoder_norm(sequence))
-        full = self.mask_token.expand(rows, columns + 1, -1).clone()
-        full = full.scatter(1, slots[..., None].expand(-1, -1, full.shape[2]), latent[:, 1:])
-        full = self.decoder_project(full[:, :columns])
-        if self.use_context:
-            context = self.context_decoder(self.context).expand(rows, -1, -1)
-            full = torch.cat([full, context], dim=2)
-        sequence = torch.cat([latent[:, :1], full], dim=1) + self.positions
-        for block in self.decoder:
-            sequence = block(sequence)
-        prediction = self.head(self.decoder_norm(sequence[:, 1:])).squeeze(2)
-        return torch.tanh(prediction) / 2 + 0.5
+        context = self.context if self.use_context else None
+        return self.network(values, observed, positions, padding, context)
 
     @torch.no_grad()
     def impute(self, values: Tensor, observed: Tensor) -> Tensor:
@@ -307,16 +224,41 @@ class CACTI(pl.LightningModule):
         return self.impute(batch["values"], batch["observed"])
 
     def configure_optimizers(self):
-        optimizer = torch.optim.AdamW(
-            self.parameters(),
-            lr=self.lr,
-            betas=tuple(self.hparams.betas),
-            weight_decay=self.hparams.weight_decay,
-        )
-        return warmup_cosine_config(
-            optimizer,
-            self.trainer,
-            self.warmup_fraction,
-            self.hparams.schedule_steps,
-            floor=self.min_lr / self.lr,
-        )
+        return self.optimizer_options.configure(self.parameters(), self.trainer)
+
+
+def build_cacti(
+    num_columns: int,
+    context_embeddings: Any = None,
+    settings: Mapping[str, Any] | None = None,
+    *,
+    use_context: bool = True,
+    seed: int = 0,
+) -> CACTI:
+    """CACTI for a table whose width and context are known only at fit time (the study's and
+    ``CACTIImputer``'s ``model`` settings), from one flat mapping: ``CACTINetwork``'s
+    architecture arguments (``embed_dim``, ``encoder_depth``, ``decoder_depth``, ``num_heads``,
+    ``mlp_ratio``; its columns and context width come from the table), ``AdamWOptions``' fields
+    over :data:`CACTI_OPTIMIZER` (``lr``, ``min_lr``, ``weight_decay``, ``betas``,
+    ``warmup_fraction``, ``schedule_steps``) and any other ``CACTI`` argument
+    (``copy_probability``, or a whole ``network`` / ``optimizer``), e.g.
+    ``{"embed_dim": 32, "encoder_depth": 4, "decoder_depth": 2, "lr": 3e-3}``."""
+    settings = dict(settings or {})
+    network_names = set(inspect.signature(CACTINetwork).parameters) - {"num_columns", "context_dim"}
+    optimizer_names = {field.name for field in fields(AdamWOptions)}
+    architecture = {k: settings.pop(k) for k in list(settings) if k in network_names}
+    schedule = {k: settings.pop(k) for k in list(settings) if k in optimizer_names}
+    for name, given in (("network", architecture), ("optimizer", schedule)):
+        if given and name in settings:
+            raise ValueError(
+                f"give either `{name}` or its arguments {sorted(given)} in the settings, not both."
+            )
+    context = None
+    if use_context and context_embeddings is not None:
+        context = context_tensor(context_embeddings, num_columns)
+    if architecture:
+        width = None if context is None else int(context.shape[1])
+        settings["network"] = CACTINetwork(num_columns, width, **architecture)
+    if schedule:
+        settings["optimizer"] = replace(CACTI_OPTIMIZER, **schedule)
+    return CACTI(num_columns, context, use_context=use_context, seed=seed, **settings)

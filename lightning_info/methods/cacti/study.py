@@ -4,7 +4,7 @@ same tables, masks, splits and seeds.
 For every table x mechanism x seed one :class:`TabularImputationDataModule` simulates the
 missingness at ``rate`` and splits the rows 80/20; every method is fit on the training rows (their
 observed values only) and imputes the held-out rows (inductive), scored over the held-out rows'
-simulated entries by :func:`~lightning_info.methods.cacti.metrics.imputation_scores` on the
+simulated entries by :func:`~lightning_info.methods.cacti.functional.imputation_scores` on the
 training split's min-max scale. Baselines: column mean, ``KNNImputer(5)`` and
 ``IterativeImputer`` (scikit-learn). Runs are independent, so ``workers`` processes share them.
 """
@@ -25,9 +25,9 @@ from lightning_info.core.logging import mean_std
 from lightning_info.core.plotting import pyplot
 from lightning_info.core.trainers import quiet_trainer
 from lightning_info.methods.cacti.datamodule import TabularImputationDataModule
-from lightning_info.methods.cacti.metrics import imputation_scores
-from lightning_info.methods.cacti.missingness import MECHANISMS
-from lightning_info.methods.cacti.module import CACTI
+from lightning_info.methods.cacti.functional import imputation_scores
+from lightning_info.methods.cacti.missingness import MECHANISMS, MissingnessOptions
+from lightning_info.methods.cacti.module import CACTI, build_cacti
 from lightning_info.recipes.study import Study, StudyResult, run_jobs
 
 METHODS = {
@@ -61,12 +61,12 @@ def train_cacti(
 ) -> CACTI:
     """CACTI fit on the training rows (no logger, no checkpoints, clipping 5)."""
     pl.seed_everything(seed, verbose=False)
-    module = CACTI(
+    module = build_cacti(
         data.num_columns,
         data.context_embeddings if use_context else None,
+        model,
         use_context=use_context,
         seed=seed,
-        **model,
     )
     trainer = quiet_trainer(
         max_epochs=max_epochs,
@@ -89,7 +89,7 @@ def run_setting(job: dict[str, Any]) -> dict[str, Any]:
     data = TabularImputationDataModule(
         table,
         mechanism=mechanism,
-        rate=job["rate"],
+        missingness=MissingnessOptions(rate=job["rate"]),
         data_seed=seed,
         context=job["context"],
         batch_size=job.get("batch_size", 128),
@@ -127,7 +127,9 @@ class ImputationStudy(Study):
         seeds: seeds of the masks, splits and models.
         methods: of ``mean``, ``knn``, ``iterative``, ``cacti``, ``cacti_no_context``.
         ablation_mechanisms: the mechanisms the no-context ablation runs under (``None``: all).
-        model: CACTI's arguments (besides the columns, context and seed).
+        model: CACTI's settings (:func:`~lightning_info.methods.cacti.module.build_cacti`):
+            the network's ``embed_dim``, ``encoder_depth``, ``decoder_depth``, ``num_heads``,
+            ``mlp_ratio``, AdamW's ``lr``, ``weight_decay``, ... and ``copy_probability``.
         max_epochs, batch_size: CACTI's epochs and batch size.
         context: the text encoder of the context tokens (see ``TabularImputationDataModule``).
         workers: processes running settings side by side (1: in this process).

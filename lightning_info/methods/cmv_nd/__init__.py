@@ -10,6 +10,9 @@ from typing import Any
 from lightning_info.methods.cmv_nd.datamodule import (
     NETWORKX_GRAPHS,
     AttributeMissingGraphDataModule,
+    GraphFeatureOptions,
+    GraphFiles,
+    SBMOptions,
     class_features,
     load_graph_files,
     missing_mask,
@@ -27,7 +30,10 @@ from lightning_info.methods.cmv_nd.functional import (
 __all__ = [
     "NETWORKX_GRAPHS",
     "AttributeMissingGraphDataModule",
+    "GraphFeatureOptions",
+    "GraphFiles",
     "NeighbourhoodDifferentiation",
+    "SBMOptions",
     "class_features",
     "graph_adjacency",
     "load_graph_files",

@@ -12,9 +12,13 @@ Sources (nothing is downloaded):
   events), ``"les_miserables"`` and ``"florentine_families"`` (no label attribute: the
   communities of networkx's deterministic greedy modularity maximisation, largest first);
   features are generated from the labels as for the SBM;
-- ``"files"``: ``edge_file`` (two integer columns, whitespace or comma separated, ``#``
-  comments), ``feature_file`` (``.npy`` or CSV, one row per node) and an optional
-  ``label_file`` (``.npy`` or one integer per line; without it every label is 0).
+- ``"files"``: :class:`GraphFiles`, an ``edge_file`` (two integer columns, whitespace or comma
+  separated, ``#`` comments), a ``feature_file`` (``.npy`` or CSV, one row per node) and an
+  optional ``label_file`` (``.npy`` or one integer per line; without it every label is 0).
+
+The SBM's graph is :class:`SBMOptions` and the generated features :class:`GraphFeatureOptions`:
+the arguments of :func:`stochastic_block_model` and :func:`class_features`, given to the data
+module as two objects.
 
 A seeded share ``missing_rate`` of the nodes has its attribute row treated as unobserved
 (:func:`missing_mask`): ``observed`` flags the others; ``x`` itself is kept as it is. The views:
@@ -25,13 +29,17 @@ baseline ``[X̃, ÂX̃, ..., Â^K X̃]`` on mean-imputed attributes; ``"imputed"
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from lightning_info.core.validation import (
+    require_choice,
     require_finite_tensor,
     require_fraction,
     require_int,
@@ -48,6 +56,9 @@ from lightning_info.methods.cmv_nd.functional import (
 __all__ = [
     "NETWORKX_GRAPHS",
     "AttributeMissingGraphDataModule",
+    "GraphFeatureOptions",
+    "GraphFiles",
+    "SBMOptions",
     "class_features",
     "load_graph_files",
     "missing_mask",
@@ -65,6 +76,53 @@ NETWORKX_GRAPHS = {
 
 SOURCES = ("sbm", "files", *NETWORKX_GRAPHS)
 VIEWS = ("cmv_nd", "sign", "imputed")
+
+
+@dataclass(frozen=True)
+class SBMOptions:
+    """The graph of :func:`stochastic_block_model`: ``num_nodes`` nodes in ``num_classes``
+    balanced classes, ``average_degree`` and the share ``intra_inter_ratio / (1 +
+    intra_inter_ratio)`` of its edges inside a class."""
+
+    num_nodes: int = 2000
+    num_classes: int = 4
+    average_degree: float = 4.0
+    intra_inter_ratio: float = 4.0
+
+    def __post_init__(self) -> None:
+        require_int(self.num_nodes, "num_nodes", 2)
+        require_int(self.num_classes, "num_classes", 1)
+        if self.num_classes > self.num_nodes:
+            raise ValueError(
+                f"`num_classes` ({self.num_classes}) exceeds `num_nodes` ({self.num_nodes})."
+            )
+        require_non_negative(self.average_degree, "average_degree")
+        require_positive(self.intra_inter_ratio, "intra_inter_ratio")
+
+
+@dataclass(frozen=True)
+class GraphFeatureOptions:
+    """Node features generated from the labels (:func:`class_features`): ``feature_dim``
+    columns, class means ``separation * N(0, I)`` and per-node noise of scale ``noise``."""
+
+    feature_dim: int = 32
+    separation: float = 1.0
+    noise: float = 1.0
+
+    def __post_init__(self) -> None:
+        require_int(self.feature_dim, "feature_dim", 1)
+        require_non_negative(self.separation, "separation")
+        require_non_negative(self.noise, "noise")
+
+
+@dataclass(frozen=True)
+class GraphFiles:
+    """A graph on disk (:func:`load_graph_files`): an edge list, a feature table and optional
+    labels."""
+
+    edge_file: str
+    feature_file: str
+    label_file: str | None = None
 
 
 def class_features(
@@ -240,6 +298,20 @@ def missing_mask(num_nodes: int, missing_rate: float, seed: int = 0) -> Tensor:
     return observed
 
 
+# checkpoints hold the data module's options in its hyperparameters (``weights_only`` loading)
+torch.serialization.add_safe_globals([SBMOptions, GraphFeatureOptions, GraphFiles])
+
+
+def _options(value: Any, name: str, kind: type) -> Any:
+    """``value`` as a ``kind``: one already, or a mapping of its fields (a plain config dict, as
+    a study's ``init_args`` give)."""
+    if isinstance(value, Mapping):
+        return kind(**value)
+    if not isinstance(value, kind):
+        raise TypeError(f"`{name}` must be a {kind.__name__}, got {type(value).__name__}.")
+    return value
+
+
 class AttributeMissingGraphDataModule(MultiViewDataModule):
     """A graph with missing node attributes as multi-view clustering data (module docstring).
 
@@ -251,9 +323,11 @@ class AttributeMissingGraphDataModule(MultiViewDataModule):
         views: ``"cmv_nd"``, ``"sign"`` or ``"imputed"``.
         num_hops: ``K`` of the hop views (``cmv_nd``, ``sign``).
         missing_rate: share of nodes whose attributes are unobserved, in ``[0, 1)``.
-        num_nodes, num_classes, average_degree, intra_inter_ratio: of the SBM.
-        feature_dim, separation, noise: generated features (SBM and networkx graphs).
-        edge_file, feature_file, label_file: of ``source="files"``.
+        sbm: the SBM's graph (:class:`SBMOptions`), for ``source="sbm"``.
+        features: the generated features (:class:`GraphFeatureOptions`), for the SBM and the
+            networkx graphs.
+        files: the graph's files (:class:`GraphFiles`), for ``source="files"``. Each of
+            ``sbm``, ``features`` and ``files`` may also be a mapping of its fields.
         chunk_size: source rows per sparse product of the CMV-ND views.
         batch_size, seed, standardize: as in ``MultiViewDataModule``; ``seed`` also draws the
             graph, the features and the missing nodes.
@@ -261,58 +335,52 @@ class AttributeMissingGraphDataModule(MultiViewDataModule):
 
     def __init__(
         self,
-        source: str = "sbm",
-        views: str = "cmv_nd",
+        source: Literal[
+            "sbm",
+            "files",
+            "karate_club",
+            "les_miserables",
+            "davis_southern_women",
+            "florentine_families",
+        ] = "sbm",
+        views: Literal["cmv_nd", "sign", "imputed"] = "cmv_nd",
         num_hops: int = 2,
         missing_rate: float = 0.6,
-        num_nodes: int = 2000,
-        num_classes: int = 4,
-        average_degree: float = 4.0,
-        intra_inter_ratio: float = 4.0,
-        feature_dim: int = 32,
-        separation: float = 1.0,
-        noise: float = 1.0,
-        edge_file: str | None = None,
-        feature_file: str | None = None,
-        label_file: str | None = None,
+        sbm: SBMOptions = SBMOptions(),
+        features: GraphFeatureOptions = GraphFeatureOptions(),
+        files: GraphFiles | None = None,
         chunk_size: int = 16384,
         batch_size: int = 128,
         seed: int = 0,
         standardize: bool = True,
     ) -> None:
-        if source not in SOURCES:
-            raise ValueError(f"`source` must be one of {SOURCES}, got {source!r}.")
-        if views not in VIEWS:
-            raise ValueError(f"`views` must be one of {VIEWS}, got {views!r}.")
-        if source == "files" and (edge_file is None or feature_file is None):
-            raise ValueError('source="files" needs `edge_file` and `feature_file`.')
-        if source != "files" and (edge_file or feature_file or label_file):
-            raise ValueError(
-                f'`edge_file`/`feature_file`/`label_file` need source="files", got {source!r}.'
-            )
+        require_choice(source, "source", SOURCES)
+        require_choice(views, "views", VIEWS)
+        sbm = _options(sbm, "sbm", SBMOptions)
+        features = _options(features, "features", GraphFeatureOptions)
+        if files is not None:
+            files = _options(files, "files", GraphFiles)
+        if source == "files" and files is None:
+            raise ValueError('source="files" needs `files` (its `edge_file` and `feature_file`).')
+        if source != "files" and files is not None:
+            raise ValueError(f'`files` needs source="files", got {source!r}.')
         self.source, self.view_kind = source, views
         self.num_hops = require_int(num_hops, "num_hops", 1)
         self.missing_rate = require_fraction(missing_rate, "missing_rate")
         self.chunk_size = require_int(chunk_size, "chunk_size", 1)
-        self._sbm = dict(
-            num_nodes=num_nodes,
-            num_classes=num_classes,
-            average_degree=average_degree,
-            intra_inter_ratio=intra_inter_ratio,
-        )
-        self._features = dict(feature_dim=feature_dim, separation=separation, noise=noise)
-        self._files = (edge_file, feature_file, label_file)
+        self.sbm, self.features, self.files = sbm, features, files
         super().__init__(batch_size, seed, standardize)
         self.save_hyperparameters()
 
     def build_views(self) -> tuple[list[Tensor], Tensor]:
         seed = require_int(self.seed, "seed", 0)
+        features = asdict(self.features)
         if self.source == "sbm":
-            graph = stochastic_block_model(**self._sbm, **self._features, seed=seed)
+            graph = stochastic_block_model(**asdict(self.sbm), **features, seed=seed)
         elif self.source == "files":
-            graph = load_graph_files(*self._files)
+            graph = load_graph_files(**asdict(self.files))
         else:
-            graph = networkx_graph(self.source, **self._features, seed=seed)
+            graph = networkx_graph(self.source, **features, seed=seed)
         self.edge_index, self.x, labels = graph
         self.observed = missing_mask(self.x.shape[0], self.missing_rate, seed)
         if self.view_kind == "cmv_nd":

@@ -20,12 +20,13 @@ from lightning_info.methods.diffusion_fisher.functional import (
     endpoint_fisher_trace,
     trace_matching_fisher_trace,
 )
-from lightning_info.methods.diffusion_fisher.module import DiffusionModel
+from lightning_info.methods.diffusion_fisher.module import DiffusionModel, TimeConditionedMLP
 
 __all__ = [
     "DataSetDiffusion",
     "DiffusionModel",
     "ScoreNetworkDiffusion",
+    "TimeConditionedMLP",
     "asymmetry_index",
     "diffusion_fisher_matrix",
     "diffusion_fisher_mvp",

@@ -46,6 +46,22 @@ from lightning_info.core.validation import require_finite_tensor, require_int
 from lightning_info.diffusion.noise_schedules import NoiseSchedule
 from lightning_info.measures.kernel_moments import kernel_pass, per_point_column
 
+__all__ = [
+    "check_data",
+    "diffusion_fisher_matrix",
+    "diffusion_fisher_mvp",
+    "diffusion_fisher_terms",
+    "diffusion_fisher_trace",
+    "diffusion_log_density",
+    "diffusion_score",
+    "DiffusionFisherTerms",
+    "endpoint_fisher_mvp",
+    "endpoint_fisher_trace",
+    "score_from_epsilon",
+    "trace_matching_fisher_trace",
+    "trace_matching_loss",
+]
+
 ScoreFn = Callable[[Tensor, float | Tensor], Tensor]
 
 

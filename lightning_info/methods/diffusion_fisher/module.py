@@ -26,7 +26,7 @@ resumed run continues exactly and DDP ranks draw different noise.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import lightning.pytorch as pl
 import torch
@@ -34,7 +34,12 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from lightning_info.core.sampling import keyed_generator
-from lightning_info.core.validation import require_int, require_non_negative, require_positive
+from lightning_info.core.validation import (
+    require_choice,
+    require_int,
+    require_non_negative,
+    require_positive,
+)
 from lightning_info.diffusion.noise_schedules import NoiseSchedule, noise_schedule
 from lightning_info.methods.diffusion_fisher.functional import trace_matching_loss
 
@@ -58,48 +63,56 @@ class TimeConditionedMLP(nn.Module):
         return self.net(torch.cat([x, angles.sin(), angles.cos()], dim=1))
 
 
+TRACE_TARGETS = ("denoising_error", "second_moment")
+
+
 class DiffusionModel(pl.LightningModule):
     """Denoising diffusion on ``(x,)`` batches of ``dim``-dimensional points.
 
     Args:
         dim: data dimension.
         schedule: a noise-schedule name (``vp``, ``sub_vp``, ``ve``, ``edm``, ``ddim``).
-        hidden, layers: width and depth of ``eps_net`` (and of the trace head).
+        eps_net: the noise predictor, called as ``eps_net(x_t, log sigma_t)`` on ``(B, dim)``
+            points and ``(B,)`` log noise levels and returning ``(B, dim)``; ``None`` builds
+            ``TimeConditionedMLP(dim, dim, hidden, layers)``.
+        hidden, layers: width and depth of the default ``eps_net`` and of the trace head.
         trace_matching: also train ``T(x_t, t) ~ E[||x_0||^2 | x_t]``.
         trace_target: ``"denoising_error"`` or ``"second_moment"`` (module docstring).
         trace_weight: weight of the trace-matching loss.
         lr: Adam learning rate.
-        seed: seeds the initialisation and the per-step noise.
+        seed: seeds the initialisation of the default networks and the per-step noise.
     """
 
     def __init__(
         self,
         dim: int = 2,
         schedule: str = "vp",
+        eps_net: nn.Module | None = None,
         hidden: int = 128,
         layers: int = 3,
         trace_matching: bool = True,
-        trace_target: str = "denoising_error",
+        trace_target: Literal["denoising_error", "second_moment"] = "denoising_error",
         trace_weight: float = 0.1,
         lr: float = 2e-3,
         seed: int = 0,
     ) -> None:
         super().__init__()
-        self.save_hyperparameters()
+        self.save_hyperparameters(ignore=["eps_net"])
         self.dim = require_int(dim, "dim", 1)
         self.schedule: NoiseSchedule = noise_schedule(schedule)
         self.trace_weight = require_non_negative(trace_weight, "trace_weight")
-        if trace_target not in ("denoising_error", "second_moment"):
-            raise ValueError(
-                "`trace_target` must be 'denoising_error' or 'second_moment', got "
-                f"{trace_target!r}."
-            )
-        self.trace_target = trace_target
+        self.trace_target = require_choice(trace_target, "trace_target", TRACE_TARGETS)
         self.lr = require_positive(lr, "lr")
         self.seed = require_int(seed, "seed", 0)
+        if eps_net is not None:
+            _check_eps_net(eps_net, self.dim)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
-            self.eps_net = TimeConditionedMLP(self.dim, self.dim, hidden, layers)
+            self.eps_net = (
+                TimeConditionedMLP(self.dim, self.dim, hidden, layers)
+                if eps_net is None
+                else eps_net
+            )
             self.trace_net = (
                 TimeConditionedMLP(self.dim, 1, hidden, layers) if trace_matching else None
             )
@@ -185,3 +198,22 @@ class DiffusionModel(pl.LightningModule):
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.lr)
+
+
+def _check_eps_net(eps_net: nn.Module, dim: int) -> None:
+    """Raise unless ``eps_net`` maps ``(1, dim)`` points and ``(1,)`` times to ``(1, dim)``."""
+    if not isinstance(eps_net, nn.Module):
+        raise TypeError(f"`eps_net` must be an nn.Module, got {type(eps_net).__name__}.")
+    was_training = eps_net.training
+    eps_net.eval()
+    try:
+        with torch.no_grad():
+            shape = tuple(eps_net(torch.zeros(1, dim), torch.zeros(1)).shape)
+    except RuntimeError as error:
+        raise ValueError(
+            f"`eps_net` must take (B, {dim}) points and (B,) times: {error}"
+        ) from error
+    finally:
+        eps_net.train(was_training)
+    if shape != (1, dim):
+        raise ValueError(f"`eps_net` must predict (B, {dim}) noise, got shape {shape} for B = 1.")

@@ -3,17 +3,25 @@ of a causal LM on a document knowledge graph (DocKG) and retrieved sentences (Se
 
 See README.md in this folder."""
 
-from lightning_info.methods.docks_rag.datamodule import DocREDDataModule
+from lightning_info.methods.docks_rag.datamodule import (
+    DocKGOptions,
+    DocREDDataModule,
+    DocREDSource,
+    HybridPromptOptions,
+)
 from lightning_info.methods.docks_rag.docred import check_document, read_docred, read_relation_info
-from lightning_info.methods.docks_rag.evaluation import DocREDScores
 from lightning_info.methods.docks_rag.functional import docred_scores, train_fact_names
+from lightning_info.methods.docks_rag.metrics import DocREDScores
 from lightning_info.methods.docks_rag.module import DocKSRAG
 from lightning_info.methods.docks_rag.synthetic import synthetic_docred
 
 __all__ = [
+    "DocKGOptions",
     "DocKSRAG",
     "DocREDDataModule",
     "DocREDScores",
+    "DocREDSource",
+    "HybridPromptOptions",
     "check_document",
     "docred_scores",
     "read_docred",

@@ -6,12 +6,16 @@ relation) and ``negatives_per_positive`` sampled unlabelled pairs per labelled o
 (left-padded, for generation) with the gold documents, so that the official scores are summed
 over documents each seen once (under DDP, ``UnrepeatedDistributedSampler`` gives each rank its
 own documents, with no repeats to even the shards).
+
+The documents (:class:`DocREDSource`), the prompt's parts (:class:`HybridPromptOptions`) and the
+DocKG with its sentence encoder (:class:`DocKGOptions`) are one object each.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,28 +42,88 @@ from lightning_info.methods.docks_rag.knowledge import build_knowledge
 from lightning_info.methods.docks_rag.set_rag import retrieve_sentences
 from lightning_info.methods.docks_rag.synthetic import RELATIONS, synthetic_docred
 
-__all__ = ["DocREDDataModule", "load_documents"]
+__all__ = ["DocKGOptions", "DocREDDataModule", "DocREDSource", "HybridPromptOptions"]
 
 
-def load_documents(
-    train_file: str | None = None,
-    dev_file: str | None = None,
-    rel_info_file: str | None = None,
-    num_train: int = 100,
-    num_dev: int = 20,
-    world_seed: int = 0,
-) -> tuple[list[dict], list[dict], dict[str, str]]:
-    """``(train, dev, relations)``: the DocRED files when given, else ``synthetic_docred``
-    splits of one world (train seed 0, dev seed 1) with its relations."""
-    if train_file is None:
-        train = synthetic_docred(num_train, seed=0, world_seed=world_seed)
-        dev = synthetic_docred(num_dev, seed=1, world_seed=world_seed)
-        return train, dev, dict(RELATIONS)
-    for path in (train_file, dev_file, rel_info_file):
-        if not Path(path).is_file():
-            raise FileNotFoundError(f"{path} does not exist")
-    relations = read_relation_info(rel_info_file)
-    return read_docred(train_file, relations), read_docred(dev_file, relations), relations
+@dataclass(frozen=True)
+class DocREDSource:
+    """The documents: a DocRED / Re-DocRED split pair and its ``rel_info.json``, or, without
+    files, ``synthetic_docred`` documents (``num_train`` and ``num_dev`` of world
+    ``world_seed``) with its six relations."""
+
+    train_file: str | None = None
+    dev_file: str | None = None
+    rel_info_file: str | None = None
+    num_train: int = 100
+    num_dev: int = 20
+    world_seed: int = 0
+
+    def __post_init__(self) -> None:
+        if (self.train_file is None) != (self.dev_file is None):
+            raise ValueError("give both train_file and dev_file, or neither (synthetic data)")
+        if self.train_file is not None and self.rel_info_file is None:
+            raise ValueError("DocRED files need their rel_info_file (relation id -> name)")
+        require_int(self.num_train, "num_train", 2)
+        require_int(self.num_dev, "num_dev", 1)
+        require_int(self.world_seed, "world_seed", 0)
+
+    def load(self) -> tuple[list[dict], list[dict], dict[str, str]]:
+        """``(train, dev, relations)``: the DocRED files when given, else ``synthetic_docred``
+        splits of one world (train seed 0, dev seed 1) with its relations."""
+        if self.train_file is None:
+            train = synthetic_docred(self.num_train, seed=0, world_seed=self.world_seed)
+            dev = synthetic_docred(self.num_dev, seed=1, world_seed=self.world_seed)
+            return train, dev, dict(RELATIONS)
+        for path in (self.train_file, self.dev_file, self.rel_info_file):
+            if not Path(path).is_file():
+                raise FileNotFoundError(f"{path} does not exist")
+        relations = read_relation_info(self.rel_info_file)
+        train = read_docred(self.train_file, relations)
+        return train, read_docred(self.dev_file, relations), relations
+
+
+@dataclass(frozen=True)
+class HybridPromptOptions:
+    """The hybrid prompt's parts (``functional.hybrid_prompt``; the paper's ablation): the
+    document text, the DocKG subgraph and the SetRAG sentences, ``top_k`` per query."""
+
+    use_document: bool = True
+    use_kg: bool = True
+    use_set_rag: bool = True
+    top_k: int = 5
+
+    def __post_init__(self) -> None:
+        if not (self.use_document or self.use_kg or self.use_set_rag):
+            raise ValueError("a prompt needs at least one of use_document, use_kg, use_set_rag")
+        require_int(self.top_k, "top_k", 1)
+
+
+@dataclass(frozen=True)
+class DocKGOptions:
+    """The DocKG and the sentence encoder (``knowledge.build_knowledge``): ``tau`` is the DocKG's
+    probability threshold, ``kg_folds`` the cross-fitting folds of the training triples,
+    ``kg_steps`` each scorer's training steps; ``encoder`` and ``encoder_dim`` embed sentences
+    and entities (``lm.sentence_encoders.embed_texts``: ``"auto"``, ``"tfidf"``, ``"minilm"``
+    or a sentence-transformers model)."""
+
+    tau: float = 0.5
+    kg_folds: int = 2
+    kg_steps: int = 300
+    encoder: str = "auto"
+    encoder_dim: int = 64
+
+    def __post_init__(self) -> None:
+        # NaN passed these checks and failed late, in setup, after the DocKG was fitted
+        object.__setattr__(self, "tau", require_fraction(self.tau, "tau"))
+        require_int(self.kg_folds, "kg_folds", 2)
+        require_int(self.kg_steps, "kg_steps", 1)
+        require_int(self.encoder_dim, "encoder_dim", 1)
+
+
+def _instance(value: Any, name: str, kind: type) -> Any:
+    if not isinstance(value, kind):
+        raise TypeError(f"`{name}` must be a {kind.__name__}, got {type(value).__name__}.")
+    return value
 
 
 class DocREDDataModule(LightningDataModule):
@@ -67,36 +131,23 @@ class DocREDDataModule(LightningDataModule):
 
     Args:
         tokenizer: a Hugging Face tokenizer, or a name or path for ``AutoTokenizer``.
-        train_file, dev_file, rel_info_file: a DocRED / Re-DocRED split pair and its
-            ``rel_info.json``; without them, ``synthetic_docred`` documents (``num_train`` and
-            ``num_dev`` of world ``world_seed``) with its six relations.
-        use_document, use_kg, use_set_rag: the prompt's parts (the paper's ablation).
-        top_k: SetRAG's sentences per query; tau: DocKG's probability threshold; kg_folds: the
-            cross-fitting folds of the training triples (``knowledge.py``).
-        encoder, encoder_dim: the sentence encoder (``lm.sentence_encoders.embed_texts``).
+        source: the documents (:class:`DocREDSource`: DocRED files, or synthetic documents).
+        prompt: the prompt's parts and SetRAG's ``top_k`` (:class:`HybridPromptOptions`).
+        knowledge: the DocKG and the sentence encoder (:class:`DocKGOptions`).
+        negatives_per_positive: unlabelled entity pairs (answered ``none``) per labelled one in
+            the training rows.
         max_length: the model's context in tokens. A prompt that would not fit with its longest
             answer keeps fewer document sentences; a warning says how much was cut.
         batch_size: training rows per batch; eval_documents: documents per evaluation batch.
+        seed: the training rows' sampling and order, the DocKG's and the encoder's.
     """
 
     def __init__(
         self,
         tokenizer: Any,
-        train_file: str | None = None,
-        dev_file: str | None = None,
-        rel_info_file: str | None = None,
-        num_train: int = 100,
-        num_dev: int = 20,
-        world_seed: int = 0,
-        use_document: bool = True,
-        use_kg: bool = True,
-        use_set_rag: bool = True,
-        top_k: int = 5,
-        tau: float = 0.5,
-        kg_folds: int = 2,
-        kg_steps: int = 300,
-        encoder: str = "auto",
-        encoder_dim: int = 64,
+        source: DocREDSource = DocREDSource(),
+        prompt: HybridPromptOptions = HybridPromptOptions(),
+        knowledge: DocKGOptions = DocKGOptions(),
         negatives_per_positive: float = 1.0,
         max_length: int = 512,
         batch_size: int = 16,
@@ -104,21 +155,14 @@ class DocREDDataModule(LightningDataModule):
         seed: int = 0,
     ):
         super().__init__()
-        if (train_file is None) != (dev_file is None):
-            raise ValueError("give both train_file and dev_file, or neither (synthetic data)")
-        if train_file is not None and rel_info_file is None:
-            raise ValueError("DocRED files need their rel_info_file (relation id -> name)")
-        if not (use_document or use_kg or use_set_rag):
-            raise ValueError("a prompt needs at least one of use_document, use_kg, use_set_rag")
-        # NaN passed these checks and failed late, in setup, after the DocKG was fitted
+        self.source = _instance(source, "source", DocREDSource)
+        self.prompt = _instance(prompt, "prompt", HybridPromptOptions)
+        self.knowledge_options = _instance(knowledge, "knowledge", DocKGOptions)
+        # NaN passed this check and failed late, in setup, after the DocKG was fitted
         negatives_per_positive = require_non_negative(
             negatives_per_positive, "negatives_per_positive"
         )
-        tau = require_fraction(tau, "tau")
-        kg_folds = require_int(kg_folds, "kg_folds", 2)
-        kg_steps = require_int(kg_steps, "kg_steps", 1)
-        encoder_dim = require_int(encoder_dim, "encoder_dim", 1)
-        world_seed, seed = require_int(world_seed, "world_seed", 0), require_int(seed, "seed", 0)
+        seed = require_int(seed, "seed", 0)
         if isinstance(tokenizer, str):
             from transformers import AutoTokenizer
 
@@ -126,14 +170,6 @@ class DocREDDataModule(LightningDataModule):
         if tokenizer.eos_token_id is None:
             raise ValueError("the tokenizer needs an eos token (it ends every answer)")
         self.tokenizer = tokenizer
-        self.files = (train_file, dev_file, rel_info_file)
-        self.num_train = require_int(num_train, "num_train", 2)
-        self.num_dev = require_int(num_dev, "num_dev", 1)
-        self.world_seed = world_seed
-        self.use_document, self.use_kg, self.use_set_rag = use_document, use_kg, use_set_rag
-        self.top_k = require_int(top_k, "top_k", 1)
-        self.tau, self.kg_folds, self.kg_steps = tau, kg_folds, kg_steps
-        self.encoder, self.encoder_dim = encoder, encoder_dim
         self.negatives_per_positive = negatives_per_positive
         self.max_length = require_int(max_length, "max_length", 8)
         self.batch_size = require_int(batch_size, "batch_size", 1)
@@ -143,23 +179,21 @@ class DocREDDataModule(LightningDataModule):
 
     # -- building --------------------------------------------------------------------------
 
-    def _documents(self) -> tuple[list[dict], list[dict], dict[str, str]]:
-        return load_documents(*self.files, self.num_train, self.num_dev, self.world_seed)
-
     def _prompt(self, index: int, query: tuple[int, int], sentences: int | None) -> str:
         document = self.documents[index]
         triples = self.knowledge.triples[index]
+        parts = self.prompt
         retrieved = None
-        if self.use_set_rag:
-            retrieved = retrieve_sentences(self.knowledge.indices[index], query, self.top_k)
+        if parts.use_set_rag:
+            retrieved = retrieve_sentences(self.knowledge.indices[index], query, parts.top_k)
         return hybrid_prompt(
             document,
             query,
             self.relations,
-            kg_triples=triples if self.use_kg else None,
+            kg_triples=triples if parts.use_kg else None,
             retrieved=retrieved,
             retrieved_triples=triples,
-            include_document=self.use_document,
+            include_document=parts.use_document,
             document_sentences=sentences,
         )
 
@@ -170,7 +204,7 @@ class DocREDDataModule(LightningDataModule):
         sentences = len(self.documents[index]["sents"])
         ids = self.tokenizer(self._prompt(index, query, None))["input_ids"]
         full = len(ids)
-        while len(ids) > room and self.use_document and sentences > 0:
+        while len(ids) > room and self.prompt.use_document and sentences > 0:
             sentences -= 1
             ids = self.tokenizer(self._prompt(index, query, sentences))["input_ids"]
         if len(ids) > room:
@@ -186,7 +220,7 @@ class DocREDDataModule(LightningDataModule):
     def setup(self, stage: str | None = None) -> None:
         if self._ready:
             return
-        train, dev, self.relations = self._documents()
+        train, dev, self.relations = self.source.load()
         self.train_documents, self.dev_documents = train, dev
         self.documents = [*train, *dev]
         self.relation_ids = list(self.relations)
@@ -194,16 +228,17 @@ class DocREDDataModule(LightningDataModule):
         self.answers = [answer_text([], self.relations)]
         self.answers += [answer_text([r], self.relations) for r in self.relation_ids]
         self.train_facts = train_fact_names(train)
+        options = self.knowledge_options
         self.knowledge = build_knowledge(
             train,
             dev,
             self.relation_ids,
-            use_kg=self.use_kg,
-            encoder=self.encoder,
-            encoder_dim=self.encoder_dim,
-            tau=self.tau,
-            folds=self.kg_folds,
-            kg_steps=self.kg_steps,
+            use_kg=self.prompt.use_kg,
+            encoder=options.encoder,
+            encoder_dim=options.encoder_dim,
+            tau=options.tau,
+            folds=options.kg_folds,
+            kg_steps=options.kg_steps,
             seed=self.seed,
         )
         eos = self.tokenizer.eos_token_id

@@ -29,6 +29,10 @@ from typing import Any
 from lightning_info.methods.docks_rag.docred import check_predictions
 
 __all__ = [
+    "document_text",
+    "entity_name",
+    "mentions",
+    "sentence_text",
     "COUNTS",
     "EDGE_TYPES",
     "NO_RELATION",

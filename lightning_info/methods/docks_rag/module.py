@@ -18,7 +18,7 @@ from lightning_info.core.validation import require_int
 from lightning_info.lm.fine_tuner import CausalLMFineTuner
 from lightning_info.methods.docks_rag.decoding import LabelTrie, constrained_answers
 from lightning_info.methods.docks_rag.docred import check_predictions
-from lightning_info.methods.docks_rag.evaluation import DocREDScores
+from lightning_info.methods.docks_rag.metrics import DocREDScores
 
 __all__ = ["DocKSRAG"]
 

@@ -30,7 +30,6 @@ VARIANTS = {
 }
 """variant -> (table name, use_kg, use_set_rag)."""
 
-DOCUMENT_ARGS = ("train_file", "dev_file", "rel_info_file", "num_train", "num_dev", "world_seed")
 PROMPT_WORDS = ("Document:", "Graph:", "Related:", "Question:", "Relation:", "nothing", "none")
 
 
@@ -53,12 +52,11 @@ def _language_model(job: dict[str, Any]) -> tuple[Any, Any]:
 
     from lightning_info.lm.tiny_lm import load_causal_lm, tiny_causal_lm, train_bpe_tokenizer
     from lightning_info.lm.training import fit_causal_lm
-    from lightning_info.methods.docks_rag.datamodule import load_documents
+    from lightning_info.methods.docks_rag.datamodule import DocREDSource
 
     if job["model"]:
         return load_causal_lm(job["model"])
-    files = {k: job["data"][k] for k in DOCUMENT_ARGS if k in job["data"]}
-    train, _, relations = load_documents(**files)
+    train, _, relations = DocREDSource(**job["data"].get("source", {})).load()
     texts = _pretraining_texts(train, relations)
     words = " | ".join([*PROMPT_WORDS, *relations.values()])
     tokenizer = train_bpe_tokenizer(texts + [words] * 20, vocab_size=job["vocab_size"])
@@ -85,13 +83,22 @@ def run_variant(job: dict[str, Any]) -> dict[str, Any]:
     import torch
     from lightning.pytorch import Trainer, seed_everything
 
-    from lightning_info.methods.docks_rag.datamodule import DocREDDataModule
+    from lightning_info.methods.docks_rag.datamodule import (
+        DocKGOptions,
+        DocREDDataModule,
+        DocREDSource,
+        HybridPromptOptions,
+    )
     from lightning_info.methods.docks_rag.functional import docred_scores
     from lightning_info.methods.docks_rag.module import DocKSRAG
 
     torch.set_num_threads(job["threads"])
     _, use_kg, use_set_rag = VARIANTS[job["variant"]]
-    settings = dict(job["data"], use_kg=use_kg, use_set_rag=use_set_rag, seed=job["seed"])
+    settings = dict(job["data"], seed=job["seed"])
+    settings["source"] = DocREDSource(**settings.get("source", {}))
+    parts = {**settings.get("prompt", {}), "use_kg": use_kg, "use_set_rag": use_set_rag}
+    settings["prompt"] = HybridPromptOptions(**parts)
+    settings["knowledge"] = DocKGOptions(**settings.get("knowledge", {}))
     model, tokenizer = _language_model(job)
     data = DocREDDataModule(tokenizer, **settings)
     module = DocKSRAG(model, tokenizer, lora=job["lora"], lr=job["lr"])
@@ -123,7 +130,10 @@ class DocKSRAGStudy(Study):
     Args:
         variants: of :data:`VARIANTS`.
         seeds: tuning seeds (the data and the pretrained model are shared).
-        data: ``DocREDDataModule`` arguments (files, sizes, ``top_k``, ``tau``, encoder, ...).
+        data: ``DocREDDataModule`` arguments, its option groups as dicts: ``source``
+            (``DocREDSource``: files, sizes), ``prompt`` (``HybridPromptOptions``: ``top_k``;
+            each variant sets ``use_kg`` and ``use_set_rag``), ``knowledge`` (``DocKGOptions``:
+            ``tau``, folds, steps, encoder).
         model: a Hugging Face causal LM name or path; empty: the small GPT-2 of ``size``.
         size: ``layers``, ``width``, ``heads`` of the small GPT-2; vocab_size its tokenizer's.
         pretrain_epochs, pretrain_lr: its pretraining.

@@ -13,10 +13,10 @@ from lightning_info.methods.fic_tsc.functional import (
     empirical_fisher_trace,
     fisher_penalty,
 )
-from lightning_info.methods.fic_tsc.inception_time import (
+from lightning_info.methods.fic_tsc.module import InceptionTimeClassifier
+from lightning_info.methods.fic_tsc.networks import (
     InceptionModule,
     InceptionTime,
-    InceptionTimeClassifier,
     inception_kernel_sizes,
 )
 from lightning_info.methods.fic_tsc.penalty import (

@@ -26,6 +26,13 @@ from torch import Tensor
 
 from lightning_info.core.validation import require_real_tensor
 
+__all__ = [
+    "constrain_fisher_trace_",
+    "empirical_fisher_trace",
+    "fisher_penalty",
+    "gradient_norm",
+]
+
 
 def _with_grad(parameters: Iterable[Tensor] | Tensor) -> list[Tensor]:
     if isinstance(parameters, Tensor):

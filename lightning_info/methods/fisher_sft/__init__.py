@@ -2,7 +2,11 @@
 
 See README.md in this folder."""
 
-from lightning_info.methods.fisher_sft.datamodule import FisherSubsetDataModule
+from lightning_info.methods.fisher_sft.datamodule import (
+    FisherSubsetDataModule,
+    PromptResponseColumns,
+    SubsetSelectionOptions,
+)
 from lightning_info.methods.fisher_sft.functional import (
     Selection,
     fisher_greedy_select,
@@ -20,7 +24,9 @@ from lightning_info.methods.fisher_sft.sampler import (
 __all__ = [
     "FisherSubsetDataModule",
     "FisherSubsetSampler",
+    "PromptResponseColumns",
     "Selection",
+    "SubsetSelectionOptions",
     "fisher_greedy_select",
     "k_center_select",
     "load_selection",

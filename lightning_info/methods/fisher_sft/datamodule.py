@@ -1,9 +1,17 @@
-"""``FisherSubsetDataModule``: embed a prompt/response pool, select a subset, serve it for SFT."""
+"""``FisherSubsetDataModule``: embed a prompt/response pool, select a subset, serve it for SFT;
+``DocstringSFTDataModule``: the recipe's offline pool of the standard library's docstrings.
+
+The docstring corpus (:func:`~lightning_info.lm.corpus.stdlib_docstrings`) is split by module
+into pretraining text, a fine-tuning pool ("Explain <name>." -> docstring) and a held-out set
+(:func:`docstring_splits`), so that no module is shared between them.
+"""
 
 from __future__ import annotations
 
+import argparse
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from lightning.pytorch import LightningDataModule
@@ -13,8 +21,9 @@ from torch.utils.data import DataLoader
 from lightning_info.core.blocks import TokenBlocks
 from lightning_info.core.distributed import gather_strided_blocks, strided_shard
 from lightning_info.core.resume import ResumableDataLoader
-from lightning_info.core.validation import require_int
-from lightning_info.methods.fisher_sft.functional import Selection
+from lightning_info.core.validation import require_choice, require_int, require_positive
+from lightning_info.lm.corpus import instruction_dataset, split_corpus, stdlib_docstrings
+from lightning_info.methods.fisher_sft.functional import POOLINGS, Selection
 from lightning_info.methods.fisher_sft.sampler import (
     STRATEGIES,
     FisherSubsetSampler,
@@ -24,6 +33,65 @@ from lightning_info.methods.fisher_sft.sampler import (
 )
 
 TOKEN_WEIGHTINGS = ("none", "p(1-p)")
+
+__all__ = [
+    "SPLIT_FRACTIONS",
+    "DocstringSFTDataModule",
+    "FisherSubsetDataModule",
+    "PromptResponseColumns",
+    "SubsetSelectionOptions",
+    "docstring_splits",
+]
+
+
+@dataclass(frozen=True)
+class SubsetSelectionOptions:
+    """How :class:`FisherSubsetDataModule` selects its subset (:func:`select_subset`).
+
+    Args:
+        lam: the ridge ``lambda > 0`` of (FSFT-1).
+        pooling: ``"none"`` (token blocks), ``"mean"`` or ``"sum"`` (one row per example).
+        token_weighting: ``"none"`` (every response token counts once) or ``"p(1-p)"``: each
+            token's curvature weight from the feature model's own next-token prediction
+            (:func:`~lightning_info.lm.features.response_features` with
+            ``curvature_weights=True``), used in the objective of every strategy.
+        embed_batch_size: pool examples per forward pass when embedding.
+        path: a JSON file the selection is saved to once made and reloaded from (after checking
+            pool size, budget, strategy and token weighting) instead of being recomputed;
+            ``None`` keeps it in memory only.
+    """
+
+    lam: float = 1.0
+    pooling: Literal["none", "mean", "sum"] = "none"
+    token_weighting: Literal["none", "p(1-p)"] = "none"
+    embed_batch_size: int = 16
+    path: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lam", require_positive(self.lam, "lam"))
+        require_choice(self.pooling, "pooling", POOLINGS)
+        require_choice(self.token_weighting, "token_weighting", TOKEN_WEIGHTINGS)
+        require_int(self.embed_batch_size, "embed_batch_size", 1)
+
+
+@dataclass(frozen=True)
+class PromptResponseColumns:
+    """Where a pool's examples keep their prompt and response, and whether the tokenizer's chat
+    template wraps them (:func:`~lightning_info.lm.features.tokenize_prompt_response`)."""
+
+    prompt_column: str = "prompt"
+    response_column: str = "response"
+    chat_template: bool = False
+
+
+def _instance(value: Any, name: str, kind: type) -> Any:
+    """``value`` as a ``kind``: one already, or its fields as a parsed config group (the
+    ``argparse.Namespace`` that ``ComparisonCLI`` checks a recipe's data module with)."""
+    if isinstance(value, argparse.Namespace):
+        return kind(**vars(value))
+    if not isinstance(value, kind):
+        raise TypeError(f"`{name}` must be a {kind.__name__}, got {type(value).__name__}.")
+    return value
 
 
 class FisherSubsetDataModule(LightningDataModule):
@@ -37,21 +105,26 @@ class FisherSubsetDataModule(LightningDataModule):
 
     Under DDP the pool is embedded in strided shards, one per rank, gathered with Lightning's
     ``all_gather``; rank 0 selects and broadcasts the indices, so every rank serves the same subset
-    and Lightning's ``DistributedSamplerWrapper`` shards it. With ``selection_path`` the selection
-    is saved after it is made and reloaded (after checking pool size, budget and strategy) instead
-    of being recomputed.
+    and Lightning's ``DistributedSamplerWrapper`` shards it. With ``selection_options.path`` the
+    selection is saved after it is made and reloaded (after checking pool size, budget and
+    strategy) instead of being recomputed.
 
     Args:
-        pool: candidate pool with ``prompt_column`` and ``response_column``.
+        pool: candidate pool with the ``columns``' prompt and response columns.
         tokenizer: the model's tokenizer (needs a pad token).
         budget: number of examples to select.
+        strategy: ``"fisher"``, ``"random"`` or ``"k_center"`` (:func:`select_subset`).
+        selection_options: the objective, the token weighting, the embedding batch size and the
+            selection file (:class:`SubsetSelectionOptions`).
         feature_model: the frozen model to embed the pool with; ``None`` takes the attached
             LightningModule's ``model`` attribute (the LM being fine-tuned, as in the paper).
         eval_dataset: optional held-out pairs for ``val_dataloader`` / ``test_dataloader``.
-        token_weighting: ``"none"`` (every response token counts once) or ``"p(1-p)"``: each
-            token's curvature weight from the feature model's own next-token prediction
-            (:func:`~lightning_info.lm.features.response_features` with
-            ``curvature_weights=True``), used in the objective of every strategy.
+        columns: the prompt and response columns and the chat template
+            (:class:`PromptResponseColumns`).
+        max_length: tokens per prompt + response, when embedding and when training.
+        batch_size: examples per training and evaluation batch.
+        seed: the random and k-center selections and the sampler's order.
+        progress: show a progress bar while embedding (global rank 0).
     """
 
     def __init__(
@@ -59,38 +132,30 @@ class FisherSubsetDataModule(LightningDataModule):
         pool: Any,
         tokenizer: Any,
         budget: int,
+        strategy: Literal["fisher", "random", "k_center"] = "fisher",
         *,
-        strategy: str = "fisher",
+        selection_options: SubsetSelectionOptions = SubsetSelectionOptions(),
         feature_model: torch.nn.Module | None = None,
         eval_dataset: Any = None,
-        prompt_column: str = "prompt",
-        response_column: str = "response",
-        chat_template: bool = False,
+        columns: PromptResponseColumns = PromptResponseColumns(),
         max_length: int = 256,
         batch_size: int = 8,
-        embed_batch_size: int = 16,
-        lam: float = 1.0,
-        pooling: str = "none",
-        token_weighting: str = "none",
         seed: int = 0,
-        selection_path: str | None = None,
         progress: bool = True,
     ) -> None:
         super().__init__()
-        if strategy not in STRATEGIES:
-            raise ValueError(f"`strategy` must be one of {STRATEGIES}, got {strategy!r}.")
+        require_choice(strategy, "strategy", STRATEGIES)
+        options = _instance(selection_options, "selection_options", SubsetSelectionOptions)
+        columns = _instance(columns, "columns", PromptResponseColumns)
         for name, dataset in (("pool", pool), ("eval_dataset", eval_dataset)):
             if dataset is None:
                 continue
-            missing = {prompt_column, response_column} - set(dataset.column_names)
+            needed = {columns.prompt_column, columns.response_column}
+            missing = needed - set(dataset.column_names)
             if missing:
                 raise ValueError(
                     f"`{name}` lacks column(s) {sorted(missing)}; it has {dataset.column_names}."
                 )
-        if token_weighting not in TOKEN_WEIGHTINGS:
-            raise ValueError(
-                f"`token_weighting` must be one of {TOKEN_WEIGHTINGS}, got {token_weighting!r}."
-            )
         if len(pool) == 0:
             raise ValueError("`pool` is empty: give at least `budget` candidate examples.")
         require_int(budget, "budget", 1)
@@ -104,19 +169,14 @@ class FisherSubsetDataModule(LightningDataModule):
         self.tokenizer = tokenizer
         self.budget = budget
         self.strategy = strategy
+        self.selection_options = options
         self.feature_model = feature_model
         self.eval_dataset = eval_dataset
-        self.prompt_column = prompt_column
-        self.response_column = response_column
-        self.chat_template = chat_template
+        self.columns = columns
         self.max_length = require_int(max_length, "max_length", 2)
         self.batch_size = require_int(batch_size, "batch_size", 1)
-        self.embed_batch_size = require_int(embed_batch_size, "embed_batch_size", 1)
-        self.lam = lam
-        self.pooling = pooling
-        self.token_weighting = token_weighting
         self.seed = require_int(seed, "seed", 0)
-        self.selection_path = Path(selection_path) if selection_path else None
+        self.selection_path = Path(options.path) if options.path else None
         self.progress = progress
         self.selection: Selection | None = None
         self.sampler: FisherSubsetSampler | None = None
@@ -129,7 +189,7 @@ class FisherSubsetDataModule(LightningDataModule):
             "pool_size": len(self.pool),
             "budget": self.budget,
             "strategy": self.strategy,
-            "token_weighting": self.token_weighting,
+            "token_weighting": self.selection_options.token_weighting,
         }
 
     def _embed(self) -> tuple[TokenBlocks, Tensor | None]:
@@ -151,20 +211,21 @@ class FisherSubsetDataModule(LightningDataModule):
             # Setup runs before the strategy moves the model; embed on the run's device already.
             model.to(trainer.strategy.root_device)
         rows = strided_shard(len(self.pool), rank, world)
+        weighted = self.selection_options.token_weighting != "none"
         local = response_features(
             model,
             self.tokenizer,
             self.pool.select(rows),
-            prompt_column=self.prompt_column,
-            response_column=self.response_column,
-            batch_size=self.embed_batch_size,
+            prompt_column=self.columns.prompt_column,
+            response_column=self.columns.response_column,
+            batch_size=self.selection_options.embed_batch_size,
             max_length=self.max_length,
-            chat_template=self.chat_template,
+            chat_template=self.columns.chat_template,
             progress=self.progress and rank == 0,
-            curvature_weights=self.token_weighting != "none",
+            curvature_weights=weighted,
         )
         self.embedded_rows = len(rows)
-        if self.token_weighting == "none":
+        if not weighted:
             return self._gathered(local, rank, world), None
         # The weights travel as one more column of the token rows.
         features, weights = local
@@ -180,7 +241,8 @@ class FisherSubsetDataModule(LightningDataModule):
     def _select(self) -> Selection:
         if self.selection_path is not None and self.selection_path.exists():
             return load_selection(self.selection_path, **self._expected_metadata())
-        needs_features = self.strategy != "random" or self.token_weighting != "none"
+        options = self.selection_options
+        needs_features = self.strategy != "random" or options.token_weighting != "none"
         features, weights = self._embed() if needs_features else (None, None)
         trainer = self.trainer
         selection = None
@@ -191,8 +253,8 @@ class FisherSubsetDataModule(LightningDataModule):
                 strategy=self.strategy,
                 pool_size=len(self.pool),
                 seed=self.seed,
-                lam=self.lam,
-                pooling=self.pooling,
+                lam=options.lam,
+                pooling=options.pooling,
                 token_weights=weights,
             )
             if self.selection_path is not None:
@@ -213,12 +275,13 @@ class FisherSubsetDataModule(LightningDataModule):
         """Tokenise prompt + response; ``labels`` are the response tokens, ``-100`` elsewhere."""
         from lightning_info.lm.features import tokenize_prompt_response
 
+        columns = self.columns
         encoded = tokenize_prompt_response(
             self.tokenizer,
-            [r[self.prompt_column] for r in rows],
-            [r[self.response_column] for r in rows],
+            [r[columns.prompt_column] for r in rows],
+            [r[columns.response_column] for r in rows],
             max_length=self.max_length,
-            chat_template=self.chat_template,
+            chat_template=columns.chat_template,
         )
         labels = encoded["input_ids"].masked_fill(encoded["response_mask"] == 0, -100)
         return {
@@ -257,5 +320,97 @@ class FisherSubsetDataModule(LightningDataModule):
             self.sampler = FisherSubsetSampler(state_dict["sampler"]["indices"], seed=self.seed)
             self.sampler.load_state_dict(state_dict["sampler"])
             self.selection = Selection(
-                list(self.sampler.indices), [], float("nan"), self.lam, len(self.pool)
+                list(self.sampler.indices),
+                [],
+                float("nan"),
+                self.selection_options.lam,
+                len(self.pool),
             )
+
+
+SPLIT_FRACTIONS = (0.5, 0.4, 0.1)
+"""Pretraining text / fine-tuning pool / held-out set, as shares of the docstrings."""
+
+
+def docstring_splits(split_seed: int = 0) -> tuple[list[tuple[str, str]], ...]:
+    """``(pretraining, pool, held_out)`` lists of ``(name, docstring)``, disjoint by module."""
+    return split_corpus(stdlib_docstrings(), SPLIT_FRACTIONS, seed=split_seed)
+
+
+class _TextChunks(LightningDataModule):
+    """Language-modelling batches of the given texts, each text cut to ``max_length`` tokens."""
+
+    def __init__(self, texts: list[str], tokenizer: Any, max_length: int, batch_size: int) -> None:
+        super().__init__()
+        self.texts, self.tokenizer = texts, tokenizer
+        self.max_length, self.batch_size = max_length, batch_size
+
+    def _collate(self, texts: list[str]) -> dict[str, torch.Tensor]:
+        eos = self.tokenizer.eos_token
+        encoded = self.tokenizer(
+            [t + eos for t in texts],
+            padding=True,
+            truncation=True,
+            max_length=self.max_length,
+            return_tensors="pt",
+        )
+        labels = encoded["input_ids"].masked_fill(encoded["attention_mask"] == 0, -100)
+        return {**encoded, "labels": labels}
+
+    def train_dataloader(self) -> DataLoader:
+        generator = torch.Generator().manual_seed(0)
+        return DataLoader(
+            self.texts,
+            batch_size=self.batch_size,
+            shuffle=True,
+            generator=generator,
+            collate_fn=self._collate,
+        )
+
+
+class DocstringSFTDataModule(FisherSubsetDataModule):
+    """The docstring instruction pool, with a FisherSFT / random / k-center subset of ``budget``.
+
+    ``tokenizer`` is a path or Hugging Face name loaded with ``AutoTokenizer.from_pretrained``
+    (the base model's). The held-out docstrings (other modules than the pool's) serve as the
+    validation and test set. ``pool_size`` / ``held_out_size`` cap the two sets (``None``: all);
+    ``split_seed`` draws the module-disjoint splits (:func:`docstring_splits`). The other
+    arguments are :class:`FisherSubsetDataModule`'s (here embedding 32 examples at a time).
+    """
+
+    def __init__(
+        self,
+        tokenizer: str,
+        budget: int,
+        strategy: Literal["fisher", "random", "k_center"] = "fisher",
+        selection_options: SubsetSelectionOptions = SubsetSelectionOptions(embed_batch_size=32),
+        pool_size: int | None = None,
+        held_out_size: int | None = None,
+        split_seed: int = 0,
+        max_length: int = 192,
+        batch_size: int = 8,
+        seed: int = 0,
+        progress: bool = True,
+    ) -> None:
+        from transformers import AutoTokenizer
+
+        _, pool_pairs, held_out_pairs = docstring_splits(split_seed)
+        if pool_size is not None:
+            pool_pairs = pool_pairs[: require_int(pool_size, "pool_size", 1)]
+        if held_out_size is not None:
+            held_out_pairs = held_out_pairs[: require_int(held_out_size, "held_out_size", 1)]
+        loaded = AutoTokenizer.from_pretrained(tokenizer)
+        if loaded.pad_token is None:
+            loaded.pad_token = loaded.eos_token
+        super().__init__(
+            instruction_dataset(pool_pairs, seed=split_seed),
+            loaded,
+            budget,
+            strategy,
+            selection_options=selection_options,
+            eval_dataset=instruction_dataset(held_out_pairs, seed=split_seed),
+            max_length=max_length,
+            batch_size=batch_size,
+            seed=seed,
+            progress=progress,
+        )

@@ -56,6 +56,19 @@ from lightning_info.core.validation import (
     require_real_tensor,
 )
 
+__all__ = [
+    "as_token_blocks",
+    "fisher_greedy_select",
+    "k_center_select",
+    "log_det_objective",
+    "METHODS",
+    "POOLINGS",
+    "prepare_blocks",
+    "random_select",
+    "SEGMENT_OVERHEAD_FLOPS",
+    "Selection",
+]
+
 POOLINGS = ("none", "mean", "sum")
 METHODS = ("lazy", "naive")
 

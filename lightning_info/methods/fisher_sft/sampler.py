@@ -93,7 +93,7 @@ def load_selection(path: str | Path, **expected: Any) -> Selection:
         details = ", ".join(f"{k}: saved {a!r}, now {b!r}" for k, (a, b) in stale.items())
         raise ValueError(
             f"The selection saved in {path} was made for other settings ({details}); "
-            "delete the file or point `selection_path` elsewhere to recompute it."
+            "delete the file or point `SubsetSelectionOptions.path` elsewhere to recompute it."
         )
     return Selection(**record)
 

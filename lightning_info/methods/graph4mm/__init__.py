@@ -5,7 +5,10 @@ it reads (``MultimodalGraphDataModule``).
 See README.md in this folder."""
 
 from lightning_info.methods.graph4mm.attention import HopDiffusedAttention
-from lightning_info.methods.graph4mm.datamodule import MultimodalGraphDataModule
+from lightning_info.methods.graph4mm.datamodule import (
+    DigitGraphOptions,
+    MultimodalGraphDataModule,
+)
 from lightning_info.methods.graph4mm.encoders import (
     PretrainedImageEncoder,
     SmallConvEncoder,
@@ -23,10 +26,11 @@ from lightning_info.methods.graph4mm.graphs import (
     digit_graphs,
     read_graphs_json,
 )
-from lightning_info.methods.graph4mm.module import Graph4MM
+from lightning_info.methods.graph4mm.module import Graph4MM, variant_qformer
 from lightning_info.methods.graph4mm.qformer import MMQFormer
 
 __all__ = [
+    "DigitGraphOptions",
     "Graph4MM",
     "HopDiffusedAttention",
     "MMQFormer",
@@ -42,4 +46,5 @@ __all__ = [
     "masked_transition",
     "ppr_weights",
     "read_graphs_json",
+    "variant_qformer",
 ]

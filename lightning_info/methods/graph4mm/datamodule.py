@@ -22,6 +22,7 @@ byte-level BPE tokenizer is trained on the training split's texts.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from torch.utils.data import DataLoader
 
 from lightning_info.core.resume import ResumableDataLoader
 from lightning_info.core.sampling import EpochShuffleSampler
-from lightning_info.core.validation import require_int
+from lightning_info.core.validation import require_finite, require_int
 from lightning_info.data.digits import load_digits_images
 from lightning_info.lm.features import pad_token_id, pad_token_rows
 from lightning_info.methods.graph4mm.graphs import (
@@ -41,9 +42,32 @@ from lightning_info.methods.graph4mm.graphs import (
     read_graphs_json,
 )
 
-__all__ = ["MultimodalGraphDataModule"]
+__all__ = ["DigitGraphOptions", "MultimodalGraphDataModule"]
 
 DEFAULT_PROMPT = "linked:{graph} {context}. digits of the linked nodes:"
+
+
+@dataclass(frozen=True)
+class DigitGraphOptions:
+    """The shape of the digit graphs (:func:`~.graphs.digit_graphs`): 1..``max_neighbours``
+    neighbours of the centre and up to ``max_distractors`` two-hop nodes; a neighbour shows the
+    centre's digit with probability ``homophily``; a non-centre node is a text node (a caption
+    naming its digit) with probability ``text_node_rate``, else an image node."""
+
+    max_neighbours: int = 3
+    max_distractors: int = 3
+    homophily: float = 0.8
+    text_node_rate: float = 0.5
+
+    def __post_init__(self) -> None:
+        require_int(self.max_neighbours, "digits.max_neighbours", 1)
+        require_int(self.max_distractors, "digits.max_distractors", 0)
+        for name in ("homophily", "text_node_rate"):
+            value = require_finite(getattr(self, name), f"digits.{name}")
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(
+                    f"`digits.{name}` is a probability: it must lie in [0, 1], got {value!r}"
+                )
 
 
 class MultimodalGraphDataModule(LightningDataModule):
@@ -55,8 +79,7 @@ class MultimodalGraphDataModule(LightningDataModule):
         source: ``"digits"`` or a JSON / JSON-lines file of graphs.
         num_train, num_val, num_test: graphs per split (digits); for a file, ``num_val`` and
             ``num_test`` are taken from a seeded permutation and the rest train.
-        max_neighbours, max_distractors, homophily, text_node_rate: the digit graphs
-            (``graphs.digit_graphs``).
+        digits: the digit graphs' shape (:class:`DigitGraphOptions`; unused for a file).
         class_names: a file's classes (default: its centres' labels, sorted).
         prompt: the LM prompt, ``{context}`` replaced by the neighbours' texts joined by ``"; "``
             and ``{graph}`` marking where the query tokens go (optional: at the start).
@@ -64,8 +87,7 @@ class MultimodalGraphDataModule(LightningDataModule):
         seed: the graphs, the splits and the shuffling. batch_size: graphs per batch.
 
     ``num_classes``, ``class_names``, the split lists ``train_graphs``, ``val_graphs`` and
-    ``test_graphs``, and ``graph_settings`` (the digit graphs' arguments) exist after
-    construction.
+    ``test_graphs``, and ``digits`` exist after construction.
     """
 
     def __init__(
@@ -75,10 +97,7 @@ class MultimodalGraphDataModule(LightningDataModule):
         num_train: int = 2000,
         num_val: int = 200,
         num_test: int = 300,
-        max_neighbours: int = 3,
-        max_distractors: int = 3,
-        homophily: float = 0.8,
-        text_node_rate: float = 0.5,
+        digits: DigitGraphOptions = DigitGraphOptions(),
         class_names: list[str] | None = None,
         prompt: str = DEFAULT_PROMPT,
         max_text_tokens: int = 16,
@@ -96,15 +115,11 @@ class MultimodalGraphDataModule(LightningDataModule):
                 "(where the query tokens go)"
             )
         self.prompt = prompt
-        self.graph_settings = {
-            "max_neighbours": max_neighbours,
-            "max_distractors": max_distractors,
-            "homophily": homophily,
-            "text_node_rate": text_node_rate,
-        }
+        if not isinstance(digits, DigitGraphOptions):
+            raise TypeError(f"`digits` must be a DigitGraphOptions, got {digits!r}.")
+        self.digits = digits
         if source == "digits":
-            self._digit_splits(num_train, num_val, num_test, max_neighbours, max_distractors,
-                               homophily, text_node_rate)  # fmt: skip
+            self._digit_splits(num_train, num_val, num_test)
         elif Path(source).is_file():
             self._file_splits(source, class_names, num_val, num_test)
         else:
@@ -117,7 +132,7 @@ class MultimodalGraphDataModule(LightningDataModule):
             raise ValueError("the tokenizer needs an end-of-sequence token to end the targets")
         self.tokenizer = tokenizer
 
-    def _digit_splits(self, num_train, num_val, num_test, *graph_args) -> None:
+    def _digit_splits(self, num_train, num_val, num_test) -> None:
         images, labels = load_digits_images()
         order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(self.seed))
         cuts = (0, int(0.6 * len(order)), int(0.8 * len(order)), len(order))
@@ -128,8 +143,8 @@ class MultimodalGraphDataModule(LightningDataModule):
             rows = order[cuts[offset] : cuts[offset + 1]]
             seed = 3 * self.seed + offset
             if count:
-                splits.append(digit_graphs(images[rows], labels[rows], count, *graph_args,
-                                           seed=seed))  # fmt: skip
+                splits.append(digit_graphs(images[rows], labels[rows], count,
+                                           **asdict(self.digits), seed=seed))  # fmt: skip
             else:
                 splits.append([])
         self.train_graphs, self.val_graphs, self.test_graphs = splits

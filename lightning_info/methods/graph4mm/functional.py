@@ -37,6 +37,8 @@ from torch import Tensor
 from lightning_info.core.validation import require_finite, require_finite_tensor, require_int
 
 __all__ = [
+    "adjacency_mask",
+    "renormalised_rows",
     "check_hop_weights",
     "diffuse",
     "hop_diffused_attention",

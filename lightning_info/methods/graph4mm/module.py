@@ -25,7 +25,7 @@ against the target (ROUGE-L F1 by torchmetrics), and ``{stage}/accuracy`` of the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
@@ -34,22 +34,45 @@ from torch import Tensor, nn
 from torchmetrics import MeanMetric
 from torchmetrics.text.rouge import ROUGEScore
 
-from lightning_info.core.schedules import warmup_cosine_config
+from lightning_info.core.options import AdamWOptions
 from lightning_info.core.validation import (
+    require_choice,
     require_finite_tensor,
-    require_fraction,
     require_int,
     require_non_negative,
-    require_positive,
 )
 from lightning_info.methods.graph4mm.decoding import greedy_decode, positions
 from lightning_info.methods.graph4mm.encoders import image_encoder as build_image_encoder
 from lightning_info.methods.graph4mm.qformer import MMQFormer
 
-__all__ = ["Graph4MM", "TASKS", "VARIANTS"]
+__all__ = ["Graph4MM", "TASKS", "VARIANTS", "variant_qformer"]
 
 VARIANTS = ("graph4mm", "agnostic", "image_only", "text_only")
 TASKS = ("generate", "classify", "both")
+DEFAULT_OPTIMIZER = AdamWOptions()
+
+
+def variant_qformer(
+    variant: Literal["graph4mm", "agnostic", "image_only", "text_only"],
+    dim: int = 64,
+    num_queries: int = 8,
+    layers: int = 2,
+    heads: int = 4,
+    ffn_mult: int = 4,
+    hop: dict[str, Any] | None = None,
+) -> MMQFormer | None:
+    """The Q-Former of ``variant`` (the paper's ablations, module docstring) with its widths
+    left for :class:`Graph4MM` to fill in; ``Graph4MM`` builds ``variant_qformer(variant)``
+    when given none. ``"graph4mm"``: hop-diffused joint attention, ``hop`` holding
+    ``HopDiffusedAttention``'s ``alpha``, ``steps``, ``remainder``, ``rescale`` (its defaults
+    where missing: ``alpha=0.1``, 4 steps, the remainder); ``"agnostic"`` and
+    ``"image_only"``: plain joint attention (``hop`` unused); ``"text_only"``: ``None``, no
+    Q-Former."""
+    require_choice(variant, "variant", VARIANTS)
+    if variant == "text_only":
+        return None
+    return MMQFormer(dim, num_queries=num_queries, layers=layers, heads=heads, ffn_mult=ffn_mult,
+                     hop=dict(hop or {}) if variant == "graph4mm" else None)  # fmt: skip
 
 
 class Graph4MM(LightningModule):
@@ -61,18 +84,27 @@ class Graph4MM(LightningModule):
         num_classes: classes of the node label (the discriminative head).
         variant: one of :data:`VARIANTS`. task: ``"generate"``, ``"classify"`` or ``"both"``
             (losses summed, the label's weighted by ``class_weight``).
-        image_encoder: ``None`` (a small ConvNet trained here), a Hugging Face vision model's
-            name or folder, or a module (``encoders.image_encoder``); image_channels,
-            image_dim: the ConvNet's input channels and width; freeze_image_encoder: keep a
-            pretrained encoder's weights fixed.
-        dim, num_queries, layers, heads: the Q-Former's size; alpha, steps, remainder,
-            rescale: its hop diffusion (``functional.ppr_weights``).
+        image_encoder: ``None`` (``SmallConvEncoder()``, a small ConvNet trained here, 64 wide
+            on one channel), a Hugging Face vision model's name or folder, or a module
+            (``encoders.image_encoder``; e.g. ``SmallConvEncoder(in_channels=3, dim=128)``);
+            freeze_image_encoder: keep a pretrained encoder's weights fixed.
+        qformer: the :class:`~.qformer.MMQFormer` (or a module with its call signature);
+            ``None``: ``variant_qformer(variant)`` (width 64, 8 queries, 2 layers, 4 heads,
+            hop diffusion ``alpha=0.1`` over 4 steps with the remainder). An ``MMQFormer``
+            given without its widths is built here with them (image encoder's ``out_dim``;
+            LM width + image width + 2 for the node features, ``None`` for ``"image_only"``;
+            LM width); one built already must have these. Its joint attention must diffuse
+            over the graph (``hop``) exactly for ``variant="graph4mm"``; ``"text_only"`` has
+            none.
         lora: ``peft.LoraConfig`` arguments for adapters in the LM, or ``None``.
-        lr, weight_decay: AdamW over the trainable parameters; warmup_fraction,
-            schedule_steps: a linear warmup over that fraction of ``schedule_steps`` optimizer
-            steps (``None``: the trainer's estimate), then a cosine decay
-            (``core.schedules.warmup_cosine``); ``warmup_fraction=None``: a constant rate.
+        optimizer: AdamW over the trainable parameters and its optional warmup-cosine schedule
+            (:class:`~lightning_info.core.options.AdamWOptions`; lr 1e-3, no weight decay, a
+            constant rate by default).
         max_new_tokens: greedy decoding.
+
+    The module's hyperparameters leave ``lm``, ``tokenizer``, ``image_encoder`` and
+    ``qformer`` out (``load_from_checkpoint`` needs them passed again when they are not the
+    defaults).
     """
 
     def __init__(
@@ -80,44 +112,27 @@ class Graph4MM(LightningModule):
         lm: nn.Module | str,
         tokenizer: Any = None,
         num_classes: int = 10,
-        variant: str = "graph4mm",
-        task: str = "both",
+        variant: Literal["graph4mm", "agnostic", "image_only", "text_only"] = "graph4mm",
+        task: Literal["generate", "classify", "both"] = "both",
         image_encoder: nn.Module | str | None = None,
-        image_channels: int = 1,
-        image_dim: int = 64,
         freeze_image_encoder: bool = True,
-        dim: int = 64,
-        num_queries: int = 8,
-        layers: int = 2,
-        heads: int = 4,
-        alpha: float = 0.1,
-        steps: int = 4,
-        remainder: bool = True,
-        rescale: bool = False,
+        qformer: nn.Module | None = None,
         lora: dict[str, Any] | None = None,
         class_weight: float = 1.0,
-        lr: float = 1e-3,
-        weight_decay: float = 0.0,
-        warmup_fraction: float | None = None,
-        schedule_steps: int | None = None,
+        optimizer: AdamWOptions = DEFAULT_OPTIMIZER,
         max_new_tokens: int = 12,
     ):
         super().__init__()
-        if variant not in VARIANTS:
-            raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
-        if task not in TASKS:
-            raise ValueError(f"task must be one of {TASKS}, got {task!r}")
-        self.save_hyperparameters(ignore=["lm", "tokenizer", "image_encoder"])
+        require_choice(variant, "variant", VARIANTS)
+        require_choice(task, "task", TASKS)
+        if not isinstance(optimizer, AdamWOptions):
+            raise TypeError(f"`optimizer` must be an AdamWOptions, got {optimizer!r}.")
+        if qformer is not None and variant == "text_only":
+            raise ValueError("the text_only variant has no Q-Former: pass qformer=None")
+        self.save_hyperparameters(ignore=["lm", "tokenizer", "image_encoder", "qformer"])
         self.variant, self.task = variant, task
-        self.lr = require_positive(lr, "lr")
-        self.weight_decay = require_non_negative(weight_decay, "weight_decay")
+        self.optimizer_options = optimizer
         self.class_weight = require_non_negative(class_weight, "class_weight")
-        if warmup_fraction is not None:
-            require_fraction(warmup_fraction, "warmup_fraction")
-        self.warmup_fraction = warmup_fraction
-        self.schedule_steps = (
-            None if schedule_steps is None else require_int(schedule_steps, "schedule_steps", 1)
-        )
         self.max_new_tokens = require_int(max_new_tokens, "max_new_tokens", 1)
         if isinstance(lm, str):
             from lightning_info.lm.tiny_lm import load_causal_lm
@@ -134,22 +149,15 @@ class Graph4MM(LightningModule):
         width = lm.get_input_embeddings().embedding_dim
         self.image_encoder = self.qformer = self.null_image = None
         if variant != "text_only":
-            self.image_encoder = build_image_encoder(
-                image_encoder, image_channels, image_dim, freeze_image_encoder
-            )
+            self.image_encoder = build_image_encoder(image_encoder, frozen=freeze_image_encoder)
             image_width = self.image_encoder.out_dim
             self.null_image = nn.Parameter(torch.zeros(1, 1, image_width))  # "no image" token
-            hop = {"alpha": alpha, "steps": steps, "remainder": remainder, "rescale": rescale}
-            self.qformer = MMQFormer(
-                dim,
-                image_dim=image_width,
-                text_dim=None if variant == "image_only" else width + image_width + 2,
-                out_dim=width,
-                num_queries=num_queries,
-                layers=layers,
-                heads=heads,
-                hop=hop if variant == "graph4mm" else None,
-            )
+            widths = (image_width, None if variant == "image_only" else width + image_width + 2,
+                      width)  # fmt: skip
+            qformer = variant_qformer(variant) if qformer is None else qformer
+            if getattr(qformer, "built", True) is False:
+                qformer.build(*widths)
+            self.qformer = _checked_qformer(qformer, variant, widths)
         self.classifier = (
             nn.Linear(width, require_int(num_classes, "num_classes", 2))
             if task != "generate"
@@ -334,9 +342,31 @@ class Graph4MM(LightningModule):
 
     def configure_optimizers(self) -> Any:
         trainable = [p for p in self.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(trainable, lr=self.lr, weight_decay=self.weight_decay)
-        if self.warmup_fraction is None:
-            return optimizer
-        return warmup_cosine_config(
-            optimizer, self.trainer, self.warmup_fraction, self.schedule_steps
+        return self.optimizer_options.configure(trainable, self.trainer)
+
+
+def _checked_qformer(
+    qformer: nn.Module, variant: str, widths: tuple[int, int | None, int]
+) -> nn.Module:
+    """``qformer``, or raise if its widths (where it tells them) or its use of the graph do not
+    fit ``variant``."""
+    built = getattr(qformer, "widths", None)
+    if built is not None and tuple(built) != widths:
+        raise ValueError(
+            f"the qformer's widths (image_dim, text_dim, out_dim) are {tuple(built)}, but this "
+            f"Graph4MM feeds it {widths}: the image encoder's out_dim, the language model's "
+            "width + the image width + 2 (None for image_only), the language model's width. "
+            "Build it with these, or give it no widths and Graph4MM sets them."
         )
+    uses_graph = getattr(qformer, "uses_graph", None)
+    if uses_graph is not None and bool(uses_graph) != (variant == "graph4mm"):
+        if variant == "graph4mm":
+            raise ValueError(
+                "variant='graph4mm' diffuses the joint attention over the graph: give the "
+                "qformer hop settings (e.g. MMQFormer(64, hop={'alpha': 0.1, 'steps': 4}))"
+            )
+        raise ValueError(
+            f"variant={variant!r} ignores the graph: give the qformer hop=None (or use "
+            "variant='graph4mm')"
+        )
+    return qformer

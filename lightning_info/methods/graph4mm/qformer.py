@@ -27,6 +27,7 @@ from torch import Tensor, nn
 
 from lightning_info.core.validation import require_int
 from lightning_info.methods.graph4mm.attention import HopDiffusedAttention
+from lightning_info.methods.graph4mm.functional import ppr_weights
 
 __all__ = ["MMQFormer"]
 
@@ -67,7 +68,9 @@ class MMQFormer(nn.Module):
         dim: the Q-Former's width; image_dim, text_dim: the widths of the image and text-node
             features (projected to ``dim``; ``text_dim=None``: no text nodes, the image-only
             Q-Former, whose joint attention runs over the queries alone); out_dim: the
-            language model's embedding width.
+            language model's embedding width. Without ``image_dim`` and ``out_dim`` the
+            Q-Former waits for :meth:`build` to be given the widths (``Graph4MM`` gives them
+            from its language model and image encoder) and holds no parameters until then.
         num_queries, layers, heads, ffn_mult: its size.
         hop: ``HopDiffusedAttention`` arguments for the joint attention (``alpha``, ``steps``,
             ``remainder``, ``rescale``); ``None``: plain attention, blind to the graph.
@@ -76,9 +79,9 @@ class MMQFormer(nn.Module):
     def __init__(
         self,
         dim: int,
-        image_dim: int,
-        text_dim: int | None,
-        out_dim: int,
+        image_dim: int | None = None,
+        text_dim: int | None = None,
+        out_dim: int | None = None,
         num_queries: int = 8,
         layers: int = 2,
         heads: int = 4,
@@ -86,15 +89,42 @@ class MMQFormer(nn.Module):
         hop: dict[str, Any] | None = None,
     ):
         super().__init__()
-        dim, heads = require_int(dim, "dim", 1), require_int(heads, "heads", 1)
-        if dim % heads:
-            raise ValueError(f"dim ({dim}) must be divisible by heads ({heads})")
-        self.queries = nn.Parameter(0.02 * torch.randn(require_int(num_queries, "num_queries", 1),
-                                                       dim))  # fmt: skip
+        self.dim, self.heads = require_int(dim, "dim", 1), require_int(heads, "heads", 1)
+        if self.dim % self.heads:
+            raise ValueError(f"dim ({self.dim}) must be divisible by heads ({self.heads})")
+        self.num_queries = require_int(num_queries, "num_queries", 1)
+        self.num_layers = require_int(layers, "layers", 1)
+        self.ffn_mult = ffn_mult
+        self.hop = None if hop is None else dict(hop)
+        if self.hop is not None:
+            ppr_weights(**self.hop)  # refuses bad hop settings before any parameter exists
+        self.uses_graph = hop is not None
+        self.widths: tuple[int, int | None, int] | None = None
+        if image_dim is None and out_dim is None:
+            if text_dim is not None:
+                raise ValueError("give text_dim together with image_dim and out_dim")
+            return
+        if image_dim is None or out_dim is None:
+            raise ValueError(
+                "give image_dim and out_dim together, or neither (build() then takes them)"
+            )
+        self.build(image_dim, text_dim, out_dim)
+
+    @property
+    def built(self) -> bool:
+        """Whether the widths are set and the parameters exist."""
+        return self.widths is not None
+
+    def build(self, image_dim: int, text_dim: int | None, out_dim: int) -> MMQFormer:
+        """Creates the parameters for these widths (``__init__`` arguments); returns ``self``."""
+        if self.built:
+            raise ValueError(f"this MMQFormer is already built with widths {self.widths}")
+        dim = self.dim
+        self.queries = nn.Parameter(0.02 * torch.randn(self.num_queries, dim))
         self.image_in = nn.Sequential(
             nn.Linear(require_int(image_dim, "image_dim", 1), dim), nn.LayerNorm(dim)
         )
-        if text_dim is None and hop is not None:
+        if text_dim is None and self.hop is not None:
             raise ValueError("hop diffusion runs over the text nodes' graph: give text_dim")
         self.text_in = (
             None
@@ -104,10 +134,11 @@ class MMQFormer(nn.Module):
             )
         )
         self.layers = nn.ModuleList(
-            _Layer(dim, heads, ffn_mult, hop) for _ in range(require_int(layers, "layers", 1))
+            _Layer(dim, self.heads, self.ffn_mult, self.hop) for _ in range(self.num_layers)
         )
         self.out = nn.Linear(dim, require_int(out_dim, "out_dim", 1))
-        self.uses_graph = hop is not None
+        self.widths = (image_dim, text_dim, out_dim)
+        return self
 
     def _joint_graph(self, text_mask: Tensor, adjacency: Tensor | None) -> Tensor:
         """``[[all, all], [all, G]]`` over queries and text nodes, padded nodes cut off."""
@@ -140,6 +171,9 @@ class MMQFormer(nn.Module):
         ``(B, Nt)`` (``True`` = real), ``adjacency`` over the text nodes (``(Nt, Nt)`` or
         ``(B, Nt, Nt)``) when ``hop`` is set; returns ``(B, num_queries, out_dim)``. ``text``
         is ``None`` exactly when the Q-Former was built with ``text_dim=None``."""
+        if not self.built:
+            raise ValueError("this MMQFormer has no widths yet: call build(image_dim, text_dim, "
+                             "out_dim) first (Graph4MM does)")  # fmt: skip
         if (text is None) != (self.text_in is None):
             raise ValueError("pass text-node features exactly when the Q-Former has a text_dim")
         if text is None:  # the joint attention runs over the queries alone

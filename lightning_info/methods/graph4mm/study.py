@@ -22,14 +22,21 @@ centre's digit (accuracy). Every number is mean ± std over seeds; validation ev
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lightning_info.core.logging import mean_std
 from lightning_info.core.plotting import pyplot
 from lightning_info.recipes.study import Study, StudyResult, run_jobs
 
-__all__ = ["Graph4MMStudy", "run_arm"]
+__all__ = [
+    "Graph4MMStudy",
+    "build_data",
+    "build_model",
+    "merge_settings",
+    "model_options",
+    "run_arm",
+]
 
 METRICS = {
     "test/token_accuracy": "token accuracy",
@@ -76,16 +83,70 @@ def bayes_label_accuracy(graphs, captioned_only: bool = False) -> float:
     return total / len(graphs)
 
 
+def build_data(settings: dict[str, Any], seed: int):
+    """The ``MultimodalGraphDataModule`` of ``settings`` (its arguments; ``digits`` as a dict of
+    ``DigitGraphOptions`` fields)."""
+    from lightning_info.methods.graph4mm.datamodule import (
+        DigitGraphOptions,
+        MultimodalGraphDataModule,
+    )
+
+    settings = dict(settings)
+    if isinstance(settings.get("digits"), dict):
+        settings["digits"] = DigitGraphOptions(**settings["digits"])
+    return MultimodalGraphDataModule(seed=seed, **settings)
+
+
+def merge_settings(shared: dict[str, Any], arm: dict[str, Any]) -> dict[str, Any]:
+    """``shared`` updated by ``arm``; the groups (``qformer``, ``optimizer``, ``image_encoder``)
+    given as dicts on both sides are merged key by key."""
+    merged = dict(shared, **arm)
+    for key in ("qformer", "optimizer", "image_encoder"):
+        if isinstance(shared.get(key), dict) and isinstance(arm.get(key), dict):
+            merged[key] = dict(shared[key], **arm[key])
+    return merged
+
+
+def model_options(settings: dict[str, Any]) -> dict[str, Any]:
+    """``Graph4MM`` keyword arguments from a study's settings, where ``optimizer`` holds
+    ``AdamWOptions`` fields and ``qformer`` the arguments of ``variant_qformer`` (sizes, and
+    ``hop`` for the graph4mm variant), both as dicts; builds no parameters (an
+    ``image_encoder`` dict is left to :func:`build_model`)."""
+    from lightning_info.core.options import AdamWOptions
+    from lightning_info.methods.graph4mm.module import variant_qformer
+
+    settings = dict(settings)
+    if isinstance(settings.get("optimizer"), dict):
+        settings["optimizer"] = AdamWOptions(**settings["optimizer"])
+    if isinstance(settings.get("qformer"), dict):
+        settings["qformer"] = variant_qformer(settings.get("variant", "graph4mm"),
+                                              **settings["qformer"])  # fmt: skip
+    return settings
+
+
+def build_model(lm, data, settings: dict[str, Any]):
+    """The ``Graph4MM`` of one arm over ``lm`` and ``data``'s tokenizer and classes:
+    ``settings`` as for :func:`model_options`, plus ``image_encoder`` as a dict of
+    ``SmallConvEncoder`` arguments (built only for variants that read images)."""
+    from lightning_info.methods.graph4mm.encoders import SmallConvEncoder
+    from lightning_info.methods.graph4mm.module import Graph4MM
+
+    settings = model_options(settings)
+    encoder = settings.get("image_encoder")
+    if isinstance(encoder, dict):
+        reads_images = settings.get("variant", "graph4mm") != "text_only"
+        settings["image_encoder"] = SmallConvEncoder(**encoder) if reads_images else None
+    return Graph4MM(lm, data.tokenizer, num_classes=data.num_classes, **settings)
+
+
 def domain_corpus(data, count: int, seed: int) -> list[tuple[str, str]]:
     """``(prompt, target)`` pairs of ``count`` fully captioned digit graphs (every non-centre
     node a text node), drawn with ``data``'s graph settings from its training images."""
     from lightning_info.methods.graph4mm.datamodule import MultimodalGraphDataModule
 
     captioned = MultimodalGraphDataModule(
-        tokenizer=data.tokenizer, num_train=count, num_val=1, num_test=0, text_node_rate=1.0,
-        max_neighbours=data.graph_settings["max_neighbours"],
-        max_distractors=data.graph_settings["max_distractors"],
-        homophily=data.graph_settings["homophily"], prompt=data.prompt, seed=seed,
+        tokenizer=data.tokenizer, num_train=count, num_val=1, num_test=0,
+        digits=replace(data.digits, text_node_rate=1.0), prompt=data.prompt, seed=seed,
     )  # fmt: skip
     return [(captioned.prompt_text(g), " " + g.target) for g in captioned.train_graphs]
 
@@ -125,14 +186,10 @@ def run_arm(job: dict[str, Any]) -> dict[str, Any]:
     import torch
     from lightning.pytorch import Callback, Trainer, seed_everything
 
-    from lightning_info.methods.graph4mm.datamodule import MultimodalGraphDataModule
-    from lightning_info.methods.graph4mm.module import Graph4MM
-
     torch.set_num_threads(job["threads"])
-    data = MultimodalGraphDataModule(seed=job["seed"], **job["data"])
+    data = build_data(job["data"], job["seed"])
     lm = pretrain_language_model(data, job)
-    arm = dict(job["model"], **job["arm_settings"])
-    model = Graph4MM(lm, data.tokenizer, num_classes=data.num_classes, **arm)
+    model = build_model(lm, data, merge_settings(job["model"], job["arm_settings"]))
 
     class Curves(Callback):
         def __init__(self):
@@ -169,11 +226,17 @@ class Graph4MMStudy(Study):
     """Graph4MM and its ablations (module docstring).
 
     Args:
-        arms: name -> ``Graph4MM`` arguments of that arm (e.g. ``{variant: agnostic}``); names
-            in ``LABELS`` get readable table rows.
+        arms: name -> ``Graph4MM`` arguments of that arm (e.g. ``{variant: agnostic}``, or
+            ``{variant: graph4mm, qformer: {hop: {remainder: false}}}``); names in ``LABELS``
+            get readable table rows.
         seeds: each builds its own graphs, LM and arm weights.
-        data: ``MultimodalGraphDataModule`` arguments (``source`` stays ``digits``).
-        model: ``Graph4MM`` arguments shared by every arm (sizes, LoRA, learning rate).
+        data: ``MultimodalGraphDataModule`` arguments (``source`` stays ``digits``;
+            ``digits``: ``DigitGraphOptions`` fields).
+        model: ``Graph4MM`` arguments shared by every arm, updated by each arm's (groups merged
+            key by key): ``qformer``: ``variant_qformer`` arguments (``dim``,
+            ``num_queries``, ``layers``, ``heads``, ``ffn_mult``, and ``hop``, used by the
+            graph4mm arms only); ``image_encoder``: ``SmallConvEncoder`` arguments;
+            ``optimizer``: ``AdamWOptions`` fields; ``lora``, ``task``, ``max_new_tokens``...
         lm: ``layers``, ``width``, ``heads`` of the GPT-2; lm_epochs, lm_lr, corpus: its
             training on ``corpus`` fully captioned graphs.
         epochs: each arm's training; val_every: epochs between validations (learning curves);
@@ -206,6 +269,8 @@ class Graph4MMStudy(Study):
             raise ValueError("the study builds its domain corpus from the digit graphs")
         if self.epochs < 1 or self.val_every < 1 or self.lm_epochs < 1 or self.corpus < 1:
             raise ValueError("epochs, val_every, lm_epochs and corpus must be at least 1")
+        for settings in self.arms.values():  # bad options fail here, before any training
+            model_options(merge_settings(self.model, settings))
 
     def run(self, cli=None) -> StudyResult:
         root = str(cli.output_dir) if cli is not None else None

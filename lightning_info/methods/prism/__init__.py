@@ -2,11 +2,12 @@
 
 See README.md in this folder."""
 
-from lightning_info.methods.prism.audit import (
+from lightning_info.methods.prism.auditor import (
+    FragmentAuditOptions,
     FragmentAuditor,
     FragmentAuditReport,
-    FragmentExtractionAudit,
 )
+from lightning_info.methods.prism.callback import FragmentExtractionAudit
 from lightning_info.methods.prism.fragments import (
     AttackSet,
     build_attack_set,
@@ -26,6 +27,7 @@ from lightning_info.methods.prism.functional import (
 
 __all__ = [
     "AttackSet",
+    "FragmentAuditOptions",
     "FragmentAuditReport",
     "FragmentAuditor",
     "FragmentExtractionAudit",

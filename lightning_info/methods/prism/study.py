@@ -3,7 +3,7 @@ fragments are split into members (the target's fine-tuning set), non-members, th
 records and the world model's records; a BPE tokenizer and tiny GPT-2s are trained locally
 (:func:`~lightning_info.lm.training.fit_causal_lm`): world and shadow once, the target at every
 epoch count of the study. Each target is then attacked with
-:class:`~lightning_info.methods.prism.audit.FragmentAuditor`: raw target probability, likelihood
+:class:`~lightning_info.methods.prism.auditor.FragmentAuditor`: raw target probability, likelihood
 ratio, PRISM and the data-aware classifier, with AUC and TPR at 2% / 5% FPR. The study is the
 ``prism`` entry of ``recipes/data_audit.yaml``; the tiny models go to
 ``<output_dir>/prism_models``."""
@@ -19,9 +19,10 @@ from torch.utils.data import DataLoader
 
 from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
 from lightning_info.lm.training import fit_causal_lm
-from lightning_info.methods.prism.audit import (
+from lightning_info.methods.prism.auditor import (
     MEDIAN_LOG_WORLD_OVER_SHADOW,
     SHARE_WORLD_ABOVE_SHADOW,
+    FragmentAuditOptions,
     FragmentAuditor,
 )
 from lightning_info.methods.prism.fragments import (
@@ -120,7 +121,8 @@ def prism_study(study: PrismStudy, root: str) -> tuple[list[str], list[list]]:
     rows = []
     for epochs in study.target_epochs:
         target = train_tiny_lm(members, tokenizer, epochs, study, 0, root)
-        report = FragmentAuditor(target, shadow, [world], tokenizer, seed=study.seed).run(attack)
+        options = FragmentAuditOptions(seed=study.seed)
+        report = FragmentAuditor(target, shadow, [world], tokenizer, options).run(attack)
         share = report.diagnostics[SHARE_WORLD_ABOVE_SHADOW]
         median = report.diagnostics[MEDIAN_LOG_WORLD_OVER_SHADOW]
         for attack_name, metrics in report.metrics.items():

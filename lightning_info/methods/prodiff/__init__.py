@@ -5,6 +5,8 @@ in metres, the interpolation baselines and the prototype math (see README.md).
 
 from lightning_info.methods.prodiff.datamodule import (
     ARCHETYPES,
+    SyntheticCity,
+    TrajectoryColumns,
     TrajectoryDataModule,
     cut_windows,
     read_trajectory_csv,
@@ -17,9 +19,12 @@ from lightning_info.methods.prodiff.denoiser import (
 )
 from lightning_info.methods.prodiff.encoder import TrajectoryEncoder
 from lightning_info.methods.prodiff.functional import (
+    classifier_free_guidance,
     endpoints_only,
+    epsilon_from_x0,
     great_circle_interpolation,
     interior_fractions,
+    interior_l1_loss,
     kmeans,
     linear_interpolation,
     match_clusters,
@@ -42,30 +47,50 @@ from lightning_info.methods.prodiff.metrics import (
     trajectory_metrics,
     trajectory_scores,
 )
-from lightning_info.methods.prodiff.module import ProDiff, check_window
+from lightning_info.methods.prodiff.module import (
+    PRODIFF_OPTIMIZER,
+    DiffusionOptions,
+    GuidanceOptions,
+    ProDiff,
+    PrototypeOptions,
+    SamplingOptions,
+    WindowScaling,
+    check_window,
+)
 
 __all__ = [
     "ARCHETYPES",
     "DEFAULT_THRESHOLDS_KM",
     "EARTH_RADIUS_M",
     "METRES_PER_DEGREE",
+    "PRODIFF_OPTIMIZER",
+    "DiffusionOptions",
     "EndpointCondition",
+    "GuidanceOptions",
     "MaxTrajectoryDeviation",
     "MeanTrajectoryDeviation",
     "ProDiff",
+    "PrototypeOptions",
+    "SamplingOptions",
+    "SyntheticCity",
     "TimeMAE",
+    "TrajectoryColumns",
     "TrajectoryCoverage",
     "TrajectoryDataModule",
     "TrajectoryEncoder",
     "TrajectoryUNet",
+    "WindowScaling",
     "check_window",
+    "classifier_free_guidance",
     "endpoints_only",
+    "epsilon_from_x0",
     "cut_windows",
     "great_circle_interpolate",
     "great_circle_interpolation",
     "haversine_metres",
     "kmeans",
     "interior_fractions",
+    "interior_l1_loss",
     "linear_interpolation",
     "match_clusters",
     "prototype_attention",

@@ -10,8 +10,9 @@ scales them with statistics of the TRAINING split only and serves batches
 from __future__ import annotations
 
 import math
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -30,6 +31,8 @@ from lightning_info.methods.prodiff.geometry import METRES_PER_DEGREE
 
 __all__ = [
     "ARCHETYPES",
+    "SyntheticCity",
+    "TrajectoryColumns",
     "TrajectoryDataModule",
     "cut_windows",
     "read_trajectory_csv",
@@ -77,6 +80,110 @@ def _route(
     return _polyline(np.stack((x, y), -1), s)
 
 
+@dataclass(frozen=True)
+class SyntheticCity:
+    """The synthetic city's options; :meth:`generate` draws it (see :func:`synthetic_city`).
+
+    Args:
+        num_trajectories: trajectories drawn.
+        trajectory_length: fixes per trajectory (``None``: the length :meth:`generate` is
+            given, a :class:`TrajectoryDataModule`'s window length).
+        center, box_km, noise_m, mean_speed_kmh, speed_variation, sampling_jitter,
+            start_hours, margin_m, left_side_probability: see :func:`synthetic_city`.
+    """
+
+    num_trajectories: int = 512
+    trajectory_length: int | None = None
+    center: tuple[float, float] = (40.0, 116.3)
+    box_km: float = 10.0
+    noise_m: float = 5.0
+    mean_speed_kmh: float = 30.0
+    speed_variation: float = 0.5
+    sampling_jitter: float = 0.3
+    start_hours: tuple[float, float] = (6.0, 22.0)
+    margin_m: float = 100.0
+    left_side_probability: float = 0.5
+
+    def __post_init__(self) -> None:
+        require_int(self.num_trajectories, "num_trajectories", 1)
+        if self.trajectory_length is not None:
+            require_int(self.trajectory_length, "trajectory_length", 2)
+        object.__setattr__(self, "center", tuple(self.center))
+        object.__setattr__(self, "start_hours", tuple(self.start_hours))
+        lat0, _ = (require_finite(c, "center") for c in self.center)
+        if abs(lat0) > 80.0:
+            raise ValueError(
+                f"`center` latitude must lie in [-80, 80] for a flat city, got {lat0}."
+            )
+        box_m = require_positive(self.box_km, "box_km") * 1000.0
+        noise_m = require_non_negative(self.noise_m, "noise_m")
+        require_positive(self.mean_speed_kmh, "mean_speed_kmh")
+        require_fraction(self.speed_variation, "speed_variation")
+        require_fraction(self.sampling_jitter, "sampling_jitter")
+        first_hour, last_hour = (require_finite(h, "start_hours") for h in self.start_hours)
+        if last_hour < first_hour:
+            raise ValueError(f"`start_hours` must be (earliest, latest), got {self.start_hours}.")
+        margin = require_non_negative(self.margin_m, "margin_m")
+        left = require_finite(self.left_side_probability, "left_side_probability")
+        if not 0.0 <= left <= 1.0:
+            raise ValueError(f"`left_side_probability` must lie in [0, 1], got {left}.")
+        if 5.0 * noise_m > margin:
+            raise ValueError(
+                f"`margin_m` = {margin} m does not cover 5 standard deviations of the noise "
+                f"(`noise_m` = {noise_m} m), so noisy points could leave the box: raise "
+                f"`margin_m` to at least {5.0 * noise_m} or lower `noise_m`."
+            )
+        if box_m - 2.0 * margin <= 0:
+            raise ValueError(
+                f"`margin_m` = {margin} m leaves no room in a {self.box_km} km box: enlarge "
+                "`box_km` or lower `margin_m`."
+            )
+
+    def generate(self, seed: int = 0, length: int | None = None) -> tuple[Tensor, Tensor]:
+        """``(trajectories, labels)`` of :func:`synthetic_city`, drawn from ``seed``, each
+        trajectory ``trajectory_length`` fixes long (else ``length``)."""
+        length = self.trajectory_length if self.trajectory_length is not None else length
+        if length is None:
+            raise ValueError("give `trajectory_length` or the `length` to generate.")
+        length = require_int(length, "trajectory_length", 2)
+        seed = require_int(seed, "seed", 0)
+        n = self.num_trajectories
+        lat0, lng0 = (float(c) for c in self.center)
+        box_m, margin = self.box_km * 1000.0, float(self.margin_m)
+        noise_m, mean_speed = float(self.noise_m), float(self.mean_speed_kmh)
+        speed_variation, sampling_jitter = float(self.speed_variation), float(self.sampling_jitter)
+        first_hour, last_hour = (float(h) for h in self.start_hours)
+        left = float(self.left_side_probability)
+        room = box_m - 2.0 * margin
+
+        rng = np.random.default_rng([seed, 0])
+        labels = rng.permutation(np.arange(n) % len(ARCHETYPES))
+        trajectories = np.empty((n, length, 3))
+        for i, kind in enumerate(labels):
+            route_m = rng.uniform(0.3, 0.8) * box_m
+            steps = rng.uniform(1.0 - sampling_jitter, 1.0 + sampling_jitter, length - 1)
+            fraction = np.r_[0.0, np.cumsum(steps)] / steps.sum()
+            points = _route(int(kind), route_m, fraction * route_m, rng, left)
+            heading = rng.uniform(0.0, 2.0 * math.pi)
+            rotation = np.array(
+                [[math.cos(heading), -math.sin(heading)], [math.sin(heading), math.cos(heading)]]
+            )
+            points = points @ rotation.T
+            shrink = min(1.0, room / max(np.ptp(points[:, 0]), np.ptp(points[:, 1]), 1e-9))
+            points, route_m = points * shrink, route_m * shrink
+            low, high = -box_m / 2 + margin - points.min(0), box_m / 2 - margin - points.max(0)
+            points = points + rng.uniform(low, np.maximum(low, high))
+            speed = mean_speed * rng.uniform(1.0 - speed_variation, 1.0 + speed_variation)
+            hours = rng.uniform(first_hour, last_hour) + fraction * route_m / 1000.0 / speed
+            trajectories[i, :, 0] = hours
+            trajectories[i, :, 1:] = points
+        noise = np.random.default_rng([seed, 1]).standard_normal((n, length, 2)) * noise_m
+        east, north = trajectories[..., 1] + noise[..., 0], trajectories[..., 2] + noise[..., 1]
+        trajectories[..., 1] = lat0 + north / METRES_PER_DEGREE
+        trajectories[..., 2] = lng0 + east / (METRES_PER_DEGREE * math.cos(math.radians(lat0)))
+        return torch.from_numpy(trajectories), torch.from_numpy(labels).long()
+
+
 def synthetic_city(
     num_trajectories: int,
     length: int,
@@ -121,63 +228,19 @@ def synthetic_city(
         ``(trajectories, labels)``: float64 ``(num_trajectories, length, 3)`` of (hour, lat, lng)
         and long ``(num_trajectories,)`` indices into :data:`ARCHETYPES`.
     """
-    n = require_int(num_trajectories, "num_trajectories", 1)
-    length = require_int(length, "length", 2)
-    seed = require_int(seed, "seed", 0)
-    lat0, lng0 = (require_finite(c, "center") for c in center)
-    if abs(lat0) > 80.0:
-        raise ValueError(f"`center` latitude must lie in [-80, 80] for a flat city, got {lat0}.")
-    box_m = require_positive(box_km, "box_km") * 1000.0
-    noise_m = require_non_negative(noise_m, "noise_m")
-    mean_speed = require_positive(mean_speed_kmh, "mean_speed_kmh")
-    speed_variation = require_fraction(speed_variation, "speed_variation")
-    sampling_jitter = require_fraction(sampling_jitter, "sampling_jitter")
-    first_hour, last_hour = (require_finite(h, "start_hours") for h in start_hours)
-    if last_hour < first_hour:
-        raise ValueError(f"`start_hours` must be (earliest, latest), got {start_hours}.")
-    margin = require_non_negative(margin_m, "margin_m")
-    left = require_finite(left_side_probability, "left_side_probability")
-    if not 0.0 <= left <= 1.0:
-        raise ValueError(f"`left_side_probability` must lie in [0, 1], got {left}.")
-    if 5.0 * noise_m > margin:
-        raise ValueError(
-            f"`margin_m` = {margin} m does not cover 5 standard deviations of the noise "
-            f"(`noise_m` = {noise_m} m), so noisy points could leave the box: raise `margin_m` "
-            f"to at least {5.0 * noise_m} or lower `noise_m`."
-        )
-    room = box_m - 2.0 * margin
-    if room <= 0:
-        raise ValueError(
-            f"`margin_m` = {margin} m leaves no room in a {box_km} km box: enlarge `box_km` or "
-            "lower `margin_m`."
-        )
-
-    rng = np.random.default_rng([seed, 0])
-    labels = rng.permutation(np.arange(n) % len(ARCHETYPES))
-    trajectories = np.empty((n, length, 3))
-    for i, kind in enumerate(labels):
-        route_m = rng.uniform(0.3, 0.8) * box_m
-        steps = rng.uniform(1.0 - sampling_jitter, 1.0 + sampling_jitter, length - 1)
-        fraction = np.r_[0.0, np.cumsum(steps)] / steps.sum()
-        points = _route(int(kind), route_m, fraction * route_m, rng, left)
-        heading = rng.uniform(0.0, 2.0 * math.pi)
-        rotation = np.array(
-            [[math.cos(heading), -math.sin(heading)], [math.sin(heading), math.cos(heading)]]
-        )
-        points = points @ rotation.T
-        shrink = min(1.0, room / max(np.ptp(points[:, 0]), np.ptp(points[:, 1]), 1e-9))
-        points, route_m = points * shrink, route_m * shrink
-        low, high = -box_m / 2 + margin - points.min(0), box_m / 2 - margin - points.max(0)
-        points = points + rng.uniform(low, np.maximum(low, high))
-        speed = mean_speed * rng.uniform(1.0 - speed_variation, 1.0 + speed_variation)
-        hours = rng.uniform(first_hour, last_hour) + fraction * route_m / 1000.0 / speed
-        trajectories[i, :, 0] = hours
-        trajectories[i, :, 1:] = points
-    noise = np.random.default_rng([seed, 1]).standard_normal((n, length, 2)) * noise_m
-    east, north = trajectories[..., 1] + noise[..., 0], trajectories[..., 2] + noise[..., 1]
-    trajectories[..., 1] = lat0 + north / METRES_PER_DEGREE
-    trajectories[..., 2] = lng0 + east / (METRES_PER_DEGREE * math.cos(math.radians(lat0)))
-    return torch.from_numpy(trajectories), torch.from_numpy(labels).long()
+    return SyntheticCity(
+        num_trajectories,
+        require_int(length, "length", 2),
+        center,
+        box_km,
+        noise_m,
+        mean_speed_kmh,
+        speed_variation,
+        sampling_jitter,
+        start_hours,
+        margin_m,
+        left_side_probability,
+    ).generate(seed)
 
 
 # ----------------------------------------------------------------------------- CSV input
@@ -250,6 +313,28 @@ def read_trajectory_csv(
     }
 
 
+@dataclass(frozen=True)
+class TrajectoryColumns:
+    """How to read a CSV of points (:func:`read_trajectory_csv`, whose keyword arguments these
+    are): the user, timestamp, latitude and longitude column names, and the timestamps'
+    ``time_format`` (text) or ``time_unit`` (numbers)."""
+
+    user_column: str = "user"
+    time_column: str = "timestamp"
+    lat_column: str = "lat"
+    lng_column: str = "lng"
+    time_format: str | None = None
+    time_unit: str | None = None
+
+    def read(self, path: str | Path) -> dict[Any, np.ndarray]:
+        """:func:`read_trajectory_csv` of ``path`` with these columns."""
+        return read_trajectory_csv(path, **asdict(self))
+
+
+# checkpoints hold the data module's options in its hyperparameters (``weights_only`` loading)
+torch.serialization.add_safe_globals([SyntheticCity, TrajectoryColumns])
+
+
 # ----------------------------------------------------------------------------- windows
 
 
@@ -303,11 +388,12 @@ def cut_windows(
 class TrajectoryDataModule(SplitDataModule):
     """Windows of ``k`` consecutive (hour, lat, lng) points for endpoint-conditioned imputation.
 
-    The trajectories are :func:`synthetic_city` (``source="synthetic"``) or a CSV file of points
-    with a user, a timestamp, a latitude and a longitude column (:func:`read_trajectory_csv`,
-    FourSquare- or GeoLife-style; the column names are arguments), grouped per user and sorted
-    by time. Each trajectory gives the windows of ``window_length`` consecutive points starting
-    every ``stride`` points (default ``window_length``: windows share no point). With
+    The trajectories are :func:`synthetic_city` (``source="synthetic"``, drawn by ``synthetic``)
+    or a CSV file of points with a user, a timestamp, a latitude and a longitude column
+    (:func:`read_trajectory_csv`, FourSquare- or GeoLife-style; the column names are
+    ``columns``), grouped per user and sorted by time. Each trajectory gives the windows of
+    ``window_length`` consecutive points starting every ``stride`` points (default
+    ``window_length``: windows share no point). With
     ``relative_time`` (default) a window's time channel is hours since its first point (known at
     imputation time, being an endpoint); ``origins[split]`` keeps each window's absolute start.
 
@@ -328,10 +414,9 @@ class TrajectoryDataModule(SplitDataModule):
         source: ``"synthetic"`` or the path of a CSV file.
         window_length: ``k >= 3`` (two endpoints and at least one interior point).
         stride: points between window starts (default ``window_length``).
-        num_trajectories, trajectory_length, noise_m, synthetic_kwargs: the synthetic city
-            (``trajectory_length`` defaults to ``window_length``; ``synthetic_kwargs`` go to
-            :func:`synthetic_city`).
-        user_column, time_column, lat_column, lng_column, time_format, time_unit: the CSV.
+        synthetic: the synthetic city's options, :class:`SyntheticCity` (its
+            ``trajectory_length`` defaults to ``window_length``; seeded by ``data_seed``).
+        columns: how to read the CSV, :class:`TrajectoryColumns`.
         relative_time: time channel relative to each window's first point.
         split_by: ``"window"`` or ``"group"`` (trajectory / user).
         val_fraction, test_fraction: shares of the windows (or groups) held out.
@@ -345,18 +430,10 @@ class TrajectoryDataModule(SplitDataModule):
         window_length: int = 16,
         *,
         stride: int | None = None,
-        num_trajectories: int = 512,
-        trajectory_length: int | None = None,
-        noise_m: float = 5.0,
-        synthetic_kwargs: dict[str, Any] | None = None,
-        user_column: str = "user",
-        time_column: str = "timestamp",
-        lat_column: str = "lat",
-        lng_column: str = "lng",
-        time_format: str | None = None,
-        time_unit: str | None = None,
+        synthetic: SyntheticCity = SyntheticCity(),
+        columns: TrajectoryColumns = TrajectoryColumns(),
         relative_time: bool = True,
-        split_by: str = "window",
+        split_by: Literal["window", "group"] = "window",
         val_fraction: float = 0.1,
         test_fraction: float = 0.1,
         data_seed: int = 0,
@@ -382,25 +459,20 @@ class TrajectoryDataModule(SplitDataModule):
         val_fraction = require_fraction(val_fraction, "val_fraction")
         test_fraction = require_fraction(test_fraction, "test_fraction")
 
+        for name, value, kind in (
+            ("synthetic", synthetic, SyntheticCity),
+            ("columns", columns, TrajectoryColumns),
+        ):
+            if not isinstance(value, kind):
+                raise TypeError(f"`{name}` must be a {kind.__name__}, got {value!r}.")
+
         self.labels: Tensor | None = None
         if str(source) == "synthetic":
-            length = window_length if trajectory_length is None else trajectory_length
-            length = require_int(length, "trajectory_length", 2)
-            trajectories, self.labels = synthetic_city(
-                num_trajectories, length, data_seed, noise_m=noise_m, **(synthetic_kwargs or {})
-            )
+            trajectories, self.labels = synthetic.generate(data_seed, window_length)
             sequences = dict(enumerate(trajectories.numpy()))
             what = "trajectory"
         else:
-            sequences = read_trajectory_csv(
-                source,
-                user_column=user_column,
-                time_column=time_column,
-                lat_column=lat_column,
-                lng_column=lng_column,
-                time_format=time_format,
-                time_unit=time_unit,
-            )
+            sequences = columns.read(source)
             what = "user"
         _check_sequences(sequences, what)
         #: the trajectory index (synthetic) or user id (CSV) of each group index

@@ -15,7 +15,10 @@ from torch import Tensor, nn
 
 from lightning_info.core.validation import require_fraction, require_int
 
-__all__ = ["TrajectoryEncoder"]
+__all__ = ["DEFAULT_EMBED_DIM", "TrajectoryEncoder"]
+
+#: ``D``, the paper's feature width.
+DEFAULT_EMBED_DIM = 512
 
 
 class TrajectoryEncoder(nn.Module):
@@ -32,7 +35,7 @@ class TrajectoryEncoder(nn.Module):
         self,
         window_length: int,
         input_dim: int = 3,
-        embed_dim: int = 512,
+        embed_dim: int = DEFAULT_EMBED_DIM,
         num_layers: int = 4,
         num_heads: int = 8,
         feedforward_dim: int = 256,
@@ -46,7 +49,7 @@ class TrajectoryEncoder(nn.Module):
             raise ValueError(
                 f"`embed_dim` ({embed_dim}) must be a multiple of `num_heads` ({num_heads})."
             )
-        self.window_length = window_length
+        self.window_length, self.embed_dim = window_length, embed_dim
         self.project = nn.Linear(require_int(input_dim, "input_dim", 1), embed_dim)
         self.project_norm = nn.LayerNorm(embed_dim)
         self.positions = nn.Parameter(torch.randn(1, window_length, embed_dim))

@@ -1,5 +1,5 @@
 """ProDiff's pure core (Bu et al., ICML 2025): the endpoint-only interpolation baselines, the
-k-means pseudo-labels and the prototype losses and attention.
+k-means pseudo-labels, the prototype losses and attention, and the diffusion loss.
 
 **Baselines.** Endpoint-only baselines for trajectory imputation: fill a window's interior from
 its two endpoints (ProDiff's "linear interpolation" baseline).
@@ -47,6 +47,15 @@ the class targets over the prototypes, pairing each cluster with a random protot
   distance, :func:`prototype_contrastive_loss` (batched; the reference loops over samples);
 - endpoint query attention ``p~ = softmax(cos(q, P) / sqrt(d)) P`` for the query feature ``q``
   of the endpoints-only window (:func:`endpoints_only`), :func:`prototype_attention`.
+
+**Diffusion loss** (section 3), on ``(B, C, k)`` windows whose endpoints are the condition:
+
+- ``L_diff = mean |pred - target|`` over the ``k - 2`` interior points only,
+  :func:`interior_l1_loss` (target the noise ``eps`` or, for an x0 model, the clean window);
+- classifier-free guidance ``eps_c + w (eps_c - eps_u)``, :func:`classifier_free_guidance`
+  (ProDiff trains the guided output itself);
+- an x0 model's noise estimate ``eps = (x_t - sqrt(abar_t) x0_hat) / sqrt(1 - abar_t)``, the
+  inverse of ``x_t = sqrt(abar_t) x0 + sqrt(1 - abar_t) eps``, :func:`epsilon_from_x0`.
 """
 
 from __future__ import annotations
@@ -62,7 +71,10 @@ from lightning_info.methods.prodiff.geometry import great_circle_interpolate
 
 __all__ = [
     "INTERIOR_TIMES",
+    "classifier_free_guidance",
     "endpoints_only",
+    "epsilon_from_x0",
+    "interior_l1_loss",
     "match_clusters",
     "prototype_attention",
     "prototype_contrastive_loss",
@@ -240,3 +252,25 @@ def endpoints_only(window: Tensor) -> Tensor:
     keep = torch.zeros(window.shape[1], 1, dtype=torch.bool, device=window.device)
     keep[[0, -1]] = True
     return torch.where(keep, window, torch.zeros((), dtype=window.dtype, device=window.device))
+
+
+def interior_l1_loss(predicted: Tensor, target: Tensor) -> Tensor:
+    """``L_diff = mean |predicted - target|`` over the interior points ``1 .. k-2`` of ``(B, C,
+    k)`` tensors (module docstring): the endpoints are the condition, not scored."""
+    if predicted.shape != target.shape or predicted.ndim != 3 or predicted.shape[2] < 3:
+        raise ValueError(
+            f"`predicted` and `target` must be (B, C, k >= 3) of one shape, got "
+            f"{tuple(predicted.shape)} and {tuple(target.shape)}."
+        )
+    return (predicted - target)[:, :, 1:-1].abs().mean()
+
+
+def classifier_free_guidance(conditional: Tensor, unconditional: Tensor, weight: float) -> Tensor:
+    """``eps_c + w (eps_c - eps_u)`` (module docstring); ``w = 0`` is the conditional output."""
+    return conditional + weight * (conditional - unconditional)
+
+
+def epsilon_from_x0(noisy: Tensor, x0: Tensor, alpha_bar: Tensor) -> Tensor:
+    """``(x_t - sqrt(abar_t) x0_hat) / sqrt(1 - abar_t)``: the noise an x0 estimate implies
+    (module docstring); ``alpha_bar`` broadcasts against ``noisy``."""
+    return (noisy - alpha_bar.sqrt() * x0) / (1 - alpha_bar).sqrt()

@@ -17,25 +17,30 @@ conditional 1-D UNet (:mod:`~lightning_info.methods.prodiff.denoiser`) with the 
 ``MLP(start) + MLP(end) + MLP(p~)`` added to its timestep embedding. Training noises only the
 interior (``x_t = sqrt(abar_t) x_0 + sqrt(1 - abar_t) eps`` there, the endpoints left as they
 are) and scores ``L_diff = mean |eps_hat - eps|`` over the interior points only. The total loss
-is ``L = L_diff + w_ce L_ce + w_con L_con`` (``w_ce = 0.1``, ``w_con = 1``); AdamW, ``lr`` 2e-4
-with a warmup and cosine decay over the run.
+is ``L = L_diff + w_ce L_ce + w_con L_con`` (``w_ce = 0.1``, ``w_con = 1``; ``L_diff`` is
+:func:`~lightning_info.methods.prodiff.functional.interior_l1_loss`); AdamW, ``lr`` 2e-4 with a
+warmup and cosine decay over the run.
 
 **Guidance.** Classifier-free guidance ``eps = eps_c + w (eps_c - eps_u)`` (``w = 2``), the
-unconditional branch being the UNet with a learned null condition. By default
-(``guided_training``, the reference's scheme) the training loss is taken on the guided output
-itself, both branches in one doubled batch, so sampling uses exactly what was trained; with
-``guided_training=False`` training is standard classifier-free (the condition dropped to the
-null one with probability ``unconditional_probability``) and the guidance acts at sampling
-only.
+unconditional branch being the UNet with a learned null condition (:class:`GuidanceOptions`).
+By default (``guided_training``, the reference's scheme) the training loss is taken on the
+guided output itself, both branches in one doubled batch, so sampling uses exactly what was
+trained; with ``guided_training=False`` training is standard classifier-free (the condition
+dropped to the null one with probability ``unconditional_probability``) and the guidance acts
+at sampling only.
 
-**Prediction.** ``prediction="epsilon"`` (the paper) trains the UNet's output against the noise;
-``"x0"`` (the reference code's ``predict_epsilon=False``) against the clean window, the noise
-the sampler needs being ``(x_t - sqrt(abar_t) x0_hat) / sqrt(1 - abar_t)``.
+**Prediction.** ``DiffusionOptions(prediction="epsilon")`` (the paper) trains the UNet's output
+against the noise; ``"x0"`` (the reference code's ``predict_epsilon=False``) against the clean
+window, the noise the sampler needs being ``(x_t - sqrt(abar_t) x0_hat) / sqrt(1 - abar_t)``
+(:func:`~lightning_info.methods.prodiff.functional.epsilon_from_x0`).
 
-**Sampling.** DDPM over all ``T`` steps or DDIM over ``sampling_steps`` (``eta``) from the shared
-:mod:`lightning_info.diffusion.discrete` samplers, both endpoints re-pinned after every step, so
-they come back bit for bit. With ``use_prototypes=False`` (the paper's ablation) there is no
-encoder, no prototype loss and the condition is the endpoints' alone.
+**Sampling.** DDPM over all ``T`` steps or DDIM over ``steps`` (``eta``, :class:`SamplingOptions`)
+from the shared :mod:`lightning_info.diffusion.discrete` samplers, both endpoints re-pinned after
+every step, so they come back bit for bit. With ``use_prototypes=False`` (the paper's ablation)
+there is no encoder, no prototype loss and the condition is the endpoints' alone.
+
+**Networks.** The denoiser, the condition network and the encoder are constructor arguments
+(``None`` builds the paper's); the model reads the window length and the widths from them.
 
 All randomness of a training step (steps, noise, condition dropout, k-means seeding) comes from
 ``keyed_generator(seed, global_step, rank)``, so a resumed run repeats it. Validation and test
@@ -46,27 +51,32 @@ sample with DDIM (seeded per batch), unscale with the data module's training-spl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import math
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
 import lightning.pytorch as pl
 import torch
 from torch import Tensor, nn
 
+from lightning_info.core.options import AdamWOptions
 from lightning_info.core.sampling import keyed_generator
-from lightning_info.core.schedules import warmup_cosine_config
 from lightning_info.core.validation import (
     all_finite,
+    require_choice,
+    require_finite,
     require_fraction,
     require_int,
     require_non_negative,
-    require_positive,
 )
 from lightning_info.diffusion.discrete import BetaSchedule, ddim_sample, ddpm_sample, guided
 from lightning_info.methods.prodiff.denoiser import EndpointCondition, TrajectoryUNet
-from lightning_info.methods.prodiff.encoder import TrajectoryEncoder
+from lightning_info.methods.prodiff.encoder import DEFAULT_EMBED_DIM, TrajectoryEncoder
 from lightning_info.methods.prodiff.functional import (
+    classifier_free_guidance,
     endpoints_only,
+    epsilon_from_x0,
+    interior_l1_loss,
     kmeans,
     match_clusters,
     prototype_attention,
@@ -75,11 +85,156 @@ from lightning_info.methods.prodiff.functional import (
 )
 from lightning_info.methods.prodiff.metrics import trajectory_metrics
 
-__all__ = ["PREDICTIONS", "SAMPLERS", "ProDiff", "check_window"]
+__all__ = [
+    "PREDICTIONS",
+    "PRODIFF_OPTIMIZER",
+    "SAMPLERS",
+    "DiffusionOptions",
+    "GuidanceOptions",
+    "ProDiff",
+    "PrototypeOptions",
+    "SamplingOptions",
+    "WindowScaling",
+    "check_window",
+]
 
-SAMPLERS = ("ddim", "ddpm")
-PREDICTIONS = ("epsilon", "x0")
+Sampler = Literal["ddim", "ddpm"]
+Prediction = Literal["epsilon", "x0"]
+SAMPLERS: tuple[str, ...] = get_args(Sampler)
+PREDICTIONS: tuple[str, ...] = get_args(Prediction)
+DEFAULT_WINDOW_LENGTH = 16
+#: ProDiff's AdamW: lr 2e-4, weight decay 0.01, a warmup over the first 10% of the steps, then
+#: a cosine decay.
+PRODIFF_OPTIMIZER = AdamWOptions(lr=2e-4, weight_decay=0.01, warmup_fraction=0.1)
 _VALIDATION, _TEST, _PREDICT = 1, 2, 3  # generator keys of the evaluation stages
+
+
+@dataclass(frozen=True)
+class DiffusionOptions:
+    """The linear beta schedule ``linspace(beta_start, beta_end, num_steps)`` (the paper's
+    500 steps, 1e-4 to 0.05) and what the UNet predicts: ``"epsilon"`` (the paper), the noise,
+    or ``"x0"`` (the reference code's ``predict_epsilon=False``), the clean window."""
+
+    num_steps: int = 500
+    beta_start: float = 1e-4
+    beta_end: float = 0.05
+    prediction: Prediction = "epsilon"
+
+    def __post_init__(self) -> None:
+        require_int(self.num_steps, "diffusion.num_steps", 1)
+        require_fraction(self.beta_start, "diffusion.beta_start", inclusive_zero=False)
+        require_fraction(self.beta_end, "diffusion.beta_end", inclusive_zero=False)
+        if self.beta_end < self.beta_start:
+            raise ValueError(
+                f"`diffusion.beta_end` ({self.beta_end}) must be >= `diffusion.beta_start` "
+                f"({self.beta_start})."
+            )
+        require_choice(self.prediction, "diffusion.prediction", PREDICTIONS)
+
+
+@dataclass(frozen=True)
+class GuidanceOptions:
+    """Classifier-free guidance ``eps = eps_c + weight (eps_c - eps_u)`` (0: conditional only).
+
+    ``guided_training`` trains the guided output itself (the reference's scheme; two UNet
+    passes a step, in one doubled batch); ``False``: standard classifier-free training, the
+    condition dropped to the null one with probability ``unconditional_probability``, the
+    guidance applied at sampling only.
+    """
+
+    weight: float = 2.0
+    guided_training: bool = True
+    unconditional_probability: float = 0.1
+
+    def __post_init__(self) -> None:
+        require_non_negative(self.weight, "guidance.weight")
+        require_fraction(self.unconditional_probability, "guidance.unconditional_probability")
+
+
+@dataclass(frozen=True)
+class PrototypeOptions:
+    """``K = num_prototypes`` learnable prototypes and their losses: ``L_ce`` weighted by
+    ``ce_weight`` against the batch's k-means pseudo-labels (``kmeans_iterations`` Lloyd
+    iterations; ``match_pseudo_labels`` labels each cluster with its matched prototype,
+    ``False`` keeps the reference's arbitrary cluster numbers) and ``L_con`` weighted by
+    ``contrastive_weight`` with ``margin`` (see
+    :mod:`~lightning_info.methods.prodiff.functional`)."""
+
+    num_prototypes: int = 20
+    ce_weight: float = 0.1
+    contrastive_weight: float = 1.0
+    margin: float = 1.0
+    kmeans_iterations: int = 20
+    match_pseudo_labels: bool = True
+
+    def __post_init__(self) -> None:
+        require_int(self.num_prototypes, "prototype_options.num_prototypes", 1)
+        require_non_negative(self.ce_weight, "prototype_options.ce_weight")
+        require_non_negative(self.contrastive_weight, "prototype_options.contrastive_weight")
+        require_finite(self.margin, "prototype_options.margin")
+        require_int(self.kmeans_iterations, "prototype_options.kmeans_iterations", 0)
+
+
+@dataclass(frozen=True)
+class SamplingOptions:
+    """How validation, test and :meth:`ProDiff.impute` sample: DDPM over all ``T`` steps or
+    DDIM over ``steps`` with ``eta`` in [0, 1] (0: deterministic); each step's clean estimate
+    clamped to ``clip_x0 = (low, high)`` in scaled units (the training windows span
+    ``[0, 1]``; ``None``: no clamp), see :mod:`lightning_info.diffusion.discrete`."""
+
+    sampler: Sampler = "ddim"
+    steps: int = 50
+    eta: float = 0.0
+    clip_x0: tuple[float, float] | None = (-1.0, 2.0)
+
+    def __post_init__(self) -> None:
+        require_choice(self.sampler, "sampling.sampler", SAMPLERS)
+        require_int(self.steps, "sampling.steps", 1)
+        if require_non_negative(self.eta, "sampling.eta") > 1:
+            raise ValueError(f"`sampling.eta` must lie in [0, 1], got {self.eta}.")
+        if self.clip_x0 is not None:
+            clip = tuple(require_finite(v, "sampling.clip_x0") for v in self.clip_x0)
+            if len(clip) != 2 or not clip[0] < clip[1]:
+                raise ValueError(
+                    f"`sampling.clip_x0` must be (low, high) with low < high, got {self.clip_x0}."
+                )
+            object.__setattr__(self, "clip_x0", clip)
+
+
+@dataclass(frozen=True)
+class WindowScaling:
+    """The per-channel min-max scaling of the windows: ``scaled = (x - low) / span`` for the
+    channels (time, lat, lng); a :class:`TrajectoryDataModule`'s ``scaling`` has the same
+    ``low`` and ``span``."""
+
+    low: tuple[float, float, float]
+    span: tuple[float, float, float]
+
+    def __post_init__(self) -> None:
+        for name in ("low", "span"):
+            given = torch.as_tensor(getattr(self, name), dtype=torch.float64)
+            values = tuple(given.flatten().tolist())
+            if len(values) != 3 or not all(math.isfinite(v) for v in values):
+                raise ValueError(
+                    f"`scaling.{name}` must hold 3 finite numbers (time, lat, lng), got "
+                    f"{getattr(self, name)}."
+                )
+            object.__setattr__(self, name, values)
+        if min(self.span) <= 0:
+            raise ValueError(f"`scaling.span` must be > 0 in every channel, got {self.span}.")
+
+
+# checkpoints hold the options in their hyperparameters; ``weights_only`` loading needs them
+torch.serialization.add_safe_globals(
+    [
+        AdamWOptions,
+        DiffusionOptions,
+        GuidanceOptions,
+        PrototypeOptions,
+        SamplingOptions,
+        WindowScaling,
+    ]
+)
 
 
 def check_window(window: Tensor, length: int, *, interior: bool = True) -> None:
@@ -98,142 +253,160 @@ def check_window(window: Tensor, length: int, *, interior: bool = True) -> None:
         raise ValueError(f"the {what} hold NaN or infinity: drop or repair those points.")
 
 
+def _network_length(window_length: int | None, networks: dict[str, int | None]) -> int:
+    """The window length: the given one, else the networks', else the default; every network
+    that states a length must agree with it."""
+    stated = {name: length for name, length in networks.items() if length is not None}
+    if window_length is None:
+        window_length = next(iter(stated.values()), DEFAULT_WINDOW_LENGTH)
+    window_length = require_int(window_length, "window_length", 3)
+    for name, length in stated.items():
+        if length != window_length:
+            raise ValueError(
+                f"the {name} is built for windows of {length} points but window_length is "
+                f"{window_length}: build it with this length or leave window_length unset."
+            )
+    return window_length
+
+
 class ProDiff(pl.LightningModule):
     """Prototype-guided endpoint-conditioned trajectory diffusion (see the module docstring).
 
     Args:
-        window_length: ``k``, points per window (two endpoints and ``k - 2`` to generate).
-        use_prototypes: ProDiff (``True``) or the no-prototype ablation.
-        num_prototypes, embed_dim: ``K`` prototypes of dimension ``D`` (20 x 512).
-        encoder_layers, encoder_heads, encoder_feedforward, encoder_dropout: the encoder's.
-        unet_channels, unet_multipliers, unet_res_blocks, attention_lengths, unet_dropout: the
-            UNet's (paper: 128, (1, 2, 2, 2), 2, (16,), 0.1).
-        num_steps, beta_start, beta_end: the linear beta schedule (500, 1e-4, 0.05).
-        guidance_weight: ``w`` of classifier-free guidance (0: conditional only).
-        guided_training: train the guided output ``eps_c + w (eps_c - eps_u)`` itself (the
-            reference's scheme; two UNet passes a step); ``False``: standard classifier-free
-            training, the condition dropped to the null one with probability
-            ``unconditional_probability``, the guidance applied at sampling only.
-        unconditional_probability: see ``guided_training``.
-        ce_weight, contrastive_weight, margin: the prototype losses' weights and margin.
-        kmeans_iterations: Lloyd iterations of the per-batch pseudo-labels.
-        match_pseudo_labels: label each k-means cluster with its matched prototype (``False``:
-            the reference's arbitrary cluster numbers).
-        lr, weight_decay, warmup_fraction, schedule_steps: AdamW and its warmup-cosine
-            schedule (``schedule_steps=None``: the trainer's estimated steps).
-        sampler, sampling_steps, eta: how validation, test and :meth:`impute` sample.
-        clip_x0: the range each sampling step's clean estimate is clamped to, in scaled units
-            (the training windows span ``[0, 1]``; ``None``: no clamp), see
-            :mod:`lightning_info.diffusion.discrete`.
-        scale_low, scale_span: the per-channel min-max scaling of the windows (``None``: taken
-            from the data module's ``scaling`` at ``setup``); needed to score in metres.
+        window_length: ``k``, points per window (two endpoints and ``k - 2`` to generate);
+            ``None``: the given denoiser's (or encoder's) ``length``, else 16.
+        denoiser: the noise predictor ``denoiser(x_t (B, 3, k), t (B,), condition (B, E)) ->
+            (B, 3, k)`` with an ``embed_dim`` attribute ``E``; ``None`` builds the paper's
+            :class:`~lightning_info.methods.prodiff.denoiser.TrajectoryUNet` (``k``, 128
+            channels x (1, 2, 2, 2), 2 residual blocks, attention at length 16, dropout 0.1).
+        condition: ``condition(start (B, 3), end (B, 3), prototype (B, D) | None) -> (B, E)``;
+            ``None`` builds :class:`~lightning_info.methods.prodiff.denoiser.EndpointCondition`
+            (with a prototype branch when ``use_prototypes``).
+        encoder: the prototype encoder, windows ``(B, k, 3)`` to features ``(B, D)`` with an
+            ``embed_dim`` attribute ``D``; ``None`` builds the paper's
+            :class:`~lightning_info.methods.prodiff.encoder.TrajectoryEncoder` (``D`` = 512,
+            4 layers of 8 heads, feed-forward 256, dropout 0.1) when ``use_prototypes``.
+        use_prototypes: ProDiff (``True``) or the paper's no-prototype ablation (``False``: no
+            encoder -- pass ``encoder=None`` --, no prototypes, no prototype losses).
+        diffusion: the beta schedule and the prediction target, :class:`DiffusionOptions`.
+        guidance: classifier-free guidance, :class:`GuidanceOptions`.
+        prototype_options: the prototypes' number and losses, :class:`PrototypeOptions`.
+        sampling: how validation, test and :meth:`impute` sample, :class:`SamplingOptions`.
+        optimizer: AdamW and its warmup-cosine schedule
+            (:class:`~lightning_info.core.options.AdamWOptions`; :data:`PRODIFF_OPTIMIZER`: lr
+            2e-4, weight decay 0.01, 10% warmup -- ``dataclasses.replace`` it to change one
+            field).
+        scaling: the windows' min-max scaling (``None``: taken from the data module's
+            ``scaling`` at ``setup``), needed to score in metres, :class:`WindowScaling`.
         seed: keys every random draw.
+
+    Networks are built in the order ``denoiser``, ``condition``, ``encoder``, then the
+    prototypes; the module's hyperparameters leave the networks out
+    (``load_from_checkpoint`` needs them passed again when they are not the defaults).
     """
 
     def __init__(
         self,
-        window_length: int = 16,
+        window_length: int | None = None,
+        denoiser: nn.Module | None = None,
+        condition: nn.Module | None = None,
+        encoder: nn.Module | None = None,
         use_prototypes: bool = True,
-        num_prototypes: int = 20,
-        embed_dim: int = 512,
-        encoder_layers: int = 4,
-        encoder_heads: int = 8,
-        encoder_feedforward: int = 256,
-        encoder_dropout: float = 0.1,
-        unet_channels: int = 128,
-        unet_multipliers: Sequence[int] = (1, 2, 2, 2),
-        unet_res_blocks: int = 2,
-        attention_lengths: Sequence[int] = (16,),
-        unet_dropout: float = 0.1,
-        num_steps: int = 500,
-        beta_start: float = 1e-4,
-        beta_end: float = 0.05,
-        prediction: str = "epsilon",
-        guidance_weight: float = 2.0,
-        guided_training: bool = True,
-        unconditional_probability: float = 0.1,
-        ce_weight: float = 0.1,
-        contrastive_weight: float = 1.0,
-        margin: float = 1.0,
-        kmeans_iterations: int = 20,
-        match_pseudo_labels: bool = True,
-        lr: float = 2e-4,
-        weight_decay: float = 0.01,
-        warmup_fraction: float = 0.1,
-        schedule_steps: int | None = None,
-        sampler: str = "ddim",
-        sampling_steps: int = 50,
-        eta: float = 0.0,
-        clip_x0: Sequence[float] | None = (-1.0, 2.0),
-        scale_low: Sequence[float] | None = None,
-        scale_span: Sequence[float] | None = None,
+        diffusion: DiffusionOptions = DiffusionOptions(),
+        guidance: GuidanceOptions = GuidanceOptions(),
+        prototype_options: PrototypeOptions = PrototypeOptions(),
+        sampling: SamplingOptions = SamplingOptions(),
+        optimizer: AdamWOptions = PRODIFF_OPTIMIZER,
+        scaling: WindowScaling | None = None,
         seed: int = 0,
     ) -> None:
         super().__init__()
-        self.window_length = require_int(window_length, "window_length", 3)
-        self.num_prototypes = require_int(num_prototypes, "num_prototypes", 1)
-        if sampler not in SAMPLERS:
-            raise ValueError(f"`sampler` must be one of {SAMPLERS}, got {sampler!r}.")
-        if prediction not in PREDICTIONS:
-            raise ValueError(f"`prediction` must be one of {PREDICTIONS}, got {prediction!r}.")
-        if beta_end < beta_start:
-            raise ValueError(f"`beta_end` ({beta_end}) must be >= `beta_start` ({beta_start}).")
-        self.schedule = BetaSchedule.linear(num_steps, beta_start, beta_end)
-        require_int(sampling_steps, "sampling_steps", 1)
-        if sampling_steps > num_steps:
-            raise ValueError(
-                f"{sampling_steps} sampling steps exceed the schedule's {num_steps} steps."
-            )
-        self.guidance_weight = require_non_negative(guidance_weight, "guidance_weight")
-        self.unconditional_probability = require_fraction(
-            unconditional_probability, "unconditional_probability"
-        )
-        self.ce_weight = require_non_negative(ce_weight, "ce_weight")
-        self.contrastive_weight = require_non_negative(contrastive_weight, "contrastive_weight")
-        self.lr = require_positive(lr, "lr")
-        self.warmup_fraction = require_fraction(warmup_fraction, "warmup_fraction")
-        self.seed = require_int(seed, "seed", 0)
         self.use_prototypes = bool(use_prototypes)
-        self.save_hyperparameters()
-
-        self.unet = TrajectoryUNet(
-            self.window_length,
-            3,
-            unet_channels,
-            tuple(unet_multipliers),
-            unet_res_blocks,
-            tuple(attention_lengths),
-            unet_dropout,
+        if encoder is not None and not self.use_prototypes:
+            raise ValueError(
+                "the no-prototype ablation (use_prototypes=False) has no encoder: pass "
+                "encoder=None, or use_prototypes=True to use it."
+            )
+        self.window_length = _network_length(
+            window_length,
+            {
+                "denoiser": getattr(denoiser, "length", None),
+                "encoder": getattr(encoder, "window_length", None),
+            },
         )
-        width = self.unet.embed_dim
-        self.condition_net = EndpointCondition(3, width, embed_dim if use_prototypes else None)
+        for name, value, kind in (
+            ("diffusion", diffusion, DiffusionOptions),
+            ("guidance", guidance, GuidanceOptions),
+            ("prototype_options", prototype_options, PrototypeOptions),
+            ("sampling", sampling, SamplingOptions),
+            ("optimizer", optimizer, AdamWOptions),
+        ):
+            if not isinstance(value, kind):
+                raise TypeError(f"`{name}` must be a {kind.__name__}, got {value!r}.")
+        if scaling is not None and not isinstance(scaling, WindowScaling):
+            raise TypeError(f"`scaling` must be a WindowScaling or None, got {scaling!r}.")
+        if sampling.steps > diffusion.num_steps:
+            raise ValueError(
+                f"{sampling.steps} sampling steps exceed the schedule's {diffusion.num_steps} "
+                "steps."
+            )
+        self.diffusion, self.guidance, self.sampling = diffusion, guidance, sampling
+        self.prototype_options, self.optimizer_options = prototype_options, optimizer
+        self.schedule = BetaSchedule.linear(
+            diffusion.num_steps, diffusion.beta_start, diffusion.beta_end
+        )
+        self.seed = require_int(seed, "seed", 0)
+        self.save_hyperparameters(ignore=["denoiser", "condition", "encoder"])
+        self.hparams["window_length"] = self.window_length  # also when read from the networks
+
+        self.unet = TrajectoryUNet(self.window_length) if denoiser is None else denoiser
+        width = getattr(self.unet, "embed_dim", None)
+        if not isinstance(width, int):
+            raise TypeError(
+                "the denoiser must have an int `embed_dim`, the width of the condition it adds "
+                "to its step embedding (TrajectoryUNet has one)."
+            )
+        if condition is None:
+            feature = getattr(encoder, "embed_dim", DEFAULT_EMBED_DIM)
+            condition = EndpointCondition(3, width, feature if self.use_prototypes else None)
+        elif isinstance(condition, EndpointCondition) and (
+            (condition.prototype is None) == self.use_prototypes
+        ):
+            raise ValueError(
+                "the condition's prototype branch must match use_prototypes: build "
+                "EndpointCondition(3, width, prototype_dim) with prototype_dim=None exactly "
+                "when use_prototypes=False."
+            )
+        self.condition_net = condition
         self.null_condition = nn.Parameter(torch.zeros(width))
         if self.use_prototypes:
-            self.encoder = TrajectoryEncoder(
-                self.window_length,
-                3,
-                embed_dim,
-                encoder_layers,
-                encoder_heads,
-                encoder_feedforward,
-                encoder_dropout,
-            )
+            self.encoder = TrajectoryEncoder(self.window_length) if encoder is None else encoder
+            feature = getattr(self.encoder, "embed_dim", None)
+            if not isinstance(feature, int):
+                raise TypeError(
+                    "the encoder must have an int `embed_dim`, the prototypes' dimension "
+                    "(TrajectoryEncoder has one)."
+                )
+            branch = getattr(self.condition_net, "prototype", None)
+            if isinstance(branch, nn.Sequential) and branch[0].in_features != feature:
+                raise ValueError(
+                    f"the condition's prototype branch takes {branch[0].in_features} features "
+                    f"but the encoder gives {feature}: build EndpointCondition(3, width, "
+                    f"{feature})."
+                )
             self.prototypes = nn.Parameter(
-                nn.init.xavier_uniform_(torch.empty(num_prototypes, embed_dim))
+                nn.init.xavier_uniform_(torch.empty(prototype_options.num_prototypes, feature))
             )
-        self.register_buffer("scale_low", self._scaling(scale_low, "scale_low"))
-        self.register_buffer("scale_span", self._scaling(scale_span, "scale_span"))
+        self.register_buffer("scale_low", self._scaling(scaling, "low"))
+        self.register_buffer("scale_span", self._scaling(scaling, "span"))
         self.val_metrics = trajectory_metrics(prefix="val/")
         self.test_metrics = trajectory_metrics(prefix="test/")
 
     @staticmethod
-    def _scaling(values: Sequence[float] | None, name: str) -> Tensor:
-        if values is None:
+    def _scaling(scaling: WindowScaling | None, name: str) -> Tensor:
+        if scaling is None:
             return torch.full((3,), float("nan"), dtype=torch.float64)
-        tensor = torch.as_tensor(values, dtype=torch.float64).flatten()
-        if tensor.numel() != 3 or not torch.isfinite(tensor).all():
-            raise ValueError(f"`{name}` must hold 3 finite numbers (time, lat, lng).")
-        return tensor
+        return torch.tensor(getattr(scaling, name), dtype=torch.float64)
 
     def setup(self, stage: str) -> None:
         """Take the data module's scaling at every ``fit`` (its batches are scaled by it, so
@@ -265,8 +438,9 @@ class ProDiff(pl.LightningModule):
             return
         self.scale_low.copy_(low)
         self.scale_span.copy_(span)
-        self.hparams["scale_low"] = self.scale_low.tolist()
-        self.hparams["scale_span"] = self.scale_span.tolist()
+        self.hparams["scaling"] = WindowScaling(
+            tuple(self.scale_low.tolist()), tuple(self.scale_span.tolist())
+        )
 
     # ----------------------------------------------------------------------------- pieces
     def query_prototype(self, window: Tensor) -> Tensor:
@@ -283,18 +457,15 @@ class ProDiff(pl.LightningModule):
 
     def prototype_losses(self, window: Tensor, generator: torch.Generator) -> dict[str, Tensor]:
         """``L_ce`` against the batch's (matched) k-means pseudo-labels and ``L_con``."""
+        options = self.prototype_options
         features = self.encoder(window)
-        clusters = min(self.num_prototypes, features.shape[0])
-        labels, centres = kmeans(
-            features.detach(), clusters, self.hparams.kmeans_iterations, generator
-        )
-        if self.hparams.match_pseudo_labels:
+        clusters = min(options.num_prototypes, features.shape[0])
+        labels, centres = kmeans(features.detach(), clusters, options.kmeans_iterations, generator)
+        if options.match_pseudo_labels:
             labels = match_clusters(centres, self.prototypes)[labels]
         return {
             "ce": prototype_cross_entropy(features, self.prototypes, labels),
-            "contrastive": prototype_contrastive_loss(
-                features, self.prototypes, self.hparams.margin
-            ),
+            "contrastive": prototype_contrastive_loss(features, self.prototypes, options.margin),
         }
 
     def _endpoint_mask(self, like: Tensor) -> Tensor:
@@ -311,7 +482,7 @@ class ProDiff(pl.LightningModule):
         x0 = window.transpose(1, 2)
         steps = torch.randint(self.schedule.num_steps, (size,), generator=generator)
         noise = torch.randn(x0.shape, generator=generator, dtype=x0.dtype).to(x0.device)
-        dropped = torch.rand(size, generator=generator) < self.unconditional_probability
+        dropped = torch.rand(size, generator=generator) < self.guidance.unconditional_probability
         endpoints = self._endpoint_mask(x0)
         noise = noise.masked_fill(endpoints, 0.0)
         steps = steps.to(x0.device)
@@ -320,21 +491,21 @@ class ProDiff(pl.LightningModule):
         losses = self.prototype_losses(window, generator) if self.use_prototypes else {}
         condition = self.condition(window)
         null = self.null_condition.expand_as(condition)
-        if self.hparams.guided_training:
+        if self.guidance.guided_training:
             both = self.unet(
                 torch.cat([noisy, noisy]), torch.cat([steps, steps]), torch.cat([condition, null])
             )
             conditional, unconditional = both.chunk(2)
-            predicted = conditional + self.guidance_weight * (conditional - unconditional)
+            predicted = classifier_free_guidance(conditional, unconditional, self.guidance.weight)
         else:
             condition = torch.where(dropped.to(x0.device)[:, None], null, condition)
             predicted = self.unet(noisy, steps, condition)
-        target = noise if self.hparams.prediction == "epsilon" else x0
-        losses["diffusion"] = (predicted - target)[:, :, 1:-1].abs().mean()
+        target = noise if self.diffusion.prediction == "epsilon" else x0
+        losses["diffusion"] = interior_l1_loss(predicted, target)
         loss = losses["diffusion"]
         if self.use_prototypes:
-            loss = loss + self.ce_weight * losses["ce"]
-            loss = loss + self.contrastive_weight * losses["contrastive"]
+            loss = loss + self.prototype_options.ce_weight * losses["ce"]
+            loss = loss + self.prototype_options.contrastive_weight * losses["contrastive"]
         logged = dict(on_step=False, on_epoch=True, batch_size=size, sync_dist=True)
         self.log("train/loss", loss, prog_bar=True, **logged)
         for name, value in losses.items():
@@ -356,9 +527,9 @@ class ProDiff(pl.LightningModule):
     ) -> Tensor:
         """Scaled ``(B, k, 3)`` windows generated from the given windows' two endpoints (the
         interior is never read, NaN included); the endpoints come back bit for bit. Defaults
-        are the module's ``sampler``, ``sampling_steps``, ``eta`` and ``guidance_weight``; draws
-        come from ``generator`` (CPU). ``samples > 1`` returns the mean of that many draws per
-        window (an estimate of the conditional mean, the point estimate of least squared
+        are the module's ``sampling`` (``sampler``, ``steps``, ``eta``) and ``guidance.weight``;
+        draws come from ``generator`` (CPU). ``samples > 1`` returns the mean of that many draws
+        per window (an estimate of the conditional mean, the point estimate of least squared
         error). Call ``.eval()`` first outside a Trainer."""
         check_window(window, self.window_length, interior=False)
         samples = require_int(samples, "samples", 1)
@@ -373,10 +544,10 @@ class ProDiff(pl.LightningModule):
             )
             mean = draws.reshape(samples, *window.shape).mean(0)
             return torch.where(self._endpoint_mask(mean).transpose(1, 2), window, mean)
-        sampler = self.hparams.sampler if sampler is None else sampler
-        if sampler not in SAMPLERS:
-            raise ValueError(f"`sampler` must be one of {SAMPLERS}, got {sampler!r}.")
-        weight = self.guidance_weight if guidance_weight is None else guidance_weight
+        sampler = require_choice(
+            self.sampling.sampler if sampler is None else sampler, "sampler", SAMPLERS
+        )
+        weight = self.guidance.weight if guidance_weight is None else guidance_weight
         weight = require_non_negative(weight, "guidance_weight")  # NaN would skip the guidance
         values = endpoints_only(window).transpose(1, 2)
         condition = self.condition(values.transpose(1, 2))
@@ -390,9 +561,8 @@ class ProDiff(pl.LightningModule):
 
         denoiser = guided(conditional, unconditional, weight) if weight > 0 else conditional
         known = self._endpoint_mask(values).expand_as(values)
-        clip = self.hparams.clip_x0
         common = dict(
-            clip_x0=None if clip is None else tuple(clip),
+            clip_x0=self.sampling.clip_x0,
             known=known,
             values=values,
             generator=generator,
@@ -406,8 +576,8 @@ class ProDiff(pl.LightningModule):
                 denoiser,
                 self.schedule,
                 tuple(values.shape),
-                self.hparams.sampling_steps if sampling_steps is None else sampling_steps,
-                self.hparams.eta if eta is None else eta,
+                self.sampling.steps if sampling_steps is None else sampling_steps,
+                self.sampling.eta if eta is None else eta,
                 **common,
             )
         return sample.transpose(1, 2)
@@ -416,17 +586,18 @@ class ProDiff(pl.LightningModule):
         """The UNet's noise estimate; an ``x0`` model's output is turned into the noise it
         implies, ``eps = (x_t - sqrt(abar_t) x0_hat) / sqrt(1 - abar_t)``."""
         output = self.unet(x, steps, condition)
-        if self.hparams.prediction == "epsilon":
+        if self.diffusion.prediction == "epsilon":
             return output
         abar = self.schedule.alpha_bar(steps).to(x.dtype).to(x.device)[:, None, None]
-        return (x - abar.sqrt() * output) / (1 - abar).sqrt()
+        return epsilon_from_x0(x, output, abar)
 
     def unscale(self, window: Tensor) -> Tensor:
         """Scaled windows back to (time, lat, lng) in float64 by the stored scaling."""
         if torch.isnan(self.scale_low).any():
             raise RuntimeError(
-                "ProDiff has no scaling to return to degrees: pass scale_low / scale_span, or "
-                "fit it with a TrajectoryDataModule (its training-split scaling is stored)."
+                "ProDiff has no scaling to return to degrees: pass scaling=WindowScaling(low, "
+                "span), or fit it with a TrajectoryDataModule (its training-split scaling is "
+                "stored)."
             )
         return window.double() * self.scale_span + self.scale_low
 
@@ -461,10 +632,5 @@ class ProDiff(pl.LightningModule):
         """Generated windows in (time, lat, lng) degrees, float64."""
         return self._generated(batch, batch_index, _PREDICT)
 
-    def configure_optimizers(self) -> dict[str, Any]:
-        optimizer = torch.optim.AdamW(
-            self.parameters(), lr=self.lr, weight_decay=self.hparams.weight_decay
-        )
-        return warmup_cosine_config(
-            optimizer, self.trainer, self.warmup_fraction, self.hparams.schedule_steps
-        )
+    def configure_optimizers(self) -> Any:
+        return self.optimizer_options.configure(self.parameters(), self.trainer)

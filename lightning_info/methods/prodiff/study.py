@@ -13,10 +13,11 @@ the map: the true points, the linear fill and ProDiff's.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, is_dataclass, replace
 from typing import Any
 
 import lightning.pytorch as pl
@@ -26,7 +27,9 @@ import torch
 from lightning_info.core.logging import mean_std
 from lightning_info.core.plotting import pyplot
 from lightning_info.core.trainers import quiet_trainer
-from lightning_info.methods.prodiff.datamodule import TrajectoryDataModule
+from lightning_info.methods.prodiff.datamodule import SyntheticCity, TrajectoryDataModule
+from lightning_info.methods.prodiff.denoiser import EndpointCondition, TrajectoryUNet
+from lightning_info.methods.prodiff.encoder import DEFAULT_EMBED_DIM, TrajectoryEncoder
 from lightning_info.methods.prodiff.functional import (
     great_circle_interpolation,
     linear_interpolation,
@@ -53,6 +56,38 @@ METRICS = {
 EXAMPLES = 4
 
 
+def build_prodiff(
+    window_length: int, use_prototypes: bool, seed: int, model: dict[str, Any]
+) -> ProDiff:
+    """ProDiff for windows of ``window_length`` points from a study's ``model`` settings (a
+    YAML mapping): ``denoiser`` and ``encoder`` hold the arguments of
+    :class:`~lightning_info.methods.prodiff.denoiser.TrajectoryUNet` and
+    :class:`~lightning_info.methods.prodiff.encoder.TrajectoryEncoder` besides the window
+    length, an option group (``diffusion``, ``guidance``, ``prototype_options``, ``sampling``,
+    ``optimizer``) the fields that differ from ProDiff's default, any other key is a ProDiff
+    argument. The networks are built in ProDiff's order (denoiser, condition, encoder), so a
+    seed gives the weights ProDiff would build itself."""
+    settings = dict(model)
+    unet = TrajectoryUNet(window_length, **settings.pop("denoiser", {}))
+    encoder_args = settings.pop("encoder", {})
+    width = encoder_args.get("embed_dim", DEFAULT_EMBED_DIM) if use_prototypes else None
+    condition = EndpointCondition(3, unet.embed_dim, width)
+    encoder = TrajectoryEncoder(window_length, **encoder_args) if use_prototypes else None
+    defaults = inspect.signature(ProDiff).parameters
+    for name, value in settings.items():
+        default = defaults[name].default if name in defaults else None
+        if isinstance(value, dict) and is_dataclass(default):
+            settings[name] = replace(default, **value)
+    return ProDiff(
+        denoiser=unet,
+        condition=condition,
+        encoder=encoder,
+        use_prototypes=use_prototypes,
+        seed=seed,
+        **settings,
+    )
+
+
 def train_prodiff(
     data: TrajectoryDataModule,
     use_prototypes: bool,
@@ -60,9 +95,10 @@ def train_prodiff(
     model: dict[str, Any],
     max_epochs: int,
 ) -> ProDiff:
-    """ProDiff fit on the training windows (no logger, no checkpoints, clipping 1)."""
+    """ProDiff (:func:`build_prodiff`) fit on the training windows (no logger, no
+    checkpoints, clipping 1)."""
     pl.seed_everything(seed, verbose=False)
-    module = ProDiff(data.window_length, use_prototypes=use_prototypes, seed=seed, **model)
+    module = build_prodiff(data.window_length, use_prototypes, seed, model)
     trainer = quiet_trainer(
         max_epochs=max_epochs,
         accelerator="cpu",
@@ -93,8 +129,7 @@ def run_setting(job: dict[str, Any]) -> dict[str, Any]:
     data = TrajectoryDataModule(
         "synthetic",
         window_length=length,
-        num_trajectories=job["num_trajectories"],
-        synthetic_kwargs=job["synthetic"],
+        synthetic=SyntheticCity(num_trajectories=job["num_trajectories"], **job["synthetic"]),
         data_seed=seed,
         batch_size=job["batch_size"],
     )
@@ -128,8 +163,11 @@ class TrajectoryStudy(Study):
         seeds: seeds of the city, the split and the models.
         methods: of ``linear``, ``great_circle``, ``prodiff``, ``prodiff_no_prototypes``.
         num_trajectories: trajectories in the synthetic city.
-        synthetic: further :func:`synthetic_city` arguments (e.g. ``left_side_probability``).
-        model: ProDiff's arguments (besides the window length, prototypes switch and seed).
+        synthetic: further :class:`~lightning_info.methods.prodiff.datamodule.SyntheticCity`
+            options (e.g. ``left_side_probability``).
+        model: ProDiff's settings besides the window length, prototypes switch and seed: the
+            networks' arguments under ``denoiser`` and ``encoder``, the option groups' changed
+            fields (see :func:`build_prodiff`).
         max_epochs, batch_size: ProDiff's epochs and batch size.
         workers: processes running settings side by side (1: in this process).
     """

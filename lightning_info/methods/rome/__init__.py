@@ -13,9 +13,7 @@ from lightning_info.methods.rome.augment import DSA
 from lightning_info.methods.rome.bottleneck import GaussianBottleneck, InformationBottleneckMixin
 from lightning_info.methods.rome.evaluation import evaluate_distilled
 from lightning_info.methods.rome.functional import rome_alignment
-from lightning_info.methods.rome.module import ROMEDistillation
-from lightning_info.methods.rome.network import SmallConvNet
-from lightning_info.methods.rome.robustness import (
+from lightning_info.methods.rome.metrics import (
     ImprovedRobustnessRatio,
     RobustnessRatio,
     attack_efficiency,
@@ -25,13 +23,25 @@ from lightning_info.methods.rome.robustness import (
     improved_robustness_ratio,
     robustness_ratio,
 )
+from lightning_info.methods.rome.module import (
+    AttackOptions,
+    DistillationOptions,
+    NetworkPoolOptions,
+    RobustEvaluationOptions,
+    ROMEDistillation,
+)
+from lightning_info.methods.rome.network import SmallConvNet
 
 __all__ = [
+    "AttackOptions",
     "DSA",
+    "DistillationOptions",
     "GaussianBottleneck",
     "ImprovedRobustnessRatio",
     "InformationBottleneckMixin",
+    "NetworkPoolOptions",
     "ROMEDistillation",
+    "RobustEvaluationOptions",
     "RobustnessRatio",
     "SmallConvNet",
     "attack_efficiency",

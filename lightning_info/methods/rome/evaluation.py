@@ -19,11 +19,11 @@ from lightning_info.methods.rome.functional import (
     check_attacks,
     check_real,
 )
-from lightning_info.methods.rome.network import SmallConvNet
-from lightning_info.methods.rome.robustness import (
+from lightning_info.methods.rome.metrics import (
     improved_robustness_ratio,
     robustness_ratio,
 )
+from lightning_info.methods.rome.network import NetFactory, SmallConvNet
 
 
 def train_fresh_net(
@@ -34,11 +34,12 @@ def train_fresh_net(
     lr: float = 0.01,
     seed: int = 0,
     batch_size: int = 256,
-    width: int = 32,
+    net: NetFactory | None = None,
     num_classes: int | None = None,
     augmentation: DSA | None = None,
-) -> SmallConvNet:
-    """A :class:`SmallConvNet` trained from a seeded initialisation on ``(images, labels)``.
+) -> nn.Module:
+    """A network ``net(in_channels, num_classes, image_size)`` (``None``: :class:`SmallConvNet`)
+    trained from a seeded initialisation on ``(images, labels)``.
 
     Seeded SGD (momentum 0.9, weight decay 5e-4) on cross-entropy, ``epochs`` passes in seeded
     random order; with ``augmentation`` each batch is augmented, every image by its own draw
@@ -52,11 +53,12 @@ def train_fresh_net(
     k = num_classes or int(labels.max()) + 1
     generator = torch.Generator().manual_seed(seed)
     augment_rng = torch.Generator().manual_seed(seed + 1)
+    factory = SmallConvNet if net is None else net
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        net = SmallConvNet(images.shape[1], k, images.shape[-1], width).to(images.device)
-    optimizer = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
-    net.train()
+        model = factory(images.shape[1], k, images.shape[-1]).to(images.device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
+    model.train()
     for _ in range(epochs):
         order = torch.randperm(images.shape[0], generator=generator).to(images.device)
         for start in range(0, images.shape[0], batch_size):
@@ -65,9 +67,9 @@ def train_fresh_net(
             if augmentation is not None:
                 x = augmentation(x, augment_rng, per_batch=False)
             optimizer.zero_grad()
-            F.cross_entropy(net(x), labels[pick]).backward()
+            F.cross_entropy(model(x), labels[pick]).backward()
             optimizer.step()
-    return net.eval()
+    return model.eval()
 
 
 def attacked_predictions(
@@ -122,14 +124,15 @@ def evaluate_distilled(
     eps_l2: float = 0.5,
     attack_steps: int = 10,
     batch_size: int = 256,
-    width: int = 32,
+    net: NetFactory | None = None,
     num_classes: int | None = None,
     target_shifts: Sequence[int] = (),
     augmentation: DSA | None = None,
 ) -> dict[str, float]:
-    """Train a fresh :class:`SmallConvNet` on a (distilled) set and test it clean and attacked.
+    """Train a fresh network on a (distilled) set and test it clean and attacked.
 
-    Training is :func:`train_fresh_net` (with ``augmentation``, if given); the attacks are
+    Training is :func:`train_fresh_net` of ``net(in_channels, num_classes, image_size)``
+    (``None``: :class:`SmallConvNet`; with ``augmentation``, if given); the attacks are
     :func:`attacked_predictions`. With ``ACC`` the clean accuracy and ``ASR_i = ACC - acc_i``,
 
         RR   = 100 * (1 - mean(ASR) / max(ASR)),
@@ -147,14 +150,14 @@ def evaluate_distilled(
     attacks = check_attacks(attacks)
     test_x, test_y = check_real(test_x, test_y)
     k = num_classes or int(max(int(labels.max()), int(test_y.max()))) + 1
-    net = train_fresh_net(
+    model = train_fresh_net(
         images,
         labels,
         epochs=epochs,
         lr=lr,
         seed=seed,
         batch_size=batch_size,
-        width=width,
+        net=net,
         num_classes=k,
         augmentation=augmentation,
     )
@@ -163,10 +166,10 @@ def evaluate_distilled(
         return float((preds == test_y).float().mean())
 
     with torch.no_grad():
-        result = {"clean": accuracy(net(test_x).argmax(1))}
+        result = {"clean": accuracy(model(test_x).argmax(1))}
     for shift in (None, *target_shifts):  # untargeted, then each target shift
         predictions = attacked_predictions(
-            net,
+            model,
             test_x,
             test_y,
             attacks,

@@ -26,6 +26,14 @@ from torch import Tensor
 
 from lightning_info.measures.mutual_information import mean_embedding_distance
 
+__all__ = [
+    "ATTACKS",
+    "check_attacks",
+    "check_real",
+    "image_grid",
+    "rome_alignment",
+]
+
 ATTACKS = ("fgsm", "pgd", "pgd_l2")
 
 

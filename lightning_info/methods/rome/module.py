@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import lightning.pytorch as pl
 import numpy as np
@@ -15,6 +14,7 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader
 
 from lightning_info.core.validation import (
+    require_choice,
     require_fraction,
     require_in_range,
     require_int,
@@ -27,7 +27,7 @@ from lightning_info.methods.rome.attacks import (
     pgd,
     training_attack_labels,
 )
-from lightning_info.methods.rome.augment import DSA, DSA_STRATEGY
+from lightning_info.methods.rome.augment import DSA, DSA_STRATEGY, strategy_families
 from lightning_info.methods.rome.evaluation import (
     attacked_predictions,
     train_fresh_net,
@@ -39,11 +39,163 @@ from lightning_info.methods.rome.functional import (
     image_grid,
     rome_alignment,
 )
-from lightning_info.methods.rome.network import NetFactory, SmallConvNet
-from lightning_info.methods.rome.pool import NetworkPool
-from lightning_info.methods.rome.robustness import (
+from lightning_info.methods.rome.metrics import (
     ImprovedRobustnessRatio,
     robustness_ratio,
+)
+from lightning_info.methods.rome.network import NetFactory, SmallConvNet
+from lightning_info.methods.rome.pool import NetworkPool
+
+
+@dataclass(frozen=True)
+class DistillationOptions:
+    """One distillation step of :class:`ROMEDistillation`: the loss weights, the real batch,
+    the augmentation and the SGD on the synthetic images.
+
+    Args:
+        alpha: weight of the alignment term; ``1 - alpha`` scales the performance term.
+        w_ce: weight of the performance term (``acc_net`` is a fraction; the reference's
+            ``ce_weight`` multiplies a percentage, see the method card for the conversion).
+        real_batch: real images per class and step, and per step of the pool's training.
+        lr, momentum: SGD on the normalised synthetic images (the reference's ``lr_img``
+            units: a pixel moves by ``lr * std**2`` times its gradient).
+        dsa_strategy: differentiable siamese augmentation families (:class:`~.augment.DSA`;
+            ``None`` or ``""``: none), also applied to each batch of the evaluation network.
+    """
+
+    alpha: float = 0.2
+    w_ce: float = 0.5
+    real_batch: int = 256
+    lr: float = 0.2
+    momentum: float = 0.5
+    dsa_strategy: str | None = DSA_STRATEGY
+
+    def __post_init__(self) -> None:
+        alpha = require_in_range(self.alpha, "distillation.alpha", 0.0, None)
+        if alpha > 1:
+            raise ValueError(f"`distillation.alpha` must lie in [0, 1], got {self.alpha!r}.")
+        object.__setattr__(self, "alpha", alpha)
+        object.__setattr__(self, "w_ce", require_non_negative(self.w_ce, "distillation.w_ce"))
+        require_int(self.real_batch, "distillation.real_batch", 1)
+        object.__setattr__(self, "lr", require_positive(self.lr, "distillation.lr"))
+        momentum = require_fraction(self.momentum, "distillation.momentum")
+        object.__setattr__(self, "momentum", momentum)
+        if self.dsa_strategy:
+            strategy_families(self.dsa_strategy)
+
+
+@dataclass(frozen=True)
+class AttackOptions:
+    """The L-inf PGD on the real batches of the alignment and of the pool's training; its
+    radius and steps are also those of the test-time attacks.
+
+    Args:
+        robust: attack the real batches (ROME) or align clean features (distribution matching
+            with ``alpha = 1``).
+        target: ``"next"`` (the reference's targeted PGD towards ``(c + 1) mod K``),
+            ``"rotating"`` (towards ``c + s`` with ``s = 1 + step mod (K - 1)``) or
+            ``"untargeted"`` (:func:`~.attacks.training_attack_labels`).
+        eps: the L-inf radius in pixel units, also the L-inf radius of the test attacks.
+        steps: PGD steps, in training and in the test attacks.
+        step_size: the PGD step in pixel units; ``None`` means ``2.5 * eps / steps``.
+    """
+
+    robust: bool = True
+    target: Literal["next", "rotating", "untargeted"] = "next"
+    eps: float = 8 / 255
+    steps: int = 10
+    step_size: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "robust", bool(self.robust))
+        require_choice(self.target, "attack.target", TARGET_MAPS)
+        object.__setattr__(self, "eps", require_non_negative(self.eps, "attack.eps"))
+        require_int(self.steps, "attack.steps", 1)
+        if self.step_size is not None:
+            step_size = require_positive(self.step_size, "attack.step_size")
+            object.__setattr__(self, "step_size", step_size)
+
+
+@dataclass(frozen=True)
+class NetworkPoolOptions:
+    """The pool of adversarially trained networks (:class:`~.pool.NetworkPool`).
+
+    Args:
+        num_nets, max_nets: initial and largest pool size.
+        add_every: a new network joins every this many steps (``0``: the pool never grows);
+            past ``max_nets`` the oldest leaves.
+        refresh_every: every this many steps ``nets_per_refresh`` networks take ``train_steps``
+            steps of adversarial training (``0``: the networks are never trained).
+        lr, momentum, weight_decay: each network's persistent SGD (the reference's
+            ``--net_decay`` settings).
+        acc_window: ``acc_net`` counts the training batches since the last multiple of this
+            many steps (the reference's evaluation interval); ``0`` never resets the count.
+    """
+
+    num_nets: int = 3
+    max_nets: int = 100
+    add_every: int = 30
+    refresh_every: int = 1
+    nets_per_refresh: int = 2
+    train_steps: int = 10
+    lr: float = 0.01
+    momentum: float = 0.9
+    weight_decay: float = 5e-4
+    acc_window: int = 100
+
+    def __post_init__(self) -> None:
+        require_int(self.max_nets, "pool.max_nets", 1)
+        require_int(self.num_nets, "pool.num_nets", 1)
+        if self.num_nets > self.max_nets:
+            raise ValueError(
+                f"`pool.num_nets` ({self.num_nets}) must not exceed `pool.max_nets` "
+                f"({self.max_nets})."
+            )
+        require_int(self.add_every, "pool.add_every", 0)
+        require_int(self.refresh_every, "pool.refresh_every", 0)
+        require_int(self.nets_per_refresh, "pool.nets_per_refresh", 1)
+        require_int(self.train_steps, "pool.train_steps", 1)
+        object.__setattr__(self, "lr", require_positive(self.lr, "pool.lr"))
+        object.__setattr__(self, "momentum", require_fraction(self.momentum, "pool.momentum"))
+        weight_decay = require_non_negative(self.weight_decay, "pool.weight_decay")
+        object.__setattr__(self, "weight_decay", weight_decay)
+        require_int(self.acc_window, "pool.acc_window", 0)
+
+
+@dataclass(frozen=True)
+class RobustEvaluationOptions:
+    """The test-time evaluation of the distilled set (:func:`~.evaluation.evaluate_distilled`):
+    a fresh network trained on it, tested clean and attacked.
+
+    Args:
+        epochs, lr: the fresh network's seeded SGD training.
+        attacks: distinct names of ``"fgsm"``, ``"pgd"`` (L-inf, radius ``attack.eps``) and
+            ``"pgd_l2"`` (radius ``eps_l2``).
+        eps_l2: the L2 radius.
+        target_shifts: each shift repeats the attacks targeted at ``(y + shift) mod K`` (BEARD's
+            protocol is ``1``), logged as ``test/targeted+1/pgd``, ..., ``test/targeted+1/i_rr``.
+    """
+
+    epochs: int = 300
+    lr: float = 0.01
+    attacks: tuple[Literal["fgsm", "pgd", "pgd_l2"], ...] = ATTACKS
+    eps_l2: float = 0.5
+    target_shifts: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        require_int(self.epochs, "evaluation.epochs", 1)
+        object.__setattr__(self, "lr", require_positive(self.lr, "evaluation.lr"))
+        object.__setattr__(self, "attacks", check_attacks(self.attacks))
+        object.__setattr__(self, "eps_l2", require_non_negative(self.eps_l2, "evaluation.eps_l2"))
+        shifts = tuple(self.target_shifts)
+        if any(isinstance(s, bool) or not isinstance(s, int) for s in shifts):
+            raise TypeError(f"`evaluation.target_shifts` must be ints, got {shifts!r}.")
+        object.__setattr__(self, "target_shifts", shifts)
+
+
+# the options live in checkpoints' hyperparameters, which torch.load reads weights-only
+torch.serialization.add_safe_globals(
+    [DistillationOptions, AttackOptions, NetworkPoolOptions, RobustEvaluationOptions]
 )
 
 
@@ -60,26 +212,25 @@ class ROMEDistillation(pl.LightningModule):
     Optimisation is manual. The synthetic images are the only trainable parameters (the pool's
     weights have ``requires_grad=False`` outside their own training, so DDP synchronises the
     images alone). They are held normalised, ``synthetic = (images - mean) / std`` with the
-    real data's channel statistics, so ``lr`` is in the reference's units (its images are
-    mean/std normalised: a step of ``lr`` there moves the pixels by ``lr * std**2`` times the
-    pixel gradient); :attr:`images` gives the pixels, kept in ``[0, 1]``. Each training step
-    picks one network from the pool, adds up the loss of the module docstring over all classes
-    and takes one SGD step (``lr``, ``momentum``); as each class owns its own slice of images,
-    this equals one step per class. With ``dsa_strategy`` the real and synthetic batches of a
-    class are augmented by the same random transform (:class:`~.augment.DSA`) before the real
-    batch is attacked.
+    real data's channel statistics, so ``distillation.lr`` is in the reference's units (its
+    images are mean/std normalised: a step of ``lr`` there moves the pixels by ``lr * std**2``
+    times the pixel gradient); :attr:`images` gives the pixels, kept in ``[0, 1]``. Each
+    training step picks one network from the pool, adds up the loss of the module docstring
+    over all classes and takes one SGD step; as each class owns its own slice of images, this
+    equals one step per class. With ``distillation.dsa_strategy`` the real and synthetic
+    batches of a class are augmented by the same random transform (:class:`~.augment.DSA`)
+    before the real batch is attacked.
 
     The networks live in ``self.pool`` (a :class:`~.pool.NetworkPool`; ``self.nets`` lists
-    them), each with its own persistent SGD optimizer (``net_lr``, ``net_momentum``,
-    ``net_weight_decay``, as the reference's ``--net_decay``); weights, optimizer states and
-    counts are checkpointed. Every
-    ``net_refresh_every`` steps ``train_nets_per_refresh`` of them take ``net_train_steps``
-    steps on real batches of all classes, attacked as the alignment attacks them
-    (``attack_target``) when ``robust`` and clean otherwise, with the true labels as targets
-    of the cross-entropy. ``acc_net`` of the performance term is the network's running accuracy
-    on its own (adversarial) training batches since the last multiple of ``acc_window`` steps,
-    and 0 for a network with no such batch, as in the reference. Every ``add_net_every``
-    steps a new network joins the pool; past ``max_nets`` the oldest leaves.
+    them), each with its own persistent SGD optimizer; weights, optimizer states and counts are
+    checkpointed. Every ``pool.refresh_every`` steps ``pool.nets_per_refresh`` of them take
+    ``pool.train_steps`` steps on real batches of all classes, attacked as the alignment attacks
+    them (``attack.target``) when ``attack.robust`` and clean otherwise, with the true labels
+    as targets of the cross-entropy. ``acc_net`` of the performance term is the network's
+    running accuracy on its own (adversarial) training batches since the last multiple of
+    ``pool.acc_window`` steps, and 0 for a network with no such batch, as in the reference.
+    Every ``pool.add_every`` steps a new network joins the pool; past ``pool.max_nets`` the
+    oldest leaves.
 
     Randomness is a pure function of ``(seed, step)``: the pool (which network, its training
     batches) draws from a stream shared by all processes, the real batches of the distillation
@@ -87,45 +238,35 @@ class ROMEDistillation(pl.LightningModule):
     its own real batches, the image gradients are averaged, and the pool stays identical (rank
     0's trained weights are broadcast as well); a resumed run continues exactly.
 
-    Testing (``trainer.test``) trains a fresh :class:`SmallConvNet` on the distilled set
-    (``eval_epochs``, ``eval_lr``, seeded by ``seed``) and logs its accuracy on the test batches,
-    clean and under each of ``eval_attacks``, with RR and I-RR (see :func:`evaluate_distilled`)
-    as ``test/clean``, ``test/<attack>``, ``test/rr`` and ``test/i_rr``.
+    Testing (``trainer.test``) trains a fresh ``eval_net`` on the distilled set
+    (``evaluation.epochs``, ``evaluation.lr``, seeded by ``seed``) and logs its accuracy on the
+    test batches, clean and under each of ``evaluation.attacks``, with RR and I-RR (see
+    :func:`evaluate_distilled`) as ``test/clean``, ``test/<attack>``, ``test/rr`` and
+    ``test/i_rr``.
+
+    The networks are injected as factories, ``net(in_channels, num_classes, image_size)``
+    returning a module with ``features(x)`` and ``forward(x)``, because the pool builds a fresh,
+    separately seeded network at every growth step: in Python ``SmallConvNet`` itself,
+    ``functools.partial(SmallConvNet, width=16)`` or any callable; in a LightningCLI YAML a
+    class whose first three arguments are those, with its other arguments as ``init_args``
+    (``net: {class_path: lightning_info.methods.rome.SmallConvNet, init_args: {width: 16}}``).
+    Neither factory is saved in the hyperparameters: pass them again when loading a checkpoint.
 
     Args:
         real_images: ``(N, C, H, W)`` real images with pixels in ``[0, 1]``.
         real_labels: ``(N,)`` integer labels in ``[0, num_classes)``, every class present.
         num_classes: ``K``; ``None`` takes ``max(real_labels) + 1``.
         images_per_class: synthetic images per class, drawn from the reals of that class.
-        alpha: weight of the alignment term; ``1 - alpha`` scales the performance term.
-        w_ce: weight of the performance term (``acc_net`` is a fraction; the reference's
-            ``ce_weight`` multiplies a percentage, see the method card for the conversion).
-        robust: attack the real batch (ROME) or match clean features (distribution matching).
-        attack_target: the attack of the alignment and of the pool's training: ``"next"``
-            (the reference's targeted PGD towards ``(c + 1) mod K``), ``"rotating"`` (towards
-            ``c + s`` with ``s = 1 + step mod (K - 1)``) or ``"untargeted"``.
-        eps, attack_steps, attack_step_size: L-inf PGD in pixel units; a step size of
-            ``None`` means ``2.5 * eps / attack_steps``. ``eps`` is also the L-inf test radius.
-        real_batch: real images per class and step (and per network-training step).
-        lr, momentum: SGD on the normalised synthetic images (the reference's units).
-        dsa_strategy: differentiable siamese augmentation families (``None`` or ``""``: none),
-            also applied to each batch when the evaluation network trains.
-        num_nets, max_nets, add_net_every: initial and largest pool size, growth period
-            (``0``: the pool never grows).
-        net_refresh_every, train_nets_per_refresh, net_train_steps, net_lr, net_momentum,
-            net_weight_decay: adversarial training of the pool (``net_refresh_every=0``: the
-            networks are never trained).
-        acc_window: ``acc_net`` counts the training batches since the last multiple of this
-            many steps (the reference's evaluation interval); ``0`` never resets the count.
-        width: width of each :class:`SmallConvNet`.
-        net_factory: ``net_factory(in_channels, num_classes, image_size)`` builds a pool network
-            exposing ``features`` and ``forward``; ``None`` builds a :class:`SmallConvNet`. It is
-            not saved in the hyperparameters: pass it again when loading a checkpoint.
+        net: builds each pool network; ``None``: :class:`SmallConvNet` (width 32).
+        eval_net: builds the network trained and attacked by ``trainer.test``; ``None``: the
+            factory of ``net``.
+        distillation: the loss weights, real batch, augmentation and image SGD
+            (:class:`DistillationOptions`).
+        attack: the attack of the alignment and of the pool's training
+            (:class:`AttackOptions`); its ``eps`` and ``steps`` also set the test attacks.
+        pool: the pool's size, growth and adversarial training (:class:`NetworkPoolOptions`).
+        evaluation: the test-time evaluation (:class:`RobustEvaluationOptions`).
         steps_per_epoch: length of the module's own step-counting dataloader.
-        eval_epochs, eval_lr, eval_attacks, eval_eps_l2: the test-time evaluation.
-        eval_target_shifts: each shift repeats the test attacks targeted at ``(y + shift) mod
-            K`` (BEARD's protocol is ``1``), logged as ``test/targeted+1/pgd``, ...,
-            ``test/targeted+1/i_rr`` (see :func:`evaluate_distilled`).
         seed: seeds the initial images, the network initialisations and all sampling.
     """
 
@@ -136,39 +277,17 @@ class ROMEDistillation(pl.LightningModule):
         *,
         num_classes: int | None = None,
         images_per_class: int = 10,
-        alpha: float = 0.2,
-        w_ce: float = 0.5,
-        robust: bool = True,
-        attack_target: str = "next",
-        eps: float = 8 / 255,
-        attack_steps: int = 10,
-        attack_step_size: float | None = None,
-        real_batch: int = 256,
-        lr: float = 0.2,
-        momentum: float = 0.5,
-        dsa_strategy: str | None = DSA_STRATEGY,
-        num_nets: int = 3,
-        max_nets: int = 100,
-        add_net_every: int = 30,
-        net_refresh_every: int = 1,
-        train_nets_per_refresh: int = 2,
-        net_train_steps: int = 10,
-        net_lr: float = 0.01,
-        net_momentum: float = 0.9,
-        net_weight_decay: float = 5e-4,
-        acc_window: int = 100,
-        width: int = 32,
-        net_factory: NetFactory | None = None,
+        net: NetFactory | None = None,
+        eval_net: NetFactory | None = None,
+        distillation: DistillationOptions = DistillationOptions(),
+        attack: AttackOptions = AttackOptions(),
+        pool: NetworkPoolOptions = NetworkPoolOptions(),
+        evaluation: RobustEvaluationOptions = RobustEvaluationOptions(),
         steps_per_epoch: int = 100,
-        eval_epochs: int = 300,
-        eval_lr: float = 0.01,
-        eval_attacks: Sequence[str] = ATTACKS,
-        eval_eps_l2: float = 0.5,
-        eval_target_shifts: Sequence[int] = (),
         seed: int = 0,
     ) -> None:
         super().__init__()
-        self.save_hyperparameters(ignore=["real_images", "real_labels", "net_factory"])
+        self.save_hyperparameters(ignore=["real_images", "real_labels", "net", "eval_net"])
         self.automatic_optimization = False
         images, labels = check_real(real_images, real_labels)
         k = int(labels.max()) + 1
@@ -182,42 +301,18 @@ class ROMEDistillation(pl.LightningModule):
             raise ValueError(f"every class needs real images; classes {missing} have none.")
         self.num_classes = k
         self.ipc = require_int(images_per_class, "images_per_class", 1)
-        self.alpha = require_in_range(alpha, "alpha", 0.0, None)
-        if self.alpha > 1:
-            raise ValueError(f"`alpha` must lie in [0, 1], got {alpha!r}.")
-        self.w_ce = require_non_negative(w_ce, "w_ce")
-        self.robust = bool(robust)
-        if attack_target not in TARGET_MAPS:
-            raise ValueError(f"`attack_target` must be one of {TARGET_MAPS}, got {attack_target!r}")
-        self.attack_target = attack_target
-        self.eps = require_non_negative(eps, "eps")
-        self.attack_steps = require_int(attack_steps, "attack_steps", 1)
-        self.attack_step_size = (
-            None if attack_step_size is None else require_positive(attack_step_size, "step")
+        self.distillation_options = _require_options(
+            distillation, DistillationOptions, "distillation"
         )
-        self.real_batch = require_int(real_batch, "real_batch", 1)
-        self.lr = require_positive(lr, "lr")
-        self.momentum = require_fraction(momentum, "momentum")
-        self.max_nets = require_int(max_nets, "max_nets", 1)
-        num_nets = require_int(num_nets, "num_nets", 1)
-        if num_nets > self.max_nets:
-            raise ValueError(f"`num_nets` ({num_nets}) must not exceed `max_nets`.")
-        self.add_net_every = require_int(add_net_every, "add_net_every", 0)
-        self.net_refresh_every = require_int(net_refresh_every, "net_refresh_every", 0)
-        self.train_nets_per_refresh = require_int(train_nets_per_refresh, "nets per refresh", 1)
-        self.net_train_steps = require_int(net_train_steps, "net_train_steps", 1)
-        self.net_lr = require_positive(net_lr, "net_lr")
-        self.net_momentum = require_fraction(net_momentum, "net_momentum")
-        self.net_weight_decay = require_non_negative(net_weight_decay, "net_weight_decay")
-        self.acc_window = require_int(acc_window, "acc_window", 0)
-        self.width = require_int(width, "width", 1)
+        self.attack_options = _require_options(attack, AttackOptions, "attack")
+        self.pool_options = _require_options(pool, NetworkPoolOptions, "pool")
+        self.evaluation_options = _require_options(
+            evaluation, RobustEvaluationOptions, "evaluation"
+        )
+        self._net_factory = _require_factory(net, "net", SmallConvNet)
+        self._eval_net_factory = _require_factory(eval_net, "eval_net", self._net_factory)
         self.steps_per_epoch = require_int(steps_per_epoch, "steps_per_epoch", 1)
-        self.eval_epochs = require_int(eval_epochs, "eval_epochs", 1)
-        self.eval_lr = require_positive(eval_lr, "eval_lr")
-        self.eval_attacks = check_attacks(eval_attacks)
-        self.eval_eps_l2 = require_non_negative(eval_eps_l2, "eval_eps_l2")
         self.seed = require_int(seed, "seed", 0)
-        self._net_factory = net_factory
         self._shape = tuple(images.shape[1:])
 
         order = torch.argsort(labels, stable=True)
@@ -225,27 +320,34 @@ class ROMEDistillation(pl.LightningModule):
         # plain tensors, not buffers: DDP would broadcast every buffer at every step
         self._real = _RealData(images, labels, order, starts.tolist(), counts.tolist())
         self.register_buffer("iteration", torch.zeros((), dtype=torch.long))
-        self.register_buffer("nets_built", torch.tensor(num_nets, dtype=torch.long))
+        self.register_buffer(
+            "nets_built", torch.tensor(self.pool_options.num_nets, dtype=torch.long)
+        )
 
         mean, std = _channel_statistics(images)
         self.register_buffer("pixel_mean", mean.view(1, -1, 1, 1))
         self.register_buffer("pixel_std", std.view(1, -1, 1, 1))
+        strategy = self.distillation_options.dsa_strategy
         self.augmentation = (
-            DSA(dsa_strategy, tuple(mean.tolist()), tuple(std.tolist())) if dsa_strategy else None
+            DSA(strategy, tuple(mean.tolist()), tuple(std.tolist())) if strategy else None
         )
         init_rng = self._generator(_INIT_STREAM)
         init = torch.cat([self._sample_class(c, self.ipc, init_rng, self._real) for c in range(k)])
         self.synthetic = nn.Parameter((init - self.pixel_mean) / self.pixel_std)
         self.register_buffer("labels", torch.arange(k).repeat_interleave(self.ipc))
+        options = self.pool_options
         self.pool = NetworkPool(
-            self.max_nets, self.net_lr, self.net_momentum, self.net_weight_decay
+            options.max_nets, options.lr, options.momentum, options.weight_decay
         )
-        for index in range(num_nets):
+        for index in range(options.num_nets):
             self.pool.add(self._build_net(index))
-        self.test_scores = ImprovedRobustnessRatio(self.eval_attacks)
-        self.eval_target_shifts = [check_target_shift(shift, k) for shift in eval_target_shifts]
+        eval_attacks = self.evaluation_options.attacks
+        self.test_scores = ImprovedRobustnessRatio(eval_attacks)
+        self.eval_target_shifts = [
+            check_target_shift(shift, k) for shift in self.evaluation_options.target_shifts
+        ]
         self.targeted_scores = nn.ModuleDict(
-            {f"{shift:+d}": ImprovedRobustnessRatio(self.eval_attacks)
+            {f"{shift:+d}": ImprovedRobustnessRatio(eval_attacks)
              for shift in self.eval_target_shifts}
         )  # fmt: skip
         self._evaluation: dict[str, nn.Module] = {}
@@ -291,10 +393,7 @@ class ROMEDistillation(pl.LightningModule):
         channels, size = self._shape[0], self._shape[1]
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed * 1_000_003 + index)
-            if self._net_factory is None:
-                net = SmallConvNet(channels, self.num_classes, size, self.width)
-            else:
-                net = self._net_factory(channels, self.num_classes, size)
+            net = self._net_factory(channels, self.num_classes, size)
         return net.requires_grad_(False)
 
     def distilled_dataset(self) -> tuple[Tensor, Tensor]:
@@ -306,7 +405,8 @@ class ROMEDistillation(pl.LightningModule):
         return DataLoader(range(self.steps_per_epoch), batch_size=None)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.SGD([self.synthetic], lr=self.lr, momentum=self.momentum)
+        options = self.distillation_options
+        return torch.optim.SGD([self.synthetic], lr=options.lr, momentum=options.momentum)
 
     # ---------------------------------------------------------------- training
 
@@ -319,8 +419,9 @@ class ROMEDistillation(pl.LightningModule):
         synthetic batches share one augmentation draw; the real features are detached, so only
         the synthetic images receive gradients.
         """
+        options = self.distillation_options
         generator = generator or self._generator(_REAL_STREAM, self.global_rank)
-        x_real = self._sample_class(c, self.real_batch, generator)
+        x_real = self._sample_class(c, options.real_batch, generator)
         y_real = torch.full((x_real.shape[0],), c, dtype=torch.long, device=x_real.device)
         # only this class's slice in pixels, not the whole set once per class
         x_syn = self.synthetic[c * self.ipc : (c + 1) * self.ipc] * self.pixel_std + self.pixel_mean
@@ -329,26 +430,28 @@ class ROMEDistillation(pl.LightningModule):
             seed = int(torch.randint(2**62, (1,), generator=generator))
             x_real = self.augmentation(x_real, torch.Generator().manual_seed(seed))
             x_syn = self.augmentation(x_syn, torch.Generator().manual_seed(seed))
-        if self.robust:
+        if self.attack_options.robust:
             x_real = self._attack(net, x_real, y_real, generator)
         with torch.no_grad():
             target = net.features(x_real)
         l_rob = rome_alignment(net.features(x_syn), target)
-        l_perf = self.w_ce * (1 - self.alpha) * acc_net * F.cross_entropy(net(x_syn), y_syn)
-        return self.alpha * l_rob + l_perf, l_rob, l_perf
+        alpha = options.alpha
+        l_perf = options.w_ce * (1 - alpha) * acc_net * F.cross_entropy(net(x_syn), y_syn)
+        return alpha * l_rob + l_perf, l_rob, l_perf
 
     def _attack(self, net: nn.Module, x: Tensor, y: Tensor, generator: torch.Generator) -> Tensor:
-        """``x`` under L-inf PGD on ``net`` with the labels of ``attack_target`` at this step."""
+        """``x`` under L-inf PGD on ``net`` with the labels of ``attack.target`` at this step."""
+        options = self.attack_options
         goal, targeted = training_attack_labels(
-            y, self.num_classes, self.attack_target, int(self.iteration)
+            y, self.num_classes, options.target, int(self.iteration)
         )
         return pgd(
             net,
             x,
             goal,
-            self.eps,
-            steps=self.attack_steps,
-            step_size=self.attack_step_size,
+            options.eps,
+            steps=options.steps,
+            step_size=options.step_size,
             targeted=targeted,
             generator=self._device_generator(generator, x),
         )
@@ -363,7 +466,8 @@ class ROMEDistillation(pl.LightningModule):
 
     def training_step(self, batch: Any, batch_idx: int) -> None:
         optimizer = self.optimizers()
-        if self.acc_window and int(self.iteration) % self.acc_window == 0:
+        pool_options = self.pool_options
+        if pool_options.acc_window and int(self.iteration) % pool_options.acc_window == 0:
             self.pool.reset_accuracies()
         pool_rng = self._generator(_POOL_STREAM)
         real_rng = self._generator(_REAL_STREAM, self.global_rank)
@@ -384,10 +488,10 @@ class ROMEDistillation(pl.LightningModule):
             self.synthetic.copy_(torch.maximum(torch.minimum(self.synthetic, high), low))
 
         step = int(self.iteration) + 1
-        if self.net_refresh_every and step % self.net_refresh_every == 0:
+        if pool_options.refresh_every and step % pool_options.refresh_every == 0:
             self._train_nets(pool_rng)
         self.iteration += 1
-        if self.add_net_every and step % self.add_net_every == 0:
+        if pool_options.add_every and step % pool_options.add_every == 0:
             self._add_net()
         self.log("rome/l_rob", torch.stack(l_rob).mean(), sync_dist=True)
         self.log("rome/l_perf", torch.stack(l_perf).mean(), sync_dist=True)
@@ -395,16 +499,17 @@ class ROMEDistillation(pl.LightningModule):
         self.log("rome/num_nets", float(len(self.nets)))
 
     def _train_nets(self, generator: torch.Generator) -> None:
-        count = min(self.train_nets_per_refresh, len(self.nets))
+        count = min(self.pool_options.nets_per_refresh, len(self.nets))
+        real_batch = self.distillation_options.real_batch
         chosen = torch.randperm(len(self.nets), generator=generator)[:count].tolist()
         real = self.real
         n_real = real.images.shape[0]
         for index in chosen:
-            for _ in range(self.net_train_steps):
-                pick = torch.randperm(n_real, generator=generator)[: self.real_batch]
+            for _ in range(self.pool_options.train_steps):
+                pick = torch.randperm(n_real, generator=generator)[:real_batch]
                 pick = pick.to(real.images.device)
                 x, y = real.images[pick], real.labels[pick]
-                if self.robust:
+                if self.attack_options.robust:
                     x = self._attack(self.pool[index], x, y, generator)
                 self.pool.train_step(index, x, y)
             if self.trainer.world_size > 1:
@@ -434,10 +539,10 @@ class ROMEDistillation(pl.LightningModule):
             net = train_fresh_net(
                 images.clone(),
                 labels.clone(),
-                epochs=self.eval_epochs,
-                lr=self.eval_lr,
+                epochs=self.evaluation_options.epochs,
+                lr=self.evaluation_options.lr,
                 seed=self.seed,
-                width=self.width,
+                net=self._eval_net_factory,
                 num_classes=self.num_classes,
                 augmentation=self.augmentation,
             )
@@ -456,10 +561,10 @@ class ROMEDistillation(pl.LightningModule):
                     net,
                     x,
                     y,
-                    self.eval_attacks,
-                    eps=self.eps,
-                    eps_l2=self.eval_eps_l2,
-                    steps=self.attack_steps,
+                    self.evaluation_options.attacks,
+                    eps=self.attack_options.eps,
+                    eps_l2=self.evaluation_options.eps_l2,
+                    steps=self.attack_options.steps,
                     generator=generator,
                     target_shift=shift,
                     num_classes=self.num_classes,
@@ -482,7 +587,7 @@ class ROMEDistillation(pl.LightningModule):
         self.log("test/clean", clean.float())
         for prefix, scores in self._score_sets():
             _, accs = scores.accuracies()
-            for name, acc in zip(self.eval_attacks, accs):
+            for name, acc in zip(self.evaluation_options.attacks, accs):
                 self.log(f"test/{prefix}{name}", acc.float())
             self.log(f"test/{prefix}rr", robustness_ratio(clean, accs).float())
             self.log(f"test/{prefix}i_rr", scores.compute().float())
@@ -543,3 +648,27 @@ class _RealData:
             self.start,
             self.count,
         )
+
+
+def _require_options(value: Any, kind: type, name: str) -> Any:
+    """``value`` if it is a ``kind``, else a TypeError that names the class to build."""
+    if not isinstance(value, kind):
+        raise TypeError(
+            f"`{name}` must be a {kind.__name__}, e.g. {name}={kind.__name__}(...), "
+            f"got {type(value).__name__}."
+        )
+    return value
+
+
+def _require_factory(value: Any, name: str, default: NetFactory) -> NetFactory:
+    """``value`` if it is a network factory, ``default`` if it is ``None``; refuses a built
+    network, which would be called with the shape as its input."""
+    if value is None:
+        return default
+    if isinstance(value, nn.Module) or not callable(value):
+        raise TypeError(
+            f"`{name}` must build a network, `{name}(in_channels, num_classes, image_size)`: "
+            f"pass the class (SmallConvNet), functools.partial(SmallConvNet, width=16) or any "
+            f"callable, not {type(value).__name__} (the pool builds a fresh network per member)."
+        )
+    return value

@@ -12,6 +12,10 @@ from lightning_info.core.validation import (
 )
 
 NetFactory = Callable[[int, int, int], nn.Module]
+"""``factory(in_channels, num_classes, image_size)`` builds a network with ``features(x)`` and
+``forward(x)``: a class such as :class:`SmallConvNet`, ``functools.partial(SmallConvNet,
+width=16)``, or in a LightningCLI YAML ``{class_path: ..., init_args: {width: 16}}`` (the class's
+other arguments)."""
 
 
 class SmallConvNet(nn.Module):

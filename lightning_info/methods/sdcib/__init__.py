@@ -9,10 +9,11 @@ from lightning_info.methods.sdcib.functional import (
     sdcib_loss,
 )
 from lightning_info.methods.sdcib.metrics import AlignedVoteClustering
-from lightning_info.methods.sdcib.module import SDCIB
+from lightning_info.methods.sdcib.module import SDCIB, SDCIBLossOptions, ViewEncoder
 
 __all__ = [
     "SDCIB",
+    "SDCIBLossOptions",
     "AlignedVoteClustering",
     "ClusteringViewsDataModule",
     "aligned_vote",
@@ -20,4 +21,5 @@ __all__ = [
     "cluster_contrast",
     "prior_kl",
     "sdcib_loss",
+    "ViewEncoder",
 ]

@@ -37,6 +37,15 @@ from lightning_info.core.validation import require_fraction, require_non_negativ
 from lightning_info.measures.clustering import align_probabilities
 from lightning_info.measures.mutual_information import jensen_shannon_mi, nt_xent
 
+__all__ = [
+    "aligned_vote",
+    "assignment_mi",
+    "cluster_contrast",
+    "prior_kl",
+    "sdcib_loss",
+    "SDCIBLoss",
+]
+
 Critic = Callable[[Tensor, Tensor], Tensor]
 
 

@@ -12,6 +12,7 @@ head gives ``mu`` and ``sigma = softplus(.) + 1e-7`` and the sampled ``h = mu + 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import lightning.pytorch as pl
 import torch
@@ -28,14 +29,21 @@ from lightning_info.core.validation import (
 from lightning_info.methods.sdcib.functional import sdcib_loss
 from lightning_info.methods.sdcib.metrics import AlignedVoteClustering
 
-__all__ = ["SDCIB", "ViewEncoder"]
+__all__ = ["SDCIB", "SDCIBLossOptions", "ViewEncoder"]
 
 
 class ViewEncoder(nn.Module):
-    """Linear-BatchNorm-ReLU blocks, each followed by a Gaussian head ``(mu, sigma)``."""
+    """Linear-BatchNorm-ReLU blocks, each followed by a Gaussian head ``(mu, sigma)``.
 
-    def __init__(self, input_dim: int, hidden: Sequence[int]) -> None:
+    ``widths`` holds the width of every block, the width of the representation of its layer.
+    """
+
+    def __init__(self, input_dim: int, hidden: Sequence[int] = (256, 256, 64)) -> None:
         super().__init__()
+        self.input_dim = require_int(input_dim, "input_dim", 1)
+        self.widths = tuple(require_int(w, "hidden", 1) for w in hidden)
+        if not self.widths:
+            raise ValueError("`hidden` needs at least one layer width.")
         widths = [input_dim, *hidden]
         self.blocks = nn.ModuleList(
             nn.Sequential(nn.Linear(a, b), nn.BatchNorm1d(b), nn.ReLU())
@@ -69,14 +77,50 @@ class _Critic(nn.Module):
         return self.net(torch.cat([c, h], dim=1)).squeeze(1)
 
 
+@dataclass(frozen=True)
+class SDCIBLossOptions:
+    """The weights and temperatures of (SD), the arguments of the same names of
+    :func:`~lightning_info.methods.sdcib.functional.sdcib_loss`.
+
+    Args:
+        alpha, beta: the weights of (SD); ``alpha`` in ``[0, 1)``, ``beta >= 0``.
+        temperature, cluster_temperature: of NT-Xent between views and of ``CC``.
+    """
+
+    alpha: float = 0.1
+    beta: float = 1.0
+    temperature: float = 0.1
+    cluster_temperature: float = 0.1
+
+    def __post_init__(self) -> None:
+        checked = {
+            "alpha": require_fraction(self.alpha, "loss.alpha"),
+            "beta": require_non_negative(self.beta, "loss.beta"),
+            "temperature": require_positive(self.temperature, "loss.temperature"),
+            "cluster_temperature": require_positive(
+                self.cluster_temperature, "loss.cluster_temperature"
+            ),
+        }
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+
+
+# the options live in checkpoints' hyperparameters, which torch.load reads weights-only
+torch.serialization.add_safe_globals([SDCIBLossOptions])
+
+
 class SDCIB(pl.LightningModule):
     """Super deep contrastive information bottleneck for multi-view clustering.
 
     Args:
         view_dims: input width of each view (at least 2 views).
         num_clusters: ``K``.
-        hidden: widths of every view's encoder blocks (the reference: 1024, 1024, 1024, 128).
-        alpha, beta, temperature, cluster_temperature: the weights and temperatures of (SD).
+        encoders: one encoder per view, mapping ``(B, view_dims[i])`` (and an optional CPU
+            ``generator`` for the sampling noise) to the list of its layers' representations,
+            with a ``widths`` attribute giving their widths, the same in every view (as
+            :class:`ViewEncoder`); ``None`` builds ``ViewEncoder(view_dims[i], hidden)``.
+        hidden: widths of the default encoders' blocks (the reference: 1024, 1024, 1024, 128).
+        loss: the weights and temperatures of (SD).
         deep: all layers' terms (``True``) or the last layer's only (the ablation).
         critic_hidden: hidden width of the critics.
         lr, weight_decay: Adam's (3e-4 with batches of 32 trained digits stably; 1e-3 with
@@ -89,11 +133,9 @@ class SDCIB(pl.LightningModule):
         self,
         view_dims: Sequence[int],
         num_clusters: int,
+        encoders: list[nn.Module] | None = None,
         hidden: Sequence[int] = (256, 256, 64),
-        alpha: float = 0.1,
-        beta: float = 1.0,
-        temperature: float = 0.1,
-        cluster_temperature: float = 0.1,
+        loss: SDCIBLossOptions = SDCIBLossOptions(),
         deep: bool = True,
         critic_hidden: int = 64,
         lr: float = 3e-4,
@@ -109,18 +151,21 @@ class SDCIB(pl.LightningModule):
         hidden = [require_int(w, "hidden", 1) for w in hidden]
         if not hidden:
             raise ValueError("`hidden` needs at least one layer width.")
-        self.alpha = require_fraction(alpha, "alpha")
-        self.beta = require_non_negative(beta, "beta")
-        self.temperature = require_positive(temperature, "temperature")
-        self.cluster_temperature = require_positive(cluster_temperature, "cluster_temperature")
+        if not isinstance(loss, SDCIBLossOptions):
+            raise TypeError(f"`loss` must be an SDCIBLossOptions, got {type(loss).__name__}.")
+        self.loss_options = loss
         self.lr = require_positive(lr, "lr")
         self.weight_decay = require_non_negative(weight_decay, "weight_decay")
         if not 0 <= reference_view < len(view_dims):
             raise ValueError(f"`reference_view` must index one of the {len(view_dims)} views.")
         self.deep = bool(deep)
         self.seed = require_int(seed, "seed", 0)
-        self.save_hyperparameters()
-        self.encoders = nn.ModuleList(ViewEncoder(d, hidden) for d in view_dims)
+        self.save_hyperparameters(ignore=["encoders"])
+        if encoders is None:
+            encoders = [ViewEncoder(d, hidden) for d in view_dims]
+        else:
+            hidden = _encoder_widths(encoders, view_dims)
+        self.encoders = nn.ModuleList(encoders)
         self.cluster_heads = nn.ModuleList(
             nn.Linear(hidden[-1], self.num_clusters) for _ in view_dims
         )
@@ -158,10 +203,10 @@ class SDCIB(pl.LightningModule):
             layers,
             assignments,
             self.critics,
-            alpha=self.alpha,
-            beta=self.beta,
-            temperature=self.temperature,
-            cluster_temperature=self.cluster_temperature,
+            alpha=self.loss_options.alpha,
+            beta=self.loss_options.beta,
+            temperature=self.loss_options.temperature,
+            cluster_temperature=self.loss_options.cluster_temperature,
             deep=self.deep,
             generator=generator,
         )
@@ -208,3 +253,27 @@ class SDCIB(pl.LightningModule):
 
     def configure_optimizers(self):
         return torch.optim.Adam(self.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+
+
+def _encoder_widths(encoders: Sequence[nn.Module], view_dims: Sequence[int]) -> list[int]:
+    """The layer widths the injected ``encoders`` share (one encoder per view)."""
+    if len(encoders) != len(view_dims):
+        raise ValueError(
+            f"`encoders` needs one encoder per view ({len(view_dims)}), got {len(encoders)}."
+        )
+    widths = []
+    for i, (encoder, dim) in enumerate(zip(encoders, view_dims)):
+        if not isinstance(encoder, nn.Module) or not getattr(encoder, "widths", None):
+            raise TypeError(
+                f"`encoders[{i}]` must be an nn.Module with the `widths` of its layers "
+                f"(as ViewEncoder), got {type(encoder).__name__}."
+            )
+        if getattr(encoder, "input_dim", dim) != dim:
+            raise ValueError(
+                f"`encoders[{i}]` takes inputs of width {encoder.input_dim}, but view {i} has "
+                f"{dim} columns (`view_dims`)."
+            )
+        widths.append([require_int(w, f"encoders[{i}].widths", 1) for w in encoder.widths])
+    if any(w != widths[0] for w in widths):
+        raise ValueError(f"every view's encoder needs the same layer widths, got {widths}.")
+    return widths[0]

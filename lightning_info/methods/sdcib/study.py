@@ -24,7 +24,7 @@ from lightning_info.core.trainers import quiet_trainer
 from lightning_info.data.multiview import MultiViewDataModule
 from lightning_info.measures.clustering import clustering_scores
 from lightning_info.methods.sdcib.functional import aligned_vote
-from lightning_info.methods.sdcib.module import SDCIB
+from lightning_info.methods.sdcib.module import SDCIB, SDCIBLossOptions
 from lightning_info.recipes.study import Study, StudyResult
 
 METRICS = ("acc", "nmi", "ari")
@@ -52,6 +52,9 @@ def fit_sdcib(
     data: MultiViewDataModule, seed: int, model_args: dict[str, Any], max_epochs: int
 ) -> tuple[dict[str, float], SDCIB]:
     """Train SDCIB on ``data`` (no logger, no checkpoints) and score its fused clustering."""
+    model_args = dict(model_args)
+    if isinstance(model_args.get("loss"), dict):
+        model_args["loss"] = SDCIBLossOptions(**model_args["loss"])
     pl.seed_everything(seed, verbose=False)
     model = SDCIB(data.view_dims, data.num_classes, seed=seed, **model_args)
     trainer = quiet_trainer(max_epochs=max_epochs, accelerator="cpu", limit_val_batches=0)
@@ -88,7 +91,8 @@ class ViewsClusteringStudy(Study):
         runs: ``[source, method]`` pairs, ``method`` in ``kmeans`` / ``sdcib``, in table order.
         seeds: seeds of every run; ``None``: the recipe grid's seeds (``compare.seeds``), or
             0-4 without a grid.
-        sdcib: SDCIB's arguments (besides the views, clusters and seed).
+        sdcib: SDCIB's arguments (besides the views, clusters and seed); ``loss`` as a mapping
+            of :class:`~lightning_info.methods.sdcib.module.SDCIBLossOptions` fields.
         max_epochs: SDCIB's epochs.
         grid_arms: grid arm id -> row label: the recipe grid's results on these sources (grid
             values named like the sources) join the table.

@@ -4,6 +4,7 @@ See README.md in this folder."""
 
 from lightning_info.methods.smoothed_information.callback import SmoothedInformationMonitor
 from lightning_info.methods.smoothed_information.functional import (
+    SmoothedEstimatorOptions,
     SmoothedInformation,
     fisher_from_mmse,
     mmse_from_fisher,
@@ -21,6 +22,7 @@ from lightning_info.methods.smoothed_information.metrics import (
 
 __all__ = [
     "SmoothedEntropy",
+    "SmoothedEstimatorOptions",
     "SmoothedFisherInformation",
     "SmoothedInformation",
     "SmoothedInformationMonitor",

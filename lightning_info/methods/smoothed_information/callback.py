@@ -35,7 +35,11 @@ from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
 from lightning_info.core.validation import require_int, require_positive
-from lightning_info.methods.smoothed_information.functional import smoothed_information
+from lightning_info.methods.smoothed_information.functional import (
+    SmoothedEstimatorOptions,
+    check_estimator_options,
+    smoothed_information,
+)
 from lightning_info.methods.smoothed_information.metrics import SampleReservoir
 
 
@@ -59,7 +63,9 @@ class SmoothedInformationMonitor(Callback):
             ``None`` keeps all.
         probe: a fixed input batch; when given, the layers are read on it at the end of each due
             validation epoch instead of on the validation batches.
-        method, num_mc, grid, log_step, tail_factor: passed to
+        options: the estimator's ``method``, ``num_mc``, ``grid``, ``log_step`` and
+            ``tail_factor`` (:class:`SmoothedEstimatorOptions`; by default 1024 Monte Carlo
+            draws), passed to
             :func:`~lightning_info.methods.smoothed_information.functional.smoothed_information`.
         seed: seed of the projection, of the subsample and of the Monte Carlo draws.
         every_n_epochs: measure on validation epochs whose ``current_epoch`` is a multiple of it.
@@ -74,11 +80,7 @@ class SmoothedInformationMonitor(Callback):
         max_dim: int | None = 16,
         max_samples: int | None = 1024,
         probe: Tensor | None = None,
-        method: str = "auto",
-        num_mc: int = 1024,
-        grid: int = 8,
-        log_step: float = 0.5,
-        tail_factor: float = 100.0,
+        options: SmoothedEstimatorOptions = SmoothedEstimatorOptions(num_mc=1024),  # noqa: B008
         seed: int = 0,
         every_n_epochs: int = 1,
         log_prefix: str = "info",
@@ -94,10 +96,6 @@ class SmoothedInformationMonitor(Callback):
         times = [t] if isinstance(t, (int, float)) else list(t)
         if not times:
             raise ValueError("`t` must hold at least one noise variance.")
-        if method not in ("auto", "quadrature", "monte_carlo"):
-            raise ValueError(
-                f"`method` must be 'auto', 'quadrature' or 'monte_carlo', got {method!r}."
-            )
         if probe is not None and not isinstance(probe, Tensor):
             raise TypeError(f"`probe` must be a tensor batch, got {type(probe).__name__}.")
         # the arguments, as given (a LightningCLI config reads them back)
@@ -108,11 +106,7 @@ class SmoothedInformationMonitor(Callback):
             None if max_samples is None else require_int(max_samples, "max_samples", 1)
         )
         self.probe = probe
-        self.method = method
-        self.num_mc = require_int(num_mc, "num_mc", 1)
-        self.grid = require_int(grid, "grid", 2)
-        self.log_step = require_positive(log_step, "log_step")
-        self.tail_factor = require_positive(tail_factor, "tail_factor")
+        self.options = check_estimator_options(options)
         self.seed = require_int(seed, "seed", 0)
         self.every_n_epochs = require_int(every_n_epochs, "every_n_epochs", 1)
         self.log_prefix = log_prefix
@@ -186,11 +180,7 @@ class SmoothedInformationMonitor(Callback):
             info = smoothed_information(
                 samples,
                 self._times,
-                method=self.method,
-                num_mc=self.num_mc,
-                grid=self.grid,
-                log_step=self.log_step,
-                tail_factor=self.tail_factor,
+                self.options,
                 generator=torch.Generator().manual_seed(self.seed),
             )
             for k, t in enumerate(self._times):

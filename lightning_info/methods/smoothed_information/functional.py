@@ -41,10 +41,13 @@ float64. Cost: one :func:`kernel_moments` pass over the samples per query point,
 ``O(num_mc * n * d)`` per noise level in ``d`` dimensions and ``O(n * span / sqrt(t) * grid)``
 for the 1-D quadrature (grid points are laid only within ``8 sqrt(t)`` of a sample).
 
+How the expectations are computed and the entropy integrated is one
+:class:`SmoothedEstimatorOptions`, taken by every function here, by the Metrics
 :class:`SmoothedFisherInformation`, :class:`SmoothedEntropy` and
-:class:`SmoothedMutualInformation` accumulate samples over batches (and, under DDP, over
-processes) and apply the same functions to all of them, optionally to a seeded uniform subsample
-of at most ``max_samples`` rows (see :class:`SampleReservoir`).
+:class:`SmoothedMutualInformation` (which accumulate samples over batches and, under DDP, over
+processes, and apply the same functions to all of them, optionally to a seeded uniform subsample
+of at most ``max_samples`` rows, see :class:`SampleReservoir`) and by
+:class:`~lightning_info.methods.smoothed_information.callback.SmoothedInformationMonitor`.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 from torch import Tensor
@@ -64,6 +68,23 @@ from lightning_info.core.validation import (
 )
 from lightning_info.measures.kernel_moments import kernel_moments
 
+__all__ = [
+    "check_estimator_options",
+    "check_times",
+    "ENTROPY_ESTIMATORS",
+    "fisher_from_mmse",
+    "MC_ESTIMATORS",
+    "METHODS",
+    "mmse_from_fisher",
+    "smoothed_entropy",
+    "smoothed_fisher_information",
+    "smoothed_information",
+    "smoothed_mmse",
+    "smoothed_mutual_information",
+    "SmoothedEstimatorOptions",
+    "SmoothedInformation",
+]
+
 Times = float | Sequence[float] | Tensor
 
 METHODS = ("auto", "quadrature", "monte_carlo")
@@ -72,6 +93,59 @@ ENTROPY_ESTIMATORS = ("de_bruijn", "plug_in")
 _QUERY_CHUNK = 1024  # query points per kernel_moments call
 _DATA_CHUNK = 2048  # data points per kernel_moments chunk: 1024 x 2048 float64 = 16 MiB
 _TAIL_SDS = 8.0  # the 1-D grid covers every sample +- 8 sqrt(t)
+
+
+@dataclass(frozen=True)
+class SmoothedEstimatorOptions:
+    """How the plug-in estimators compute their expectations under ``f_t`` (module docstring).
+
+    Args:
+        method: ``"quadrature"`` (1-D only: trapezoid rule on a lattice of spacing
+            ``sqrt(t) / grid`` within ``8 sqrt(t)`` of the samples), ``"monte_carlo"``
+            (``Y ~ f_t``), or ``"auto"``: quadrature in 1-D, Monte Carlo otherwise.
+        num_mc: Monte Carlo draws of ``Y`` (shared by all ``t``).
+        grid: quadrature points per standard deviation ``sqrt(t)``, at least 2.
+        mc_estimator: the Monte Carlo Fisher information of
+            :func:`smoothed_fisher_information`: ``"posterior"``, ``d/t - E tr Cov_w(X | Y) /
+            t^2`` (Brown's identity; low variance, exact for Gaussian data), or ``"score"``,
+            ``E ||grad log f_t(Y)||^2``.
+        estimator: the entropy and MI estimator of :func:`smoothed_entropy` and
+            :func:`smoothed_mutual_information`: ``"de_bruijn"`` (:func:`smoothed_information`)
+            or ``"plug_in"``, ``-E log f_t(Y)``.
+        log_step: largest spacing of the de Bruijn integral's Simpson grid in ``log s``.
+        tail_factor: ``T / max(t, lambda_max)`` (> 1), where the de Bruijn integral's Gaussian
+            tail correction takes over (its relative error is ``O(tail_factor^-2)``).
+    """
+
+    method: Literal["auto", "quadrature", "monte_carlo"] = "auto"
+    num_mc: int = 4096
+    grid: int = 8
+    mc_estimator: Literal["posterior", "score"] = "posterior"
+    estimator: Literal["de_bruijn", "plug_in"] = "de_bruijn"
+    log_step: float = 0.5
+    tail_factor: float = 100.0
+
+    def __post_init__(self) -> None:
+        require_choice(self.method, "method", METHODS)
+        require_int(self.num_mc, "num_mc", 1)
+        require_int(self.grid, "grid", 2)
+        require_choice(self.mc_estimator, "mc_estimator", MC_ESTIMATORS)
+        require_choice(self.estimator, "estimator", ENTROPY_ESTIMATORS)
+        object.__setattr__(self, "log_step", require_positive(self.log_step, "log_step"))
+        tail_factor = require_positive(self.tail_factor, "tail_factor")
+        if tail_factor <= 1:
+            raise ValueError(f"`tail_factor` must be > 1, got {tail_factor!r}.")
+        object.__setattr__(self, "tail_factor", tail_factor)
+
+
+def check_estimator_options(options: SmoothedEstimatorOptions) -> SmoothedEstimatorOptions:
+    """``options``, or raise unless it is a :class:`SmoothedEstimatorOptions`."""
+    if not isinstance(options, SmoothedEstimatorOptions):
+        raise TypeError(
+            f"`options` must be a SmoothedEstimatorOptions, got {type(options).__name__}; "
+            "pass e.g. SmoothedEstimatorOptions(num_mc=1024)."
+        )
+    return options
 
 
 @dataclass(frozen=True)
@@ -127,8 +201,6 @@ def check_times(t: Times) -> tuple[list[float], bool]:
 
 
 def _method(method: str, dim: int) -> str:
-    if method not in METHODS:
-        raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
     if method == "auto":
         return "quadrature" if dim == 1 else "monte_carlo"
     if method == "quadrature" and dim != 1:
@@ -246,11 +318,6 @@ def _expectations_at(
     return _moments(nodes, data, t)
 
 
-def _check_common(num_mc: int, grid: int) -> None:
-    require_int(num_mc, "num_mc", 1)
-    require_int(grid, "grid", 2)
-
-
 # --------------------------------------------------------------------------------------------
 # Public functions
 # --------------------------------------------------------------------------------------------
@@ -259,11 +326,8 @@ def _check_common(num_mc: int, grid: int) -> None:
 def smoothed_fisher_information(
     samples: Tensor,
     t: Times,
+    options: SmoothedEstimatorOptions = SmoothedEstimatorOptions(),
     *,
-    method: str = "auto",
-    num_mc: int = 4096,
-    grid: int = 8,
-    mc_estimator: str = "posterior",
     generator: torch.Generator | None = None,
 ) -> Tensor:
     """Plug-in Fisher information ``J(f_t) = int ||grad f_t||^2 / f_t`` of ``f * phi_t``.
@@ -271,13 +335,8 @@ def smoothed_fisher_information(
     Args:
         samples: ``(n,)`` or ``(n, d)`` i.i.d. samples of ``f``.
         t: noise variance ``t > 0`` (a number), or several (a sequence or 1-D tensor).
-        method: ``"quadrature"`` (1-D only: trapezoid rule on a lattice of spacing
-            ``sqrt(t) / grid`` within ``8 sqrt(t)`` of the samples), ``"monte_carlo"``
-            (``Y ~ f_t``), or ``"auto"``: quadrature in 1-D, Monte Carlo otherwise.
-        num_mc: Monte Carlo draws of ``Y`` (shared by all ``t``).
-        grid: quadrature points per standard deviation ``sqrt(t)``.
-        mc_estimator: ``"posterior"``: ``d/t - E tr Cov_w(X | Y) / t^2`` (Brown's identity;
-            low variance, exact for Gaussian data); ``"score"``: ``E ||grad log f_t(Y)||^2``.
+        options: ``method``, ``num_mc``, ``grid`` and ``mc_estimator``
+            (:class:`SmoothedEstimatorOptions`).
         generator: random source of the Monte Carlo draws; ``None`` uses a generator seeded with 0,
             so that results are reproducible.
 
@@ -286,15 +345,15 @@ def smoothed_fisher_information(
     """
     data = _samples(samples)
     times, scalar = check_times(t)
-    method = _method(method, data.shape[1])
-    require_choice(mc_estimator, "mc_estimator", MC_ESTIMATORS)
-    _check_common(num_mc, grid)
+    options = check_estimator_options(options)
+    method = _method(options.method, data.shape[1])
+    grid = options.grid
     dim = data.shape[1]
-    draws = _draws(data, num_mc, generator) if method == "monte_carlo" else None
+    draws = _draws(data, options.num_mc, generator) if method == "monte_carlo" else None
     values = []
     for s in times:
         moments = _expectations_at(data, s, method, draws, grid)
-        if method == "monte_carlo" and mc_estimator == "posterior":
+        if method == "monte_carlo" and options.mc_estimator == "posterior":
             mmse = moments.expect(moments.posterior_variance)
             values.append(fisher_from_mmse(mmse, s, dim))
         else:
@@ -305,12 +364,8 @@ def smoothed_fisher_information(
 def smoothed_information(
     samples: Tensor,
     t: Times,
+    options: SmoothedEstimatorOptions = SmoothedEstimatorOptions(),
     *,
-    method: str = "auto",
-    num_mc: int = 4096,
-    grid: int = 8,
-    log_step: float = 0.5,
-    tail_factor: float = 100.0,
     generator: torch.Generator | None = None,
 ) -> SmoothedInformation:
     """Fisher information, de Bruijn entropy and Gaussian-channel MI of ``f_t``, for every ``t``.
@@ -322,21 +377,19 @@ def smoothed_information(
     the de Bruijn integral (module docstring).
 
     Args:
-        samples, t, method, num_mc, grid, generator: as in :func:`smoothed_fisher_information`.
-        log_step: largest spacing of the Simpson grid in ``log s``.
-        tail_factor: ``T / max(t, lambda_max)``, where the Gaussian tail correction takes over
-            (its relative error is ``O(tail_factor^-2)``).
+        samples, t, generator: as in :func:`smoothed_fisher_information`.
+        options: ``method``, ``num_mc``, ``grid``, ``log_step`` and ``tail_factor``
+            (:class:`SmoothedEstimatorOptions`; the Fisher information is always Brown's
+            identity here and the entropy de Bruijn's, whatever ``mc_estimator`` and
+            ``estimator`` say).
     """
     data = _samples(samples)
     times, scalar = check_times(t)
-    method = _method(method, data.shape[1])
-    _check_common(num_mc, grid)
-    log_step = require_positive(log_step, "log_step")
-    tail_factor = require_positive(tail_factor, "tail_factor")
-    if tail_factor <= 1:
-        raise ValueError(f"`tail_factor` must be > 1, got {tail_factor!r}.")
+    options = check_estimator_options(options)
+    method = _method(options.method, data.shape[1])
+    grid, log_step, tail_factor = options.grid, options.log_step, options.tail_factor
     dim = data.shape[1]
-    draws = _draws(data, num_mc, generator) if method == "monte_carlo" else None
+    draws = _draws(data, options.num_mc, generator) if method == "monte_carlo" else None
     eigenvalues = _covariance_eigenvalues(data)
     levels = sorted(set(times))
     top = tail_factor * max(levels[-1], float(eigenvalues.max()))
@@ -381,43 +434,26 @@ def smoothed_information(
 def smoothed_entropy(
     samples: Tensor,
     t: Times,
+    options: SmoothedEstimatorOptions = SmoothedEstimatorOptions(),
     *,
-    estimator: str = "de_bruijn",
-    method: str = "auto",
-    num_mc: int = 4096,
-    grid: int = 8,
-    log_step: float = 0.5,
-    tail_factor: float = 100.0,
     generator: torch.Generator | None = None,
 ) -> Tensor:
     """Plug-in differential entropy ``h(f_t)`` (nats) of ``f * phi_t``.
 
-    Args:
-        estimator: ``"de_bruijn"``: ``(d/2) log(2 pi e t) + 1/2 int_t^inf (d/s - J_s) ds`` (see
-            :func:`smoothed_information`); ``"plug_in"``: ``-E log f_t(Y)`` by quadrature (1-D) or
-            Monte Carlo.
-        Others: as in :func:`smoothed_information`.
+    ``options.estimator``: ``"de_bruijn"``, ``(d/2) log(2 pi e t) + 1/2 int_t^inf (d/s - J_s)
+    ds`` (see :func:`smoothed_information`), or ``"plug_in"``, ``-E log f_t(Y)`` by quadrature
+    (1-D) or Monte Carlo. The other arguments are as in :func:`smoothed_information`.
     """
-    require_choice(estimator, "estimator", ENTROPY_ESTIMATORS)
-    if estimator == "de_bruijn":
-        return smoothed_information(
-            samples,
-            t,
-            method=method,
-            num_mc=num_mc,
-            grid=grid,
-            log_step=log_step,
-            tail_factor=tail_factor,
-            generator=generator,
-        ).entropy
+    options = check_estimator_options(options)
+    if options.estimator == "de_bruijn":
+        return smoothed_information(samples, t, options, generator=generator).entropy
     data = _samples(samples)
     times, scalar = check_times(t)
-    method = _method(method, data.shape[1])
-    _check_common(num_mc, grid)
-    draws = _draws(data, num_mc, generator) if method == "monte_carlo" else None
+    method = _method(options.method, data.shape[1])
+    draws = _draws(data, options.num_mc, generator) if method == "monte_carlo" else None
     values = []
     for s in times:
-        moments = _expectations_at(data, s, method, draws, grid)
+        moments = _expectations_at(data, s, method, draws, options.grid)
         values.append(-moments.expect(moments.log_density))
     return _output(values, scalar)
 
@@ -425,13 +461,8 @@ def smoothed_entropy(
 def smoothed_mutual_information(
     samples: Tensor,
     t: Times,
+    options: SmoothedEstimatorOptions = SmoothedEstimatorOptions(),
     *,
-    estimator: str = "de_bruijn",
-    method: str = "auto",
-    num_mc: int = 4096,
-    grid: int = 8,
-    log_step: float = 0.5,
-    tail_factor: float = 100.0,
     generator: torch.Generator | None = None,
 ) -> Tensor:
     """``I(X; X + sqrt(t) Z) = h(f_t) - (d/2) log(2 pi e t)`` (nats) with ``X`` the empirical law.
@@ -439,14 +470,11 @@ def smoothed_mutual_information(
     Same arguments as :func:`smoothed_entropy`. The de Bruijn estimator is ``>= 0`` by
     construction; the plug-in one can dip below 0 by Monte Carlo error when the MI is tiny.
     """
-    require_choice(estimator, "estimator", ENTROPY_ESTIMATORS)
-    options = {"method": method, "num_mc": num_mc, "grid": grid, "generator": generator}
-    if estimator == "de_bruijn":
-        return smoothed_information(
-            samples, t, log_step=log_step, tail_factor=tail_factor, **options
-        ).mutual_information
+    options = check_estimator_options(options)
+    if options.estimator == "de_bruijn":
+        return smoothed_information(samples, t, options, generator=generator).mutual_information
     data = _samples(samples)
-    entropy = smoothed_entropy(data, t, estimator="plug_in", **options)
+    entropy = smoothed_entropy(data, t, options, generator=generator)
     times, _ = check_times(t)
     gaussian = torch.tensor([_gaussian_entropy(s, data.shape[1]) for s in times])
     return entropy - gaussian.to(entropy.device).reshape(entropy.shape)
@@ -455,21 +483,20 @@ def smoothed_mutual_information(
 def smoothed_mmse(
     samples: Tensor,
     t: Times,
+    options: SmoothedEstimatorOptions = SmoothedEstimatorOptions(),
     *,
-    num_mc: int = 4096,
     generator: torch.Generator | None = None,
 ) -> Tensor:
     """Plug-in MMSE ``E||X_I - E[X_I | Y]||^2`` of ``X_I`` from ``Y = X_I + sqrt(t) Z``.
 
     ``X_I`` is a uniform draw from the samples (the empirical prior) and ``E[X_I | Y]`` the
     posterior mean of :func:`kernel_moments` over the samples, the Bayes estimator for that prior.
-    Plain Monte Carlo over ``(I, Z)``; by Brown's identity it equals
-    ``mmse_from_fisher(J(f_t), t, d)``.
+    Plain Monte Carlo over ``(I, Z)`` with ``options.num_mc`` draws (whatever ``options.method``
+    says); by Brown's identity it equals ``mmse_from_fisher(J(f_t), t, d)``.
     """
     data = _samples(samples)
     times, scalar = check_times(t)
-    require_int(num_mc, "num_mc", 1)
-    draws = _draws(data, num_mc, generator)
+    draws = _draws(data, check_estimator_options(options).num_mc, generator)
     values = []
     for s in times:
         moments = _moments(draws.at(data, s), data, s)

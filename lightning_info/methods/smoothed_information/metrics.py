@@ -12,16 +12,10 @@ from torch import Tensor
 from torchmetrics.utilities.data import dim_zero_cat
 
 from lightning_info.core.metrics import DtypeKeepingMetric
-from lightning_info.core.validation import (
-    require_choice,
-    require_finite_tensor,
-    require_int,
-    require_positive,
-)
+from lightning_info.core.validation import require_finite_tensor, require_int
 from lightning_info.methods.smoothed_information.functional import (
-    ENTROPY_ESTIMATORS,
-    MC_ESTIMATORS,
-    METHODS,
+    SmoothedEstimatorOptions,
+    check_estimator_options,
     check_times,
     smoothed_entropy,
     smoothed_fisher_information,
@@ -130,15 +124,21 @@ class SampleReservoir(DtypeKeepingMetric):
 
 class _SmoothedMetric(SampleReservoir):
     """A functional of ``f_t`` on the accumulated samples; ``compute()`` runs it with a generator
-    seeded by ``seed``, so that every process gets the same value from the same gathered rows."""
+    seeded by ``seed``, so that every process gets the same value from the same gathered rows.
+
+    Args:
+        t: noise variance(s); ``compute()`` returns a 0-dim tensor, or ``(K,)`` for ``K`` of them.
+        options: the estimator's :class:`SmoothedEstimatorOptions`.
+        max_samples, seed, **kwargs: as in :class:`SampleReservoir`.
+    """
+
+    higher_is_better = None
 
     def __init__(
         self,
         t: float | Sequence[float],
+        options: SmoothedEstimatorOptions = SmoothedEstimatorOptions(),  # noqa: B008
         *,
-        method: str = "auto",
-        num_mc: int = 4096,
-        grid: int = 8,
         max_samples: int | None = None,
         seed: int = 0,
         **kwargs: Any,
@@ -146,86 +146,39 @@ class _SmoothedMetric(SampleReservoir):
         super().__init__(max_samples=max_samples, seed=seed, **kwargs)
         check_times(t)
         self.t = t
-        self.method = require_choice(method, "method", METHODS)
-        self.num_mc = require_int(num_mc, "num_mc", 1)
-        self.grid = require_int(grid, "grid", 2)
+        self.options = check_estimator_options(options)
 
-    def _options(self) -> dict[str, Any]:
-        return {
-            "method": self.method,
-            "num_mc": self.num_mc,
-            "grid": self.grid,
-            "generator": torch.Generator().manual_seed(self.seed),
-        }
+    def _seeded_generator(self) -> torch.Generator:
+        return torch.Generator().manual_seed(self.seed)
 
 
 class SmoothedFisherInformation(_SmoothedMetric):
-    """:func:`smoothed_fisher_information` of all samples seen (see :class:`SampleReservoir`).
-
-    Args:
-        t: noise variance(s); ``compute()`` returns a 0-dim tensor, or ``(K,)`` for ``K`` of them.
-        method, num_mc, grid, mc_estimator: as in :func:`smoothed_fisher_information`.
-        max_samples, seed, **kwargs: as in :class:`SampleReservoir`.
-    """
-
-    higher_is_better = None
-
-    def __init__(
-        self, t: float | Sequence[float], *, mc_estimator: str = "posterior", **kwargs: Any
-    ) -> None:
-        super().__init__(t, **kwargs)
-        self.mc_estimator = require_choice(mc_estimator, "mc_estimator", MC_ESTIMATORS)
+    """:func:`smoothed_fisher_information` of all samples seen (see :class:`SampleReservoir`);
+    arguments as in :class:`_SmoothedMetric` (``options``: ``method``, ``num_mc``, ``grid``,
+    ``mc_estimator``)."""
 
     def compute(self) -> Tensor:
         return smoothed_fisher_information(
-            self.samples(), self.t, mc_estimator=self.mc_estimator, **self._options()
+            self.samples(), self.t, self.options, generator=self._seeded_generator()
         )
 
 
-class _EntropyMetric(_SmoothedMetric):
-    def __init__(
-        self,
-        t: float | Sequence[float],
-        *,
-        estimator: str = "de_bruijn",
-        log_step: float = 0.5,
-        tail_factor: float = 100.0,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(t, **kwargs)
-        self.estimator = require_choice(estimator, "estimator", ENTROPY_ESTIMATORS)
-        self.log_step = require_positive(log_step, "log_step")
-        self.tail_factor = require_positive(tail_factor, "tail_factor")
-
-    def _options(self) -> dict[str, Any]:
-        return {
-            **super()._options(),
-            "estimator": self.estimator,
-            "log_step": self.log_step,
-            "tail_factor": self.tail_factor,
-        }
-
-
-class SmoothedEntropy(_EntropyMetric):
-    """:func:`smoothed_entropy` of all samples seen (see :class:`SampleReservoir`).
-
-    Args:
-        t: noise variance(s); ``compute()`` returns a 0-dim tensor, or ``(K,)`` for ``K`` of them.
-        estimator, method, num_mc, grid, log_step, tail_factor: as in :func:`smoothed_entropy`.
-        max_samples, seed, **kwargs: as in :class:`SampleReservoir`.
-    """
-
-    higher_is_better = None
+class SmoothedEntropy(_SmoothedMetric):
+    """:func:`smoothed_entropy` of all samples seen (see :class:`SampleReservoir`); arguments as
+    in :class:`_SmoothedMetric` (``options``: ``estimator``, ``method``, ``num_mc``, ``grid``,
+    ``log_step``, ``tail_factor``)."""
 
     def compute(self) -> Tensor:
-        return smoothed_entropy(self.samples(), self.t, **self._options())
+        return smoothed_entropy(
+            self.samples(), self.t, self.options, generator=self._seeded_generator()
+        )
 
 
-class SmoothedMutualInformation(_EntropyMetric):
+class SmoothedMutualInformation(_SmoothedMetric):
     """:func:`smoothed_mutual_information` ``I(X; X + sqrt(t) Z)`` of all samples seen; arguments
     as in :class:`SmoothedEntropy`."""
 
-    higher_is_better = None
-
     def compute(self) -> Tensor:
-        return smoothed_mutual_information(self.samples(), self.t, **self._options())
+        return smoothed_mutual_information(
+            self.samples(), self.t, self.options, generator=self._seeded_generator()
+        )

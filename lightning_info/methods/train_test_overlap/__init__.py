@@ -7,6 +7,7 @@ from lightning_info.methods.train_test_overlap.files import read_test_instances
 from lightning_info.methods.train_test_overlap.functional import (
     ChunkCounts,
     OverlapIndex,
+    OverlapOptions,
     TestInstance,
     compute_overlap,
 )
@@ -23,6 +24,7 @@ from lightning_info.methods.train_test_overlap.sharded import (
 __all__ = [
     "ChunkCounts",
     "OverlapIndex",
+    "OverlapOptions",
     "OverlapReport",
     "TestInstance",
     "TrainTestOverlap",

@@ -24,11 +24,11 @@ import lightning.pytorch as pl
 from lightning.pytorch.utilities import rank_zero_info
 
 from lightning_info.core.logging import log_wandb_tables
-from lightning_info.core.validation import require_int
 from lightning_info.methods.train_test_overlap.files import iter_training_texts, read_test_instances
 from lightning_info.methods.train_test_overlap.functional import (
-    TOKENIZERS,
+    OverlapOptions,
     TestInstance,
+    check_overlap_options,
     compute_overlap,
 )
 from lightning_info.methods.train_test_overlap.report import OverlapReport, write_report
@@ -85,10 +85,12 @@ class TrainTestOverlap(pl.Callback):
         splits: data-module splits that hold test instances (``"val"``, ``"test"``).
         input_field, references_field, id_field: fields of a test item (``id_field`` missing:
             the item's position).
-        n, n_values, tokenizer, max_frequency, chunk_size, processes, threads: as in
-            :func:`compute_overlap`; the training text is streamed ``chunk_size`` documents at a
-            time (files line by line), so a corpus larger than memory is fine.
-        progress: show a progress bar of the documents scanned (global rank 0 scans).
+        options: ``n``, ``n_values``, ``tokenizer``, ``max_frequency`` and the scan's
+            ``chunk_size``, ``processes``, ``threads``, ``progress``
+            (:class:`~lightning_info.methods.train_test_overlap.functional.OverlapOptions`, as in
+            :func:`compute_overlap`; by default with a progress bar, shown by global rank 0,
+            which scans). The training text is streamed ``chunk_size`` documents at a time
+            (files line by line), so a corpus larger than memory is fine.
         output_dir: folder for ``overlap.json`` and ``overlap.md``; ``None`` writes nothing.
     """
 
@@ -104,27 +106,10 @@ class TrainTestOverlap(pl.Callback):
         input_field: Extractor = "input",
         references_field: Extractor = "references",
         id_field: str = "id",
-        n: int = 13,
-        n_values: Sequence[int] = (5, 9, 13),
-        tokenizer: str = "default",
-        max_frequency: int = 10,
-        chunk_size: int = 1000,
-        processes: int = 1,
-        progress: bool = True,
+        options: OverlapOptions = OverlapOptions(progress=True),  # noqa: B008
         output_dir: str | None = None,
-        threads: int = 1,
     ) -> None:
-        self.n = require_int(n, "n", 1)
-        self.n_values = tuple(require_int(m, "n_values", 1) for m in n_values)
-        self.max_frequency = require_int(max_frequency, "max_frequency", 0)
-        self.chunk_size = require_int(chunk_size, "chunk_size", 1)
-        self.processes = require_int(processes, "processes", 1)
-        self.threads = require_int(threads, "threads", 1)
-        if self.processes > 1 and self.threads > 1:
-            raise ValueError("pass `processes` or `threads`, not both (each worker counts chunks).")
-        self.progress = progress
-        if tokenizer not in TOKENIZERS:
-            raise ValueError(f"`tokenizer` must be one of {sorted(TOKENIZERS)}, got {tokenizer!r}.")
+        self.options = check_overlap_options(options)
         for split in splits:
             if split not in ("val", "test"):
                 raise ValueError(f"`splits` entries must be 'val' or 'test', got {split!r}.")
@@ -154,7 +139,6 @@ class TrainTestOverlap(pl.Callback):
             references_field,
             id_field,
         )
-        self.tokenizer = tokenizer
         self.output_dir = output_dir
         self.report: OverlapReport | None = None
 
@@ -170,16 +154,7 @@ class TrainTestOverlap(pl.Callback):
     def compute(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> OverlapReport:
         """Read the texts and compute the report on this process (no collective)."""
         return compute_overlap(
-            self._test_instances(trainer),
-            self._train_texts(trainer, pl_module),
-            n=self.n,
-            n_values=self.n_values,
-            tokenizer=self.tokenizer,
-            max_frequency=self.max_frequency,
-            chunk_size=self.chunk_size,
-            processes=self.processes,
-            threads=self.threads,
-            progress=self.progress,
+            self._test_instances(trainer), self._train_texts(trainer, pl_module), self.options
         )
 
     def _train_texts(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> Iterable[str]:

@@ -28,7 +28,11 @@ from lightning_info.methods.train_test_overlap.files import (
     read_test_instances,
     saved_datasets,
 )
-from lightning_info.methods.train_test_overlap.functional import TOKENIZERS, compute_overlap
+from lightning_info.methods.train_test_overlap.functional import (
+    TOKENIZERS,
+    OverlapOptions,
+    compute_overlap,
+)
 from lightning_info.methods.train_test_overlap.report import write_report
 from lightning_info.methods.train_test_overlap.sharded import overlap_with_datasets
 
@@ -50,29 +54,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--output", default=None, help="folder for overlap.json and overlap.md")
     args = parser.parse_args(argv)
-    instances = [i for path in args.test for i in read_test_instances(path)]
-    index_kwargs = dict(
-        n=args.n, n_values=args.n_values, tokenizer=args.tokenizer, max_frequency=args.max_frequency
+    options = OverlapOptions(
+        n=args.n,
+        n_values=tuple(args.n_values),
+        tokenizer=args.tokenizer,
+        max_frequency=args.max_frequency,
+        chunk_size=args.chunk_size,
+        processes=args.processes,
+        threads=args.threads,
+        progress=not args.no_progress,
     )
+    instances = [i for path in args.test for i in read_test_instances(path)]
     if args.num_proc is not None:
         report = overlap_with_datasets(
             instances,
             saved_datasets(args.train),
+            options,
             text_field=args.text_field,
             num_proc=args.num_proc,
-            batch_size=args.chunk_size,
-            progress=not args.no_progress,
-            **index_kwargs,
         )
     else:
         report = compute_overlap(
-            instances,
-            iter_training_texts(args.train, args.text_field, args.lines),
-            chunk_size=args.chunk_size,
-            processes=args.processes,
-            threads=args.threads,
-            progress=not args.no_progress,
-            **index_kwargs,
+            instances, iter_training_texts(args.train, args.text_field, args.lines), options
         )
     print(report.to_markdown())
     if args.output is not None:

@@ -40,7 +40,10 @@ Streaming. Training documents are read from any iterable (a list, a generator ov
 chunks. Built-in tokenizers encode a whole chunk at once (``encoding.py``); custom ones go token
 by token. ``threads > 1`` counts chunks in a thread pool (numpy releases the GIL);
 ``processes > 1`` in a process pool (worth its start-up cost on large corpora only); the default
-is this thread.
+is this thread. What is measured (``n``, ``n_values``, ``tokenizer``, ``max_frequency``) and how
+the corpus is scanned (``chunk_size``, ``processes``, ``threads``, ``progress``) is one
+:class:`OverlapOptions`, shared by :func:`compute_overlap`, :class:`OverlapIndex`, the sharded
+scans, the command line and the ``TrainTestOverlap`` Callback.
 
 Other methodologies: :func:`substring_overlap` (GPT-4: three random 50-character substrings of
 each instance, seeded) and :func:`llama2_contamination` (Llama 2: fraction of tokens inside
@@ -71,6 +74,27 @@ from lightning_info.methods.train_test_overlap.encoding import (
     encode_chunk,
 )
 from lightning_info.methods.train_test_overlap.report import OverlapReport
+
+__all__ = [
+    "check_overlap_options",
+    "ChunkCounts",
+    "compute_overlap",
+    "default_tokenize",
+    "janitor_tokenize",
+    "light_tokenize",
+    "METRICS",
+    "ngram_metrics",
+    "NgramIndex",
+    "OverlapIndex",
+    "OverlapOptions",
+    "PARTS",
+    "reject_bare_text",
+    "resolve_tokenizer",
+    "summarize",
+    "TestInstance",
+    "token_overlap",
+    "TOKENIZERS",
+]
 
 _DEFAULT_SPLIT = re.compile(rf"[\s{re.escape(string.punctuation)}]+")
 _PUNCT_TABLE = str.maketrans("", "", string.punctuation)
@@ -154,6 +178,56 @@ def resolve_tokenizer(name: str | Callable[[str], list[str]]) -> Callable[[str],
             f"`tokenizer` must be one of {sorted(TOKENIZERS)} or a callable, got {name!r}."
         )
     return TOKENIZERS[name]
+
+
+@dataclass(frozen=True)
+class OverlapOptions:
+    """What the overlap report measures and how the training corpus is scanned.
+
+    Args:
+        n: the ``N`` of the full metrics (module docstring).
+        n_values: n-gram sizes at which binary input/reference overlap is also reported
+            (``input_overlap@5`` ...); ``n`` is always one of them.
+        tokenizer: ``"default"``, ``"light"``, ``"janitor"`` (module docstring) or a callable
+            from a text to its tokens.
+        max_frequency: the filtered metrics count n-grams seen more than this many times in
+            training as unmatched.
+        chunk_size: training documents read and counted at a time (memory is bounded by a few
+            chunks).
+        processes, threads: worker processes or threads counting chunks (not both).
+        progress: show a progress bar of the documents scanned.
+    """
+
+    n: int = 13
+    n_values: tuple[int, ...] = (5, 9, 13)
+    tokenizer: str | Callable[[str], list[str]] = "default"
+    max_frequency: int = 10
+    chunk_size: int = 1000
+    processes: int = 1
+    threads: int = 1
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        require_int(self.n, "n", 1)
+        values = tuple(require_int(m, "n_values", 1) for m in self.n_values)
+        object.__setattr__(self, "n_values", values)
+        resolve_tokenizer(self.tokenizer)
+        require_int(self.max_frequency, "max_frequency", 0)
+        require_int(self.chunk_size, "chunk_size", 1)
+        require_int(self.processes, "processes", 1)
+        require_int(self.threads, "threads", 1)
+        if self.processes > 1 and self.threads > 1:
+            raise ValueError("pass `processes` or `threads`, not both (each worker counts chunks).")
+
+
+def check_overlap_options(options: OverlapOptions) -> OverlapOptions:
+    """``options``, or raise unless it is an :class:`OverlapOptions`."""
+    if not isinstance(options, OverlapOptions):
+        raise TypeError(
+            f"`options` must be an OverlapOptions, got {type(options).__name__}; pass e.g. "
+            "OverlapOptions(n=5, n_values=(5,))."
+        )
+    return options
 
 
 def _windows_hash(ids: np.ndarray, n: int, base: np.uint64) -> np.ndarray:
@@ -345,20 +419,18 @@ class OverlapIndex:
     :meth:`count_chunk` counts a chunk of training documents (a pure function of the chunk, so
     chunks can be counted anywhere: in order, in worker processes, in ``datasets.map`` shards or
     on a cluster) and :meth:`report` turns the summed :class:`ChunkCounts` into the HELM metrics.
-    The arguments are those of :func:`compute_overlap`.
+    ``options``: ``n``, ``n_values``, ``tokenizer`` and ``max_frequency`` of an
+    :class:`OverlapOptions` (the scan fields are the caller's).
     """
 
     def __init__(
-        self,
-        instances: Sequence[TestInstance],
-        n: int = 13,
-        n_values: Sequence[int] = (5, 9, 13),
-        tokenizer: str | Callable[[str], list[str]] = "default",
-        max_frequency: int = 10,
+        self, instances: Sequence[TestInstance], options: OverlapOptions = OverlapOptions()
     ) -> None:
-        self.n = require_int(n, "n", 1)
-        self.n_values = tuple(sorted({require_int(m, "n_values", 1) for m in n_values} | {n}))
-        self.max_frequency = require_int(max_frequency, "max_frequency", 0)
+        options = check_overlap_options(options)
+        n, tokenizer = options.n, options.tokenizer
+        self.n = n
+        self.n_values = tuple(sorted({*options.n_values, n}))
+        self.max_frequency = options.max_frequency
         self.tokenize = resolve_tokenizer(tokenizer)
         self.tokenizer_name = (
             tokenizer if isinstance(tokenizer, str) else getattr(tokenizer, "__name__", "custom")
@@ -460,39 +532,29 @@ def _intersections(m: int, inp: np.ndarray, refs: list[np.ndarray]) -> list[np.n
 def compute_overlap(
     instances: Sequence[TestInstance],
     documents: Iterable[str],
-    n: int = 13,
-    n_values: Sequence[int] = (5, 9, 13),
-    tokenizer: str | Callable[[str], list[str]] = "default",
-    max_frequency: int = 10,
-    chunk_size: int = 1000,
-    processes: int = 1,
-    progress: bool = False,
-    threads: int = 1,
+    options: OverlapOptions = OverlapOptions(),
 ) -> OverlapReport:
     """Exact train-test n-gram overlap of ``instances`` against training ``documents``.
 
-    ``n`` is the N of the full metrics (see the module docstring); ``n_values`` are the n-gram
-    sizes at which binary input/reference overlap is also reported (``input_overlap@5`` ...).
-    ``documents`` is consumed once, ``chunk_size`` documents at a time, so memory is bounded by
-    a few chunks whatever the corpus size; ``progress`` shows a bar of documents scanned.
-    ``threads > 1`` counts chunks in that many threads (numpy releases the GIL for most of the
-    work, a Python tokenizer holds it; the page faults of each chunk's fresh arrays serialise
-    threads under glibc's default allocator thresholds, see the card); ``processes > 1`` in
-    worker processes (worth their start-up on large corpora only).
+    ``options`` (:class:`OverlapOptions`): ``n`` is the N of the full metrics (see the module
+    docstring); ``n_values`` are the n-gram sizes at which binary input/reference overlap is also
+    reported (``input_overlap@5`` ...). ``documents`` is consumed once, ``chunk_size`` documents
+    at a time, so memory is bounded by a few chunks whatever the corpus size; ``progress`` shows
+    a bar of documents scanned. ``threads > 1`` counts chunks in that many threads (numpy
+    releases the GIL for most of the work, a Python tokenizer holds it; the page faults of each
+    chunk's fresh arrays serialise threads under glibc's default allocator thresholds, see the
+    card); ``processes > 1`` in worker processes (worth their start-up on large corpora only).
     """
-    chunk_size = require_int(chunk_size, "chunk_size", 1)
-    processes = require_int(processes, "processes", 1)
-    threads = require_int(threads, "threads", 1)
-    if processes > 1 and threads > 1:
-        raise ValueError("pass `processes` or `threads`, not both (each worker counts chunks).")
+    options = check_overlap_options(options)
     reject_bare_text(documents, "documents")
-    index = OverlapIndex(instances, n, n_values, tokenizer, max_frequency)
+    index = OverlapIndex(instances, options)
     total = len(documents) if isinstance(documents, Sized) else None
     counts = index.empty_counts()
-    bar = tqdm(total=total, desc="overlap scan", unit="doc", disable=not progress)
+    bar = tqdm(total=total, desc="overlap scan", unit="doc", disable=not options.progress)
     try:
-        chunks = _chunks(documents, chunk_size)
-        for chunk_counts in _count_chunks(index, chunks, processes, threads):
+        chunks = _chunks(documents, options.chunk_size)
+        workers = _count_chunks(index, chunks, options.processes, options.threads)
+        for chunk_counts in workers:
             counts = counts + chunk_counts
             bar.update(chunk_counts.documents)
     finally:

@@ -9,6 +9,7 @@ from typing import Any
 
 from lightning_info.core.validation import require_fraction, require_int
 from lightning_info.methods.train_test_overlap.functional import (
+    OverlapOptions,
     TestInstance,
     compute_overlap,
     reject_bare_text,
@@ -77,15 +78,10 @@ def llama2_contamination(
     require_fraction(dirty_above, "dirty_above")
     reject_bare_text(texts, "texts")
     instances = [TestInstance(id=str(k), input=t) for k, t in enumerate(texts)]
-    report = compute_overlap(
-        instances,
-        documents,
-        n=min_length,
-        n_values=(),
-        tokenizer=tokenizer,
-        max_frequency=0,
-        chunk_size=chunk_size,
+    options = OverlapOptions(
+        n=min_length, n_values=(), tokenizer=tokenizer, max_frequency=0, chunk_size=chunk_size
     )
+    report = compute_overlap(instances, documents, options)
     results = []
     for row in report.rows:
         share = row["input_token"]

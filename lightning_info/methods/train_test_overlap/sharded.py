@@ -28,7 +28,9 @@ from lightning_info.core.validation import require_int
 from lightning_info.methods.train_test_overlap.functional import (
     ChunkCounts,
     OverlapIndex,
+    OverlapOptions,
     TestInstance,
+    check_overlap_options,
 )
 from lightning_info.methods.train_test_overlap.report import OverlapReport
 
@@ -57,32 +59,32 @@ class _BatchCounter:
 def overlap_with_datasets(
     instances: Sequence[TestInstance],
     dataset: Any,
+    options: OverlapOptions = OverlapOptions(),  # noqa: B008
     text_field: str = "text",
     num_proc: int | None = None,
-    batch_size: int = 1000,
-    progress: bool = True,
-    **index_kwargs: Any,
 ) -> OverlapReport:
     """:func:`compute_overlap` over a ``datasets.Dataset``, sharded with ``Dataset.map``.
 
-    ``num_proc`` processes each count a contiguous shard of the data set, ``batch_size`` rows at a
-    time (memory per process is bounded by a batch); ``index_kwargs`` are ``n``, ``n_values``,
-    ``tokenizer`` and ``max_frequency``. The result equals :func:`compute_overlap` on the same
-    documents in any order.
+    ``num_proc`` processes each count a contiguous shard of the data set,
+    ``options.chunk_size`` rows at a time (memory per process is bounded by a batch);
+    ``options.progress`` shows ``datasets``' progress bar; ``n``, ``n_values``, ``tokenizer`` and
+    ``max_frequency`` are the index's. ``num_proc`` takes the place of ``options.processes`` and
+    ``options.threads``, which are not used here. The result equals :func:`compute_overlap` on the
+    same documents in any order.
     """
-    batch_size = require_int(batch_size, "batch_size", 1)
+    options = check_overlap_options(options)
     if num_proc is not None:
         require_int(num_proc, "num_proc", 1)
     if text_field not in dataset.column_names:
         raise ValueError(
             f"the data set has no column {text_field!r}; columns: {dataset.column_names}."
         )
-    index = OverlapIndex(instances, **index_kwargs)
-    with _datasets_progress(progress):
+    index = OverlapIndex(instances, options)
+    with _datasets_progress(options.progress):
         sparse = dataset.map(
             _BatchCounter(index, text_field),
             batched=True,
-            batch_size=batch_size,
+            batch_size=options.chunk_size,
             num_proc=num_proc,
             remove_columns=dataset.column_names,
             keep_in_memory=True,
@@ -98,13 +100,16 @@ def overlap_with_datasets(
 
 
 def overlap_with_dask(
-    instances: Sequence[TestInstance], bag: Any, **index_kwargs: Any
+    instances: Sequence[TestInstance],
+    bag: Any,
+    options: OverlapOptions = OverlapOptions(),  # noqa: B008
 ) -> OverlapReport:
     """:func:`compute_overlap` over a ``dask.bag.Bag`` of documents, on the current Dask client
     (or Dask's default scheduler without one): each partition is counted where it lives, the
-    partial counts are summed with ``Bag.fold``."""
+    partial counts are summed with ``Bag.fold``. Of ``options`` the index's ``n``, ``n_values``,
+    ``tokenizer`` and ``max_frequency`` are used; the bag's partitions are the chunks."""
     require_extra("dask.bag", "audit", "Counting overlap with Dask")
-    index = OverlapIndex(instances, **index_kwargs)
+    index = OverlapIndex(instances, check_overlap_options(options))
     partial_counts = bag.map_partitions(_PartitionCounter(index))
     return index.report(partial_counts.fold(_add, initial=index.empty_counts()).compute())
 

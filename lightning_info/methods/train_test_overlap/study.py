@@ -13,7 +13,11 @@ from dataclasses import dataclass
 import torch
 
 from lightning_info.lm.corpus import split_corpus, stdlib_docstrings
-from lightning_info.methods.train_test_overlap.functional import TestInstance, compute_overlap
+from lightning_info.methods.train_test_overlap.functional import (
+    OverlapOptions,
+    TestInstance,
+    compute_overlap,
+)
 from lightning_info.methods.train_test_overlap.report import OverlapReport, write_report
 from lightning_info.recipes.study import Study, StudyResult
 
@@ -58,7 +62,8 @@ def overlap_study(study: OverlapStudy) -> tuple[OverlapReport, tuple[list[str], 
     planted = [candidates[j] for j in torch.randperm(len(candidates), generator=generator)[:count]]
     documents = [text for _, text in train]
     documents += [f"{i.input}\n{i.references[0]}" for i in planted]
-    report = compute_overlap(instances, documents, n=study.n, tokenizer=study.tokenizer)
+    options = OverlapOptions(n=study.n, tokenizer=study.tokenizer)
+    report = compute_overlap(instances, documents, options)
     planted_ids = {(i.benchmark, i.id) for i in planted}
     columns = ["benchmark", "instances", "planted", "planted flagged", "others flagged"]
     rows = []

@@ -87,6 +87,8 @@ def test_data_module_splits_by_entity_and_by_question(tmp_path):
         tiny.data(num_val=30, num_test=30)
     with pytest.raises(ValueError, match="source must be"):
         tiny.data(source="census")
+    with pytest.raises(TypeError, match="`latent` must be a LatentWorldOptions"):
+        tiny.data(latent={"num_questions": tiny.NUM_QUESTIONS})
     path = tmp_path / "entities.jsonl"
     path.write_text("".join(json.dumps({"answers": {f"q{i}": "Yes" if (i + n) % 3 else "No"
                                                     for i in range(4)}}) + "\n"

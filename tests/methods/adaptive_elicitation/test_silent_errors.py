@@ -9,6 +9,10 @@ import math
 import pytest
 import torch
 
+from lightning_info.methods.adaptive_elicitation.datamodule import (
+    DigitQuestionOptions,
+    LatentWorldOptions,
+)
 from lightning_info.methods.adaptive_elicitation.evaluation import elicitation_curves
 from lightning_info.methods.adaptive_elicitation.functional import (
     batched_lookahead_scores,
@@ -35,6 +39,16 @@ BAD_INPUT = [
                  "`num_questions` must be an int", id="world-questions-float"),
     pytest.param(lambda: LatentTypeWorld.sample(seed=-1), ValueError, "`seed` must be >= 0",
                  id="world-seed-negative"),
+    pytest.param(lambda: LatentWorldOptions(concentration=math.nan), ValueError,
+                 "`concentration` must be finite", id="world-options-concentration-nan"),
+    pytest.param(lambda: LatentWorldOptions(num_questions=3, uninformative=4), ValueError,
+                 r"uninformative must be in \[0, 3\]", id="world-options-uninformative"),
+    pytest.param(lambda: LatentWorldOptions(num_entities=0), ValueError,
+                 "`num_entities` must be >= 1", id="world-options-no-entities"),
+    pytest.param(lambda: DigitQuestionOptions(region=3), ValueError,
+                 "region must divide the digits' 8 pixels", id="digits-options-region"),
+    pytest.param(lambda: DigitQuestionOptions(threshold=1.0), ValueError,
+                 r"`threshold` must lie in \[0, 1\)", id="digits-options-threshold"),
     pytest.param(lambda: expected_information_gain(MODEL, [], [0, -1], [2]), ValueError,
                  f"candidate question -1 is {RANGE}", id="eig-negative-candidate"),
     pytest.param(lambda: expected_information_gain(MODEL, [], [0, 5], [2]), ValueError,

@@ -6,7 +6,10 @@ from __future__ import annotations
 import functools
 
 from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
-from lightning_info.methods.adaptive_elicitation.datamodule import ElicitationDataModule
+from lightning_info.methods.adaptive_elicitation.datamodule import (
+    ElicitationDataModule,
+    LatentWorldOptions,
+)
 from lightning_info.methods.adaptive_elicitation.entities import latent_world_questions
 from lightning_info.methods.adaptive_elicitation.module import ElicitationLM
 
@@ -19,8 +22,8 @@ def _questions_tokenizer():
 
 
 def data(batch_size: int = 8, **kwargs) -> ElicitationDataModule:
-    kwargs = {"num_questions": NUM_QUESTIONS, "num_entities": 48, "num_val": 8, "num_test": 8,
-              **kwargs}  # fmt: skip
+    latent = LatentWorldOptions(num_questions=NUM_QUESTIONS, num_entities=48)
+    kwargs = {"latent": latent, "num_val": 8, "num_test": 8, **kwargs}
     return ElicitationDataModule(_questions_tokenizer(), batch_size=batch_size, **kwargs)
 
 

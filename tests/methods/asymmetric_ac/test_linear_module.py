@@ -52,15 +52,10 @@ def _fit(module: LinearAsymmetricActorCritic, steps: int) -> _Recorder:
 
 # Non-default settings throughout, so that the recomputation must use the module's own.
 SETTINGS = dict(
-    corridor_length=2,
-    sign_accuracy=0.9,
-    penalty=-0.7,
     window=2,
     gamma=0.85,
     td_steps=2,
-    critic_steps=200,
-    critic_batch=32,
-    critic_step_size=0.7,
+    critic=SGDSettings(num_steps=200, batch_size=32, step_size=0.7),
     actor_step_size=1.3,
     seed=5,
 )
@@ -68,7 +63,7 @@ SETTINGS = dict(
 
 @pytest.fixture(scope="module")
 def three_steps():
-    module = LinearAsymmetricActorCritic(**SETTINGS)
+    module = LinearAsymmetricActorCritic(t_maze(2, 0.9, penalty=-0.7), **SETTINGS)
     chain = agent_state_chain(t_maze(2, 0.9, penalty=-0.7), 2)
     return module, chain, _fit(module, 3)
 
@@ -147,11 +142,21 @@ def test_bad_arguments():
         LinearAsymmetricActorCritic(gamma=1.0)
     with pytest.raises(ValueError, match="`actor_step_size` must be > 0"):
         LinearAsymmetricActorCritic(actor_step_size=-1.0)
-    with pytest.raises(ValueError, match="`critic_step_size` must be > 0"):
-        LinearAsymmetricActorCritic(critic_step_size=-0.5)
+    with pytest.raises(ValueError, match="`step_size` must be > 0"):
+        SGDSettings(step_size=-0.5)
     with pytest.raises(ValueError, match="`td_steps` must be >= 1"):
         LinearAsymmetricActorCritic(td_steps=0)
-    with pytest.raises(ValueError, match="`critic_batch` must be >= 1"):
-        LinearAsymmetricActorCritic(critic_batch=0)
+    with pytest.raises(ValueError, match="`batch_size` must be >= 1"):
+        SGDSettings(batch_size=0)
+    with pytest.raises(TypeError, match="`critic` must be an SGDSettings"):
+        LinearAsymmetricActorCritic(critic={"num_steps": 10})
     with pytest.raises(ValueError, match=r"`sign_accuracy` must lie in \[0.5, 1\]"):
-        LinearAsymmetricActorCritic(sign_accuracy=0.2)
+        t_maze(sign_accuracy=0.2)
+
+
+def test_default_pomdp_is_the_window_one_t_maze_and_default_critic_settings():
+    module = LinearAsymmetricActorCritic()
+    explicit = LinearAsymmetricActorCritic(t_maze(1, 1.0, penalty=-0.5))
+    np.testing.assert_array_equal(module.chain.transition, explicit.chain.transition)
+    np.testing.assert_array_equal(module.chain.rewards, explicit.chain.rewards)
+    assert module.settings == SGDSettings(num_steps=1000, batch_size=64, step_size=0.5)

@@ -1,6 +1,7 @@
 """CACTIImputer follows scikit-learn's conventions (issue 35): ``transform`` refuses renamed or
 reordered DataFrame columns instead of imputing by position, ``set_output`` and
-``get_feature_names_out`` work, and scikit-learn's estimator checks pass at a tiny size."""
+``get_feature_names_out`` work, and scikit-learn's estimator checks pass at a tiny size; bad
+model settings, missingness and split options are refused before any work."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import pytest
 import torch
 from sklearn.utils.estimator_checks import estimator_checks_generator
 
+from lightning_info.methods.cacti.datamodule import SplitOptions, TabularImputationDataModule
 from lightning_info.methods.cacti.imputer import CACTIImputer
+from lightning_info.methods.cacti.missingness import MissingnessOptions
 
 FAST = {"embed_dim": 8, "encoder_depth": 1, "decoder_depth": 1, "num_heads": 2}
 COLUMNS = ["age", "bmi", "bp", "s1"]
@@ -88,6 +91,48 @@ BAD_INPUT = [
         ValueError,
         r"column 'b' is not numeric .*encode it first",
         id="text-column",
+    ),
+    pytest.param(
+        lambda: _tiny(model={**FAST, "lr": -1.0}).fit(_frame()),
+        ValueError,
+        r"`optimizer.lr` must be > 0",
+        id="negative-learning-rate",
+    ),
+    pytest.param(
+        lambda: _tiny(model={**FAST, "embed_dim": 10}).fit(_frame()),
+        ValueError,
+        r"`embed_dim` \(10\) must be a multiple of 4",
+        id="embed-dim-not-a-multiple-of-4",
+    ),
+    pytest.param(
+        lambda: MissingnessOptions(rate=0.0),
+        ValueError,
+        r"`rate` must lie in \(0, 1\)",
+        id="missing-rate-zero",
+    ),
+    pytest.param(
+        lambda: MissingnessOptions(observed_share=-0.1),
+        ValueError,
+        r"`observed_share` must lie in \[0, 1\)",
+        id="negative-observed-share",
+    ),
+    pytest.param(
+        lambda: SplitOptions(val_fraction=1.5),
+        ValueError,
+        r"`val_fraction` must lie in \[0, 1\)",
+        id="validation-share-over-one",
+    ),
+    pytest.param(
+        lambda: TabularImputationDataModule("iris", missingness={"rate": 0.2}, context="none"),
+        TypeError,
+        r"`missingness` must be a MissingnessOptions, got dict",
+        id="missingness-as-a-dict",
+    ),
+    pytest.param(
+        lambda: TabularImputationDataModule("iris", mechanism="random", context="none"),
+        ValueError,
+        r"`mechanism` must be one of \('mcar', 'mar', 'mnar', 'none'\), got 'random'",
+        id="unknown-mechanism",
     ),
 ]
 

@@ -12,8 +12,13 @@ from sklearn.datasets import load_diabetes
 from sklearn.linear_model import LinearRegression
 from sklearn.pipeline import make_pipeline
 
-from lightning_info.methods.cacti.datamodule import BUNDLED_TABLES, TabularImputationDataModule
+from lightning_info.methods.cacti.datamodule import (
+    BUNDLED_TABLES,
+    SplitOptions,
+    TabularImputationDataModule,
+)
 from lightning_info.methods.cacti.imputer import CACTIImputer
+from lightning_info.methods.cacti.missingness import MissingnessOptions
 from lightning_info.methods.cacti.module import CACTI
 
 FAST = {"embed_dim": 8, "encoder_depth": 1, "decoder_depth": 1, "num_heads": 2}
@@ -22,7 +27,11 @@ FAST = {"embed_dim": 8, "encoder_depth": 1, "decoder_depth": 1, "num_heads": 2}
 @pytest.mark.parametrize("name", BUNDLED_TABLES)
 def test_bundled_tables_load_with_context_and_simulated_missingness(name):
     data = TabularImputationDataModule(
-        name, mechanism="mcar", rate=0.2, context="tfidf", context_dim=6
+        name,
+        mechanism="mcar",
+        missingness=MissingnessOptions(rate=0.2),
+        context="tfidf",
+        context_dim=6,
     )
     assert data.context_embeddings.shape == (data.num_columns, 6)
     assert len(data.context_texts) == data.num_columns
@@ -93,7 +102,9 @@ def test_bad_tables_get_clear_errors():
     with pytest.raises(FileNotFoundError, match="neither a bundled table"):
         TabularImputationDataModule("no-such-table.csv")
     with pytest.raises(ValueError, match="fewer than 2 for training"):
-        TabularImputationDataModule("iris", test_fraction=0.9, val_fraction=0.1, context="none")
+        TabularImputationDataModule(
+            "iris", split=SplitOptions(test_fraction=0.9, val_fraction=0.1), context="none"
+        )
 
 
 def _incomplete(seed=0, rows=120):

@@ -1,4 +1,5 @@
-"""MT-CM invariants and the encoder layouts, against direct per-row computations."""
+"""MT-CM invariants and the encoder layouts, against direct per-row computations; the
+reconstruction loss against a hand computation."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from lightning_info.methods.cacti.functional import (
     inference_layout,
     kept_mask,
     median_truncation,
+    reconstruction_loss,
 )
 
 
@@ -106,3 +108,32 @@ def test_masks_must_be_boolean_matrices():
         copy_masks(torch.zeros(3, 4), 0.5)
     with pytest.raises(ValueError, match="2-D boolean"):
         inference_layout(torch.zeros(4, dtype=torch.bool))
+
+
+def test_reconstruction_loss_by_hand():
+    values = torch.tensor([[0.0, 0.5, 1.0], [0.2, 0.4, torch.nan]])
+    prediction = torch.tensor([[0.1, 0.5, 0.7], [0.6, 0.1, 0.9]])
+    observed = torch.tensor([[True, True, True], [True, True, False]])
+    kept = torch.tensor([[True, False, True], [False, True, False]])
+    # kept & observed: errors 0.1, -0.3, -0.3 -> (0.01 + 0.09 + 0.09) / 3
+    # observed & ~kept: errors 0, 0.4 -> (0 + 0.16) / 2; the NaN at (1, 2) is never read
+    loss = reconstruction_loss(prediction, values, observed, kept)
+    assert loss.item() == pytest.approx(0.19 / 3 + 0.08, abs=1e-7)
+    # nothing re-masked: the second term is dropped, not 0 / 0
+    everything = reconstruction_loss(prediction, values, observed, observed)
+    assert everything.item() == pytest.approx((0.01 + 0.09 + 0.16 + 0.09) / 5, abs=1e-7)
+
+
+def test_reconstruction_loss_is_the_mean_over_kept_plus_the_mean_over_re_masked():
+    g = torch.Generator().manual_seed(1)
+    prediction, values = torch.rand(6, 5, generator=g), torch.rand(6, 5, generator=g)
+    observed = torch.rand(6, 5, generator=g) > 0.3
+    kept = observed & (torch.rand(6, 5, generator=g) > 0.5)
+    squared = (prediction - values) ** 2
+    expected = squared[kept].mean() + squared[observed & ~kept].mean()
+    assert torch.allclose(reconstruction_loss(prediction, values, observed, kept), expected)
+    values_with_nan = torch.where(observed, values, torch.nan)
+    loss = reconstruction_loss(prediction.requires_grad_(), values_with_nan, observed, kept)
+    assert torch.isfinite(loss)
+    loss.backward()
+    assert torch.isfinite(prediction.grad).all() and (prediction.grad[~observed] == 0).all()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lightning_info.methods.cacti.metrics import imputation_scores
+from lightning_info.methods.cacti.functional import imputation_scores
 from lightning_info.methods.cacti.missingness import simulate_missing, solve_intercepts
 
 

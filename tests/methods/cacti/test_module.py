@@ -1,7 +1,10 @@
-"""The CACTI module: batched imputation equals one row at a time, observed values are never
-read or changed, the loss is the paper's two means, training lowers it, bad input is refused."""
+"""The CACTI module and its network: batched imputation equals one row at a time, observed values
+are never read or changed, training lowers the error, a network can be injected (and must fit
+the table), bad input is refused."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import lightning.pytorch as pl
 import pytest
@@ -11,22 +14,17 @@ from torch.utils.data import DataLoader
 from lightning_info.data.splits import gathered_batch
 from lightning_info.methods.cacti.datamodule import imputation_rows
 from lightning_info.methods.cacti.functional import inference_layout, kept_mask
-from lightning_info.methods.cacti.module import CACTI, reconstruction_loss, sincos_positions
+from lightning_info.methods.cacti.module import CACTI, CACTI_OPTIMIZER, build_cacti
+from lightning_info.methods.cacti.networks import CACTINetwork, sincos_positions
+
+TINY = {"embed_dim": 16, "encoder_depth": 2, "decoder_depth": 2, "num_heads": 2}
 
 
 def tiny(columns=7, context=True, **kwargs):
     torch.manual_seed(0)
     embeddings = torch.randn(columns, 5) if context else None
-    return CACTI(
-        columns,
-        embeddings,
-        use_context=context,
-        embed_dim=16,
-        encoder_depth=2,
-        decoder_depth=2,
-        num_heads=2,
-        **kwargs,
-    ).eval()
+    network = CACTINetwork(columns, 5 if context else None, **TINY)
+    return CACTI(columns, embeddings, use_context=context, network=network, **kwargs).eval()
 
 
 def loader(values, observed, batch_size):
@@ -68,22 +66,6 @@ def test_observed_values_are_returned_unchanged_and_unobserved_ones_never_read()
     assert torch.equal(model.impute(poisoned, observed)[~observed], imputed[~observed])
 
 
-def test_reconstruction_loss_is_the_mean_over_kept_plus_the_mean_over_re_masked():
-    g = torch.Generator().manual_seed(1)
-    prediction, values = torch.rand(6, 5, generator=g), torch.rand(6, 5, generator=g)
-    observed = torch.rand(6, 5, generator=g) > 0.3
-    kept = observed & (torch.rand(6, 5, generator=g) > 0.5)
-    squared = (prediction - values) ** 2
-    expected = squared[kept].mean() + squared[observed & ~kept].mean()
-    assert torch.allclose(reconstruction_loss(prediction, values, observed, kept), expected)
-    # an empty re-masked set drops its term (the reference divides by zero)
-    assert torch.allclose(
-        reconstruction_loss(prediction, values, observed, observed), squared[observed].mean()
-    )
-    values_with_nan = torch.where(observed, values, torch.nan)
-    assert torch.isfinite(reconstruction_loss(prediction, values_with_nan, observed, kept))
-
-
 def test_sincos_positions_match_the_closed_form():
     positions = sincos_positions(5, 8)
     p, k = 3, 2
@@ -120,7 +102,10 @@ def test_training_lowers_the_reconstruction_error(one_torch_thread):
     observed = torch.rand(256, 4, generator=g) > 0.25
     observed[:, 0] = True
     model = CACTI(
-        4, torch.eye(4), embed_dim=16, encoder_depth=1, decoder_depth=1, num_heads=2, lr=3e-3
+        4,
+        torch.eye(4),
+        network=CACTINetwork(4, 4, embed_dim=16, encoder_depth=1, decoder_depth=1, num_heads=2),
+        optimizer=replace(CACTI_OPTIMIZER, lr=3e-3),
     )
 
     def error(m):
@@ -151,9 +136,25 @@ def test_bad_arguments_are_refused():
     with pytest.raises(ValueError, match="NaN"):
         CACTI(2, torch.full((2, 3), torch.nan))
     with pytest.raises(ValueError, match="multiple of 4"):
-        CACTI(5, use_context=False, embed_dim=18, num_heads=2)
+        CACTINetwork(5, embed_dim=18, num_heads=2)
     with pytest.raises(ValueError, match="num_columns"):
         CACTI(1, use_context=False)
+    with pytest.raises(ValueError, match="built for 6 columns, CACTI for num_columns=5"):
+        CACTI(5, use_context=False, network=CACTINetwork(6, **TINY))
+    with pytest.raises(ValueError, match=r"context_dim \(None\) must be the context embeddings' "):
+        CACTI(5, torch.zeros(5, 3), network=CACTINetwork(5, **TINY))
+    with pytest.raises(ValueError, match=r"context_dim \(4\) must be .* width \(3; "):
+        CACTI(5, torch.zeros(5, 3), network=CACTINetwork(5, 4, **TINY))
+    with pytest.raises(ValueError, match=r"context_dim \(3\) must be .* \(None; None without"):
+        CACTI(5, use_context=False, network=CACTINetwork(5, 3, **TINY))
+    with pytest.raises(TypeError, match="`optimizer` must be an AdamWOptions"):
+        CACTI(5, use_context=False, optimizer={"lr": 1e-3})
+    with pytest.raises(TypeError, match="`network` must be an nn.Module"):
+        CACTI(5, use_context=False, network="CACTINetwork")
+    with pytest.raises(ValueError, match="either `network` or its arguments"):
+        build_cacti(5, None, {"embed_dim": 8, "network": CACTINetwork(5)}, use_context=False)
+    with pytest.raises(ValueError, match="context_embeddings"):
+        build_cacti(5, None, {"embed_dim": 8})
 
 
 def test_batches_with_nan_at_observed_entries_or_wrong_shapes_are_refused():
@@ -182,6 +183,40 @@ def test_a_checkpoint_restores_the_context_buffer(tmp_path):
     values, observed = table(rows=8)
     trainer.fit(model.train(), train_dataloaders=loader(values, observed, 8))
     trainer.save_checkpoint(tmp_path / "cacti.ckpt")
-    restored = CACTI.load_from_checkpoint(tmp_path / "cacti.ckpt").eval()
+    # the network is not a hyperparameter: the same architecture is passed again
+    restored = CACTI.load_from_checkpoint(
+        tmp_path / "cacti.ckpt", network=CACTINetwork(7, 5, **TINY)
+    ).eval()
     assert torch.equal(restored.context, model.context)
+    assert restored.hparams.optimizer == CACTI_OPTIMIZER
     assert torch.equal(restored.impute(values, observed), model.eval().impute(values, observed))
+
+
+def test_the_default_network_is_built_as_before_and_settings_route_to_their_owners():
+    torch.manual_seed(0)
+    default = CACTI(7, torch.ones(7, 5))
+    torch.manual_seed(0)
+    injected = CACTI(7, torch.ones(7, 5), network=CACTINetwork(7, 5))
+    assert isinstance(default.network, CACTINetwork)
+    assert (default.network.context_dim, len(default.network.encoder)) == (5, 10)
+    for (name, a), (_, b) in zip(default.state_dict().items(), injected.state_dict().items()):
+        assert torch.equal(a, b), name
+    settings = {"embed_dim": 8, "decoder_depth": 1, "lr": 2e-3, "copy_probability": 0.5}
+    torch.manual_seed(0)
+    built = build_cacti(7, torch.ones(7, 5), settings, seed=3)
+    assert (built.network.context_dim, len(built.network.decoder)) == (5, 1)
+    assert built.network.head.in_features == 8 and built.copy_probability == 0.5
+    assert built.hparams.optimizer == replace(CACTI_OPTIMIZER, lr=2e-3) and built.seed == 3
+    assert settings == {"embed_dim": 8, "decoder_depth": 1, "lr": 2e-3, "copy_probability": 0.5}
+    ablation = build_cacti(7, torch.ones(7, 5), {"embed_dim": 8}, use_context=False)
+    assert ablation.network.context_dim is None and not ablation.use_context
+
+
+def test_a_network_refuses_to_be_called_without_its_context():
+    model = tiny()
+    values, observed = table(rows=3)
+    positions, padding = inference_layout(~observed)
+    with pytest.raises(ValueError, match="built with context_dim=5: pass"):
+        model.network(values, observed, positions, padding)
+    with pytest.raises(ValueError, match="built without context tokens"):
+        tiny(context=False).network(values, observed, positions, padding, torch.ones(7, 5))

@@ -12,6 +12,9 @@ from lightning_info.data.multiview import standardize_columns
 from lightning_info.methods.cmv_nd import (
     NETWORKX_GRAPHS,
     AttributeMissingGraphDataModule,
+    GraphFeatureOptions,
+    GraphFiles,
+    SBMOptions,
     load_graph_files,
     mean_impute,
     missing_mask,
@@ -77,7 +80,11 @@ def test_missing_mask_hides_exactly_the_rate_seeded():
 @pytest.mark.parametrize("views", ["cmv_nd", "sign", "imputed"])
 def test_sbm_datamodule_builds_the_asked_views(views):
     dm = AttributeMissingGraphDataModule(
-        views=views, num_nodes=400, num_classes=3, feature_dim=6, num_hops=3, batch_size=32
+        views=views,
+        num_hops=3,
+        sbm=SBMOptions(num_nodes=400, num_classes=3),
+        features=GraphFeatureOptions(feature_dim=6),
+        batch_size=32,
     )
     expected = {"cmv_nd": 4, "sign": 4, "imputed": 1}[views]
     assert dm.view_dims == [6] * expected and dm.num_classes == 3
@@ -99,7 +106,9 @@ def test_sbm_datamodule_builds_the_asked_views(views):
 
 @pytest.mark.parametrize("source", sorted(NETWORKX_GRAPHS))
 def test_networkx_sources(source):
-    dm = AttributeMissingGraphDataModule(source=source, batch_size=8, feature_dim=5)
+    dm = AttributeMissingGraphDataModule(
+        source=source, features=GraphFeatureOptions(feature_dim=5), batch_size=8
+    )
     n = dm.x.shape[0]
     assert dm.view_dims == [5, 5, 5] and dm.num_views == 3
     assert dm.num_classes == int(dm.labels.max()) + 1 >= 2
@@ -118,9 +127,7 @@ def test_files_source(tmp_path):
     (tmp_path / "edges.csv").write_text("0,1\n1,2\n2,3\n3,0\n4,5\n")
     dm = AttributeMissingGraphDataModule(
         source="files",
-        edge_file=str(edges),
-        feature_file=str(tmp_path / "x.npy"),
-        label_file=str(tmp_path / "y.txt"),
+        files=GraphFiles(str(edges), str(tmp_path / "x.npy"), str(tmp_path / "y.txt")),
         missing_rate=0.5,
         batch_size=2,
     )
@@ -151,13 +158,32 @@ def test_files_source(tmp_path):
         ({"source": "cora"}, ValueError, "`source`"),
         ({"views": "gcn"}, ValueError, "`views`"),
         ({"source": "files"}, ValueError, "edge_file"),
-        ({"edge_file": "e.txt"}, ValueError, 'need source="files"'),
+        ({"files": GraphFiles("e.txt", "x.npy")}, ValueError, 'needs source="files"'),
         ({"missing_rate": 1.0}, ValueError, "missing_rate"),
         ({"num_hops": 0}, ValueError, "num_hops"),
-        ({"num_nodes": 1}, ValueError, "num_nodes"),
+        ({"sbm": (100, 4)}, TypeError, "`sbm` must be a SBMOptions"),
+        ({"sbm": {"num_nodes": 1}}, ValueError, "num_nodes"),
         ({"batch_size": 500}, ValueError, "batch_size"),
     ],
 )
 def test_bad_arguments(kwargs, error, match):
     with pytest.raises(error, match=match):
-        AttributeMissingGraphDataModule(**{"num_nodes": 100, "batch_size": 8, **kwargs})
+        AttributeMissingGraphDataModule(
+            **{"sbm": SBMOptions(num_nodes=100), "batch_size": 8, **kwargs}
+        )
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: SBMOptions(num_nodes=1), "num_nodes"),
+        (lambda: SBMOptions(num_nodes=3, num_classes=4), "exceeds `num_nodes`"),
+        (lambda: SBMOptions(average_degree=-1.0), "average_degree"),
+        (lambda: SBMOptions(intra_inter_ratio=0.0), "intra_inter_ratio"),
+        (lambda: GraphFeatureOptions(feature_dim=0), "feature_dim"),
+        (lambda: GraphFeatureOptions(noise=float("nan")), "noise"),
+    ],
+)
+def test_bad_options(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()

@@ -10,7 +10,7 @@ from lightning_info.methods.diffusion_fisher.functional import (
     diffusion_fisher_trace,
     trace_matching_fisher_trace,
 )
-from lightning_info.methods.diffusion_fisher.module import DiffusionModel
+from lightning_info.methods.diffusion_fisher.module import DiffusionModel, TimeConditionedMLP
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -108,6 +108,20 @@ def test_an_untrained_model_is_far_from_the_targets(trained):
     assert relative > 0.5
 
 
+def test_injected_eps_net_is_the_default_one_when_built_alike():
+    torch.manual_seed(5)
+    eps_net = TimeConditionedMLP(2, 2, 16, 2)
+    injected = DiffusionModel(eps_net=eps_net, hidden=16, layers=2, seed=5)
+    default = DiffusionModel(hidden=16, layers=2, seed=5)
+    assert injected.eps_net is eps_net and "eps_net" not in injected.hparams
+    for (name, a), (_, b) in zip(
+        default.eps_net.state_dict().items(), eps_net.state_dict().items()
+    ):
+        torch.testing.assert_close(a, b, rtol=0, atol=0, msg=name)
+    x = torch.randn(4, 2)
+    torch.testing.assert_close(injected.score(x, 0.5), default.score(x, 0.5), rtol=0, atol=0)
+
+
 def test_bad_batches_and_missing_head():
     model = DiffusionModel(dim=2, trace_matching=False)
     with pytest.raises(ValueError, match=r"\(B, 2\)"):
@@ -118,4 +132,8 @@ def test_bad_batches_and_missing_head():
         DiffusionModel(trace_target="variance")
     with pytest.raises(ValueError, match="Unknown noise schedule"):
         DiffusionModel(schedule="cosine")
+    with pytest.raises(ValueError, match=r"`eps_net` must predict \(B, 2\) noise"):
+        DiffusionModel(eps_net=TimeConditionedMLP(2, 3, 8, 1))
+    with pytest.raises(ValueError, match=r"`eps_net` must take \(B, 3\) points"):
+        DiffusionModel(dim=3, eps_net=TimeConditionedMLP(2, 3, 8, 1))
     assert ring_mixture(10, seed=1).shape == (10, 2)

@@ -7,7 +7,12 @@ import json
 
 import pytest
 
-from lightning_info.methods.docks_rag.datamodule import DocREDDataModule
+from lightning_info.methods.docks_rag.datamodule import (
+    DocKGOptions,
+    DocREDDataModule,
+    DocREDSource,
+    HybridPromptOptions,
+)
 from lightning_info.methods.docks_rag.functional import (
     entity_pairs,
     pair_relations,
@@ -95,7 +100,7 @@ def test_reads_docred_files(tmp_path):
     (tmp_path / "rel_info.json").write_text(json.dumps(RELATIONS))
     files = {k: str(tmp_path / f) for k, f in (("train_file", "train.json"),
              ("dev_file", "dev.json"), ("rel_info_file", "rel_info.json"))}  # fmt: skip
-    module = tiny.data(use_kg=False, **files)
+    module = tiny.data(source=DocREDSource(**files), prompt=HybridPromptOptions(use_kg=False))
     module.setup("fit")
     assert module.dev_documents == dev and module.relations == RELATIONS
     assert all("Graph:" not in _decode(p) for p in module.eval_prompts[0])
@@ -103,12 +108,18 @@ def test_reads_docred_files(tmp_path):
 
 def test_refusals():
     with pytest.raises(ValueError, match="both train_file and dev_file"):
-        tiny.data(train_file="a.json")
+        DocREDSource(train_file="a.json")
     with pytest.raises(ValueError, match="rel_info_file"):
-        tiny.data(train_file="a.json", dev_file="b.json")
+        DocREDSource(train_file="a.json", dev_file="b.json")
     with pytest.raises(ValueError, match="at least one"):
-        tiny.data(use_document=False, use_kg=False, use_set_rag=False)
+        HybridPromptOptions(use_document=False, use_kg=False, use_set_rag=False)
+    with pytest.raises(ValueError, match="top_k"):
+        HybridPromptOptions(top_k=0)
+    with pytest.raises(ValueError, match="encoder_dim"):
+        DocKGOptions(encoder_dim=0)
     with pytest.raises(ValueError, match="negatives_per_positive"):
         tiny.data(negatives_per_positive=-1)
+    with pytest.raises(TypeError, match="`knowledge` must be a DocKGOptions"):
+        tiny.data(knowledge={"tau": 0.5})
     with pytest.raises(FileNotFoundError):
-        DocREDDataModule(tiny.tokenizer(), "a.json", "b.json", "c.json").setup("fit")
+        DocREDDataModule(tiny.tokenizer(), DocREDSource("a.json", "b.json", "c.json")).setup("fit")

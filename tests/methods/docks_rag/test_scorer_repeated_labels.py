@@ -10,8 +10,8 @@ import json
 import pytest
 
 from lightning_info.methods.docks_rag.docred import read_docred
-from lightning_info.methods.docks_rag.evaluation import DocREDScores
 from lightning_info.methods.docks_rag.functional import count_facts, docred_scores
+from lightning_info.methods.docks_rag.metrics import DocREDScores
 
 
 def _mention(name, sent=0, pos=(0, 1)):

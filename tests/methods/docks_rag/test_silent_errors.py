@@ -12,9 +12,10 @@ import math
 import numpy as np
 import pytest
 
+from lightning_info.methods.docks_rag.datamodule import DocKGOptions, DocREDSource
 from lightning_info.methods.docks_rag.docred import check_document, check_predictions, read_docred
-from lightning_info.methods.docks_rag.evaluation import DocREDScores
 from lightning_info.methods.docks_rag.functional import docred_scores
+from lightning_info.methods.docks_rag.metrics import DocREDScores
 from lightning_info.methods.docks_rag.module import DocKSRAG
 from tests.methods.docks_rag import tiny
 
@@ -59,10 +60,12 @@ BAD_INPUT = [
                  r"lacks \['t_idx'\]", id="prediction-missing-tail"),
     pytest.param(lambda: tiny.data(negatives_per_positive=math.nan), ValueError,
                  "`negatives_per_positive` must be finite", id="datamodule-negatives-nan"),
-    pytest.param(lambda: tiny.data(tau=math.nan), ValueError, "`tau` must be finite",
+    pytest.param(lambda: DocKGOptions(tau=math.nan), ValueError, "`tau` must be finite",
                  id="datamodule-tau-nan"),
-    pytest.param(lambda: tiny.data(kg_folds=1), ValueError, "`kg_folds` must be >= 2",
+    pytest.param(lambda: DocKGOptions(kg_folds=1), ValueError, "`kg_folds` must be >= 2",
                  id="datamodule-one-fold"),
+    pytest.param(lambda: DocREDSource(num_train=1), ValueError, "`num_train` must be >= 2",
+                 id="datamodule-one-training-document"),
     pytest.param(lambda: tiny.data(seed=0.5), TypeError, "`seed` must be an int",
                  id="datamodule-seed-float"),
 ]  # fmt: skip

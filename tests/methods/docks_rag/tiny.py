@@ -6,7 +6,12 @@ from __future__ import annotations
 import functools
 
 from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
-from lightning_info.methods.docks_rag.datamodule import DocREDDataModule
+from lightning_info.methods.docks_rag.datamodule import (
+    DocKGOptions,
+    DocREDDataModule,
+    DocREDSource,
+    HybridPromptOptions,
+)
 from lightning_info.methods.docks_rag.functional import document_text
 from lightning_info.methods.docks_rag.module import DocKSRAG
 from lightning_info.methods.docks_rag.study import PROMPT_WORDS
@@ -20,9 +25,16 @@ def tokenizer():
     return train_bpe_tokenizer(texts, vocab_size=500)
 
 
+SOURCE = DocREDSource(num_train=4, num_dev=2)
+PROMPT = HybridPromptOptions(top_k=2)
+KNOWLEDGE = DocKGOptions(encoder="tfidf", encoder_dim=8, kg_steps=10)
+
+
 def data(batch_size: int = 8, **kwargs) -> DocREDDataModule:
-    kwargs = {"num_train": 4, "num_dev": 2, "encoder": "tfidf", "encoder_dim": 8, "top_k": 2,
-              "kg_steps": 10, "max_length": 384, **kwargs}  # fmt: skip
+    """The tiny data module; ``source``, ``prompt`` and ``knowledge`` default to the module's
+    tiny options, the other arguments to ``DocREDDataModule``'s (``max_length`` 384)."""
+    kwargs = {"source": SOURCE, "prompt": PROMPT, "knowledge": KNOWLEDGE, "max_length": 384,
+              **kwargs}  # fmt: skip
     return DocREDDataModule(tokenizer(), batch_size=batch_size, **kwargs)
 
 

@@ -373,7 +373,7 @@ def single_thread():
 def test_datamodule_drives_a_trainer(val_fraction: float) -> None:
     import lightning.pytorch as pl
 
-    from lightning_info.methods.fic_tsc.inception_time import InceptionTimeClassifier
+    from lightning_info.methods.fic_tsc.module import InceptionTimeClassifier
 
     pl.seed_everything(0, verbose=False)
     dm = UCRUEADataModule("UnitTest", batch_size=8, val_fraction=val_fraction)

@@ -10,11 +10,9 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_info.methods.fic_tsc.inception_time import (
-    InceptionTime,
-    InceptionTimeClassifier,
-    inception_kernel_sizes,
-)
+from lightning_info.core.options import AdamWOptions
+from lightning_info.methods.fic_tsc.module import InceptionTimeClassifier
+from lightning_info.methods.fic_tsc.networks import InceptionTime, inception_kernel_sizes
 
 
 @pytest.fixture(autouse=True)
@@ -177,8 +175,6 @@ def test_non_integer_arguments_are_rejected() -> None:
         ({"head_hidden": 0}, "head_hidden"),
         ({"dropout": 1.0}, "dropout"),
         ({"dropout": -0.1}, "dropout"),
-        ({"lr": 0.0}, "lr"),
-        ({"weight_decay": -1e-4}, "weight_decay"),
         ({"in_channels": 0}, "in_channels"),
     ],
 )
@@ -188,10 +184,36 @@ def test_invalid_classifier_arguments(kwargs: dict, match: str) -> None:
         InceptionTimeClassifier(**args)
 
 
+def test_invalid_optimizer_and_network_arguments() -> None:
+    with pytest.raises(ValueError, match="`optimizer.lr` must be > 0"):
+        AdamWOptions(lr=0.0)
+    with pytest.raises(ValueError, match="`optimizer.weight_decay` must be >= 0"):
+        AdamWOptions(weight_decay=-1e-4)
+    with pytest.raises(TypeError, match="`optimizer` must be an AdamWOptions"):
+        InceptionTimeClassifier(1, 3, optimizer={"lr": 1e-3})
+    with pytest.raises(ValueError, match="takes 2 input channels but `in_channels` is 3"):
+        InceptionTimeClassifier(3, 2, network=InceptionTime(2, num_filters=2, depth=1))
+    with pytest.raises(TypeError, match="int `out_features`"):
+        InceptionTimeClassifier(3, 2, network=nn.Conv1d(3, 4, 1))
+    with pytest.raises(ValueError, match="`depth`, `num_filters` configure the default network"):
+        InceptionTimeClassifier(3, 2, network=InceptionTime(3), num_filters=4, depth=1)
+
+
+def test_injected_network_is_the_default_one_when_built_alike() -> None:
+    torch.manual_seed(0)
+    default = InceptionTimeClassifier(3, 2, num_filters=4, depth=3, kernel_size=8)
+    torch.manual_seed(0)
+    network = InceptionTime(3, num_filters=4, depth=3, kernel_size=8)
+    injected = InceptionTimeClassifier(3, 2, network=network)
+    assert injected.features is network and "network" not in injected.hparams
+    for (name, a), (_, b) in zip(default.state_dict().items(), injected.state_dict().items()):
+        torch.testing.assert_close(a, b, rtol=0, atol=0, msg=name)
+
+
 def test_classifier_architecture_and_hparams() -> None:
     model = InceptionTimeClassifier(6, 4, dropout=0.3)
     assert model.hparams.in_channels == 6 and model.hparams.num_classes == 4
-    assert model.hparams.lr == 5e-3 and model.hparams.weight_decay == 1e-4
+    assert model.hparams.optimizer == AdamWOptions(lr=5e-3, weight_decay=1e-4)
     first, act, drop, last = model.head
     assert (first.in_features, first.out_features) == (128, 128)
     assert isinstance(act, nn.ReLU) and drop.p == 0.3
@@ -219,7 +241,7 @@ def test_xavier_uniform_init_and_zero_bias() -> None:
 
 
 def test_optimizer_is_adamw_with_hparams() -> None:
-    model = InceptionTimeClassifier(1, 2, lr=1e-3, weight_decay=0.05)
+    model = InceptionTimeClassifier(1, 2, optimizer=AdamWOptions(lr=1e-3, weight_decay=0.05))
     optimizer = model.configure_optimizers()
     assert isinstance(optimizer, torch.optim.AdamW)
     assert optimizer.defaults["lr"] == 1e-3
@@ -244,7 +266,14 @@ def test_tiny_classifier_overfits_random_samples() -> None:
     y = torch.arange(16) % 4
     loader = DataLoader(TensorDataset(x, y), batch_size=16)
     model = InceptionTimeClassifier(
-        2, 4, num_filters=4, depth=3, kernel_size=8, head_hidden=16, dropout=0.0, lr=2e-2
+        2,
+        4,
+        num_filters=4,
+        depth=3,
+        kernel_size=8,
+        head_hidden=16,
+        dropout=0.0,
+        optimizer=AdamWOptions(lr=2e-2, weight_decay=1e-4),
     )
     trainer = _trainer(max_epochs=40)
     trainer.fit(model, loader, loader)

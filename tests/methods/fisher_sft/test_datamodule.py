@@ -9,6 +9,10 @@ import torch
 from lightning.pytorch import Callback, Trainer
 
 from lightning_info.lm.features import response_features
+from lightning_info.methods.fisher_sft.datamodule import (
+    PromptResponseColumns,
+    SubsetSelectionOptions,
+)
 from lightning_info.methods.fisher_sft.sampler import select_subset
 from tests import tiny_lm
 from tests.tiny import QUIET, ReleaseProcessGroup
@@ -56,15 +60,16 @@ def test_batches_hold_the_selected_rows_with_labels_on_the_response_only():
 
 def test_selection_file_is_written_once_and_reused(tmp_path):
     path = tmp_path / "selection.json"
-    first = tiny_lm.subset_data(selection_path=str(path))
+    saved = SubsetSelectionOptions(path=str(path))
+    first = tiny_lm.subset_data(selection_options=saved)
     _fit(first)
     assert json.loads(path.read_text())["indices"] == first.selection.indices
-    second = tiny_lm.subset_data(selection_path=str(path))
+    second = tiny_lm.subset_data(selection_options=saved)
     _fit(second)
     assert second.selection.indices == first.selection.indices
     assert second.embedded_rows == 0, "a saved selection must not embed the pool again"
     with pytest.raises(ValueError, match="budget: saved 8, now 6"):
-        _fit(tiny_lm.subset_data(budget=6, selection_path=str(path)))
+        _fit(tiny_lm.subset_data(budget=6, selection_options=saved))
 
 
 def test_evaluation_logs_token_weighted_loss_and_perplexity():
@@ -102,10 +107,11 @@ class SelectionProbe(Callback):
 
 def test_ddp_ranks_embed_half_the_pool_each_and_select_the_same_subset(tmp_path):
     # with token weights, which travel with the gathered features (unweighted DDP: plugin table)
-    single = tiny_lm.subset_data(token_weighting="p(1-p)")
+    weighted = SubsetSelectionOptions(token_weighting="p(1-p)")
+    single = tiny_lm.subset_data(selection_options=weighted)
     _fit(single)
     _fit(
-        tiny_lm.subset_data(batch_size=2, token_weighting="p(1-p)"),
+        tiny_lm.subset_data(batch_size=2, selection_options=weighted),
         strategy="ddp_spawn",
         devices=2,
         callbacks=[SelectionProbe(tmp_path), ReleaseProcessGroup()],
@@ -120,12 +126,26 @@ def test_ddp_ranks_embed_half_the_pool_each_and_select_the_same_subset(tmp_path)
     [
         (dict(budget=25), "larger than the pool"),
         (dict(strategy="best"), "strategy"),
-        (dict(prompt_column="question"), "lacks column"),
+        (dict(columns=PromptResponseColumns(prompt_column="question")), "lacks column"),
     ],
 )
 def test_bad_arguments_fail_at_construction(kwargs, message):
     with pytest.raises(ValueError, match=message):
         tiny_lm.subset_data(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "message"),
+    [
+        (lambda: SubsetSelectionOptions(lam=0.0), ValueError, "`lam` must be > 0"),
+        (lambda: SubsetSelectionOptions(pooling="max"), ValueError, "`pooling` must be one of"),
+        (lambda: SubsetSelectionOptions(embed_batch_size=0), ValueError, "embed_batch_size"),
+        (lambda: tiny_lm.subset_data(selection_options={"lam": 1.0}), TypeError, "Options"),
+    ],
+)
+def test_bad_selection_options(make, error, message):
+    with pytest.raises(error, match=message):
+        make()
 
 
 def test_empty_pool_and_missing_pad_token():
@@ -139,7 +159,7 @@ def test_empty_pool_and_missing_pad_token():
 
 
 def test_token_weighting_selects_with_the_models_curvature_weights():
-    data = tiny_lm.subset_data(token_weighting="p(1-p)")
+    data = tiny_lm.subset_data(selection_options=SubsetSelectionOptions(token_weighting="p(1-p)"))
     data.feature_model = tiny_lm.finetuner().model
     data.setup("fit")
     features, weights = response_features(
@@ -159,4 +179,4 @@ def test_token_weighting_selects_with_the_models_curvature_weights():
 
 def test_token_weighting_must_be_known():
     with pytest.raises(ValueError, match="token_weighting"):
-        tiny_lm.subset_data(token_weighting="entropy")
+        SubsetSelectionOptions(token_weighting="entropy")

@@ -11,11 +11,8 @@ import torch
 
 from lightning_info.lm.corpus import module_of
 from lightning_info.lm.tiny_lm import load_causal_lm
-from lightning_info.methods.fisher_sft.study import (
-    DocstringSFTDataModule,
-    docstring_splits,
-    pretrain_docstring_lm,
-)
+from lightning_info.methods.fisher_sft.datamodule import DocstringSFTDataModule, docstring_splits
+from lightning_info.methods.fisher_sft.study import pretrain_docstring_lm
 
 RECIPE = Path(__file__).resolve().parents[3] / "recipes" / "fisher_sft.py"
 

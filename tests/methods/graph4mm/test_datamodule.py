@@ -8,7 +8,10 @@ import json
 import pytest
 import torch
 
-from lightning_info.methods.graph4mm.datamodule import MultimodalGraphDataModule
+from lightning_info.methods.graph4mm.datamodule import (
+    DigitGraphOptions,
+    MultimodalGraphDataModule,
+)
 from tests.methods.graph4mm import tiny
 
 
@@ -112,3 +115,17 @@ def test_bad_arguments_are_refused(tmp_path):
         MultimodalGraphDataModule(tiny.tokenizer(), source=str(path), num_val=2, num_test=1)
     with pytest.raises(ValueError, match="no test graphs"):
         tiny.data(num_test=0).test_dataloader()
+    with pytest.raises(ValueError, match=r"`digits.homophily` is a probability"):
+        DigitGraphOptions(homophily=1.5)
+    with pytest.raises(ValueError, match=r"`digits.max_neighbours` must be >= 1"):
+        DigitGraphOptions(max_neighbours=0)
+    with pytest.raises(TypeError, match="DigitGraphOptions"):
+        tiny.data(digits={"homophily": 0.5})
+
+
+def test_the_digit_options_shape_the_graphs():
+    options = DigitGraphOptions(max_neighbours=1, max_distractors=0, text_node_rate=1.0)
+    dm = tiny.data(digits=options)
+    assert dm.digits == options
+    for graph in dm.train_graphs:
+        assert len(graph.texts) == 2 and not bool(graph.has_image.any())

@@ -9,8 +9,11 @@ import torch
 from lightning.pytorch import Trainer
 from torchmetrics.functional.text.rouge import rouge_score
 
+from lightning_info.core.options import AdamWOptions
 from lightning_info.methods.graph4mm.decoding import greedy_decode
-from lightning_info.methods.graph4mm.module import VARIANTS, Graph4MM
+from lightning_info.methods.graph4mm.encoders import SmallConvEncoder
+from lightning_info.methods.graph4mm.module import VARIANTS, Graph4MM, variant_qformer
+from lightning_info.methods.graph4mm.qformer import MMQFormer
 from tests.methods.graph4mm import tiny
 
 
@@ -175,10 +178,82 @@ def test_bad_arguments_are_refused():
         tiny.module("hop")
     with pytest.raises(ValueError, match="task"):
         tiny.module(task="summarise")
-    model = Graph4MM(tiny.lm(), tokenizer=None, dim=16, num_queries=2, heads=2, image_dim=8)
+    qformer = variant_qformer("graph4mm", dim=16, num_queries=2, heads=2)
+    model = Graph4MM(
+        tiny.lm(), tokenizer=None, image_encoder=SmallConvEncoder(dim=8), qformer=qformer
+    )
     batch = _batch(tiny.data().train_graphs[:2])
     with pytest.raises(ValueError, match="tokenizer"):
         model.generate(batch)
     batch["images"][0, 0, 0, 0, 0] = float("nan")
     with pytest.raises(ValueError, match="images"):
         model(batch)
+
+
+def test_the_default_qformer_is_the_variant_qformer_built_in_place():
+    torch.manual_seed(0)
+    default = Graph4MM(tiny.lm(), tiny.tokenizer())
+    torch.manual_seed(0)
+    injected = Graph4MM(tiny.lm(), tiny.tokenizer(), qformer=variant_qformer("graph4mm"))
+    assert default.qformer.widths == (64, 16 + 64 + 2, 16) and default.qformer.uses_graph
+    for (name, a), (_, b) in zip(default.state_dict().items(), injected.state_dict().items()):
+        assert torch.equal(a, b), name
+    assert injected.hparams.optimizer == AdamWOptions()
+
+
+def test_an_injected_qformer_is_used_as_given():
+    torch.manual_seed(0)
+    built = MMQFormer(8, image_dim=8, text_dim=16 + 8 + 2, out_dim=16, num_queries=2, heads=2)
+    model = tiny.module("agnostic", qformer=built)
+    assert model.qformer is built and model.query_tokens(_batch(tiny.data().train_graphs[:2])
+                                                         ).shape == (2, 2, 16)  # fmt: skip
+    assert "qformer" not in model.hparams
+
+
+def test_a_qformer_that_does_not_fit_is_refused():
+    with pytest.raises(ValueError, match=r"widths .* are \(8, 26, 12\).*\(8, 26, 16\)"):
+        tiny.module("agnostic", qformer=MMQFormer(8, 8, 26, 12, heads=2))
+    with pytest.raises(ValueError, match="graph4mm.*hop settings"):
+        tiny.module("graph4mm", qformer=MMQFormer(8, heads=2))
+    with pytest.raises(ValueError, match="ignores the graph"):
+        tiny.module("agnostic", qformer=MMQFormer(8, heads=2, hop={"alpha": 0.2}))
+    with pytest.raises(ValueError, match="text_only variant has no Q-Former"):
+        tiny.module("text_only", qformer=MMQFormer(8, heads=2))
+    with pytest.raises(TypeError, match="AdamWOptions"):
+        tiny.module(optimizer={"lr": 0.1})
+    with pytest.raises(ValueError, match="optimizer.lr"):
+        AdamWOptions(lr=0.0)
+
+
+def test_the_optimizer_options_reach_adamw_and_its_schedule():
+    model = tiny.module(optimizer=AdamWOptions(lr=0.02, weight_decay=0.1))
+    model.trainer = Trainer(logger=False, enable_progress_bar=False)
+    optimizer = model.configure_optimizers()
+    assert isinstance(optimizer, torch.optim.AdamW)
+    assert optimizer.defaults["lr"] == 0.02 and optimizer.defaults["weight_decay"] == 0.1
+    trainable = {id(p) for p in model.parameters() if p.requires_grad}
+    assert {id(p) for g in optimizer.param_groups for p in g["params"]} == trainable
+
+
+def test_lightning_cli_injects_the_networks_and_reads_the_option_groups(tmp_path):
+    from lightning.pytorch.cli import LightningCLI
+
+    from lightning_info.methods.graph4mm import MultimodalGraphDataModule
+
+    tiny.lm().save_pretrained(tmp_path)
+    tiny.tokenizer().save_pretrained(tmp_path)
+    package = "lightning_info.methods.graph4mm"
+    args = [f"--model.lm={tmp_path}", f"--model.image_encoder={package}.SmallConvEncoder",
+            "--model.image_encoder.dim=8", f"--model.qformer={package}.MMQFormer",
+            "--model.qformer.dim=16", "--model.qformer.heads=2",
+            "--model.qformer.hop={alpha: 0.2, steps: 3}", "--model.optimizer.lr=0.01",
+            "--data.num_train=24", "--data.num_val=8", "--data.num_test=8",
+            "--data.digits.homophily=0.5", "--trainer.logger=false"]  # fmt: skip
+    cli = LightningCLI(Graph4MM, MultimodalGraphDataModule, run=False, args=args)
+    assert cli.model.qformer.widths == (8, 16 + 8 + 2, 16)
+    assert cli.model.qformer.hop == {"alpha": 0.2, "steps": 3}
+    assert cli.model.optimizer_options == AdamWOptions(lr=0.01)
+    assert cli.datamodule.digits.homophily == 0.5
+    with pytest.raises(SystemExit):  # a variant outside the Literal is refused while parsing
+        LightningCLI(Graph4MM, MultimodalGraphDataModule, run=False,
+                     args=[f"--model.lm={tmp_path}", "--model.variant=hop"])  # fmt: skip

@@ -84,3 +84,30 @@ def test_bad_input_is_refused():
         _former()(image[:1], text)
     with pytest.raises(ValueError, match="divisible"):
         MMQFormer(10, 6, 5, 12, heads=4)
+
+
+def test_widths_given_later_build_the_same_parameters():
+    torch.manual_seed(0)
+    direct = MMQFormer(16, 6, 5, 12, num_queries=3, heads=4, hop=HOP)
+    deferred = MMQFormer(16, num_queries=3, heads=4, hop=HOP)
+    assert not deferred.built and not list(deferred.parameters())
+    image, text, adjacency = _inputs()
+    with pytest.raises(ValueError, match="no widths yet"):
+        deferred(image.float(), text.float(), adjacency=adjacency)
+    torch.manual_seed(0)
+    assert deferred.build(6, 5, 12) is deferred and deferred.widths == direct.widths == (6, 5, 12)
+    for (name, a), (_, b) in zip(direct.state_dict().items(), deferred.state_dict().items()):
+        assert torch.equal(a, b), name
+    with pytest.raises(ValueError, match="already built"):
+        deferred.build(6, 5, 12)
+
+
+def test_bad_settings_are_refused_before_the_widths():
+    with pytest.raises(ValueError, match="image_dim and out_dim together"):
+        MMQFormer(16, image_dim=6)
+    with pytest.raises(ValueError, match="text_dim together"):
+        MMQFormer(16, text_dim=5)
+    with pytest.raises(ValueError, match="alpha"):
+        MMQFormer(16, hop={"alpha": 2.0})
+    with pytest.raises(ValueError, match="give text_dim"):
+        MMQFormer(16, hop=HOP).build(6, None, 12)

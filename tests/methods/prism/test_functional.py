@@ -10,11 +10,12 @@ from sklearn.metrics import roc_auc_score, roc_curve
 
 from lightning_info.lm.fine_tuner import CausalLMFineTuner
 from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
-from lightning_info.methods.prism.audit import (
+from lightning_info.methods.prism.auditor import (
     ATTACKS,
+    FragmentAuditOptions,
     FragmentAuditor,
-    FragmentExtractionAudit,
 )
+from lightning_info.methods.prism.callback import FragmentExtractionAudit
 from lightning_info.methods.prism.fragments import (
     PROFILES,
     PROMPT_TEMPLATE,
@@ -290,7 +291,8 @@ def test_end_to_end_audit_with_tiny_models(frag_tokenizer, records):
 
 
 def test_a_world_model_above_the_shadow_on_seen_fragments_is_warned_about(frag_tokenizer, records):
-    auditor = FragmentAuditor(None, None, [None], frag_tokenizer, n_splits=2)  # cached values
+    options = FragmentAuditOptions(n_splits=2)
+    auditor = FragmentAuditor(None, None, [None], frag_tokenizer, options)  # cached values
     labels = [1, 1, 1, 0, 0, 0]
     kinds = ["member"] * 3 + ["non_member"] * 2 + ["unseen"]
     shadow = np.log([0.2, 0.1, 0.3, 0.2, 0.1, 0.001])

@@ -12,16 +12,22 @@ import pytest
 import torch
 
 from lightning_info.core.trainers import quiet_trainer
-from lightning_info.methods.prodiff import ProDiff, TrajectoryDataModule
+from lightning_info.methods.prodiff import (
+    DiffusionOptions,
+    ProDiff,
+    SamplingOptions,
+    SyntheticCity,
+    TrajectoryColumns,
+    TrajectoryDataModule,
+)
 from lightning_info.methods.prodiff.geometry import (
     EARTH_RADIUS_M,
     great_circle_interpolate,
     haversine_metres,
 )
+from tests.methods.prodiff.tiny import tiny_prodiff
 
-TINY = dict(embed_dim=16, encoder_layers=1, encoder_heads=2, encoder_feedforward=16,
-            unet_channels=8, unet_multipliers=(1, 2), unet_res_blocks=1, attention_lengths=(),
-            num_steps=20, sampling_steps=3, num_prototypes=4)  # fmt: skip
+SECONDS = TrajectoryColumns(time_unit="s")
 BEIJING, SYDNEY = (40.0, 116.3), (-33.9, 151.2)
 
 
@@ -40,7 +46,9 @@ def _csv(folder, lat: float, lng: float) -> str:
 @functools.cache
 def _city(center: tuple[float, float]) -> TrajectoryDataModule:
     return TrajectoryDataModule(
-        window_length=6, num_trajectories=40, batch_size=8, synthetic_kwargs={"center": center}
+        window_length=6,
+        synthetic=SyntheticCity(num_trajectories=40, center=center),
+        batch_size=8,
     )
 
 
@@ -54,7 +62,7 @@ def _fit(model: ProDiff, center: tuple[float, float]) -> ProDiff:
 @functools.cache
 def _trained_in_beijing() -> ProDiff:
     torch.manual_seed(0)
-    return _fit(ProDiff(6, **TINY), BEIJING)
+    return _fit(tiny_prodiff(6, sampling_steps=3), BEIJING)
 
 
 def _evaluate(stage: str, center: tuple[float, float]):
@@ -95,24 +103,48 @@ BAD_INPUT = [  # each call takes a temporary folder
         id="slerp-end-longitude",
     ),
     pytest.param(
-        lambda tmp: TrajectoryDataModule(_csv(tmp, 200.0, 116.3), window_length=3, time_unit="s"),
+        lambda tmp: TrajectoryDataModule(_csv(tmp, 200.0, 116.3), 3, columns=SECONDS),
         ValueError,
         r"user 'a' has latitude 200.0 outside \[-90, 90\]",
         id="csv-latitude-200",
     ),
     pytest.param(
-        lambda tmp: TrajectoryDataModule(_csv(tmp, 40.0, 190.0), window_length=3, time_unit="s"),
+        lambda tmp: TrajectoryDataModule(_csv(tmp, 40.0, 190.0), 3, columns=SECONDS),
         ValueError,
         r"user 'a' has longitude 190.0 outside \[-180, 180\]: wrap it",
         id="csv-longitude-190",
     ),
     pytest.param(
         lambda tmp: TrajectoryDataModule(
-            window_length=4, num_trajectories=4, synthetic_kwargs={"center": (40.0, 500.0)}
+            window_length=4, synthetic=SyntheticCity(num_trajectories=4, center=(40.0, 500.0))
         ),
         ValueError,
         r"trajectory 0 has longitude 5\d\d\.\d+ outside \[-180, 180\]",
         id="synthetic-center-longitude",
+    ),
+    pytest.param(
+        lambda tmp: ProDiff(sampling=SamplingOptions(steps=600)),
+        ValueError,
+        r"600 sampling steps exceed the schedule's 500 steps",
+        id="prodiff-more-sampling-steps-than-the-schedule",
+    ),
+    pytest.param(
+        lambda tmp: DiffusionOptions(prediction="v"),
+        ValueError,
+        r"`diffusion.prediction` must be one of \('epsilon', 'x0'\), got 'v'",
+        id="prodiff-unknown-prediction",
+    ),
+    pytest.param(
+        lambda tmp: TrajectoryDataModule(window_length=4, synthetic={"num_trajectories": 4}),
+        TypeError,
+        r"`synthetic` must be a SyntheticCity",
+        id="synthetic-options-as-a-dict",
+    ),
+    pytest.param(
+        lambda tmp: SyntheticCity(noise_m=30.0),
+        ValueError,
+        r"`margin_m` = 100.0 m does not cover 5 standard deviations of the noise",
+        id="synthetic-noise-beyond-the-margin",
     ),
     pytest.param(
         lambda tmp: _evaluate("test", SYDNEY),
@@ -142,14 +174,14 @@ def test_the_whole_valid_range_is_accepted():
 
 def test_a_second_fit_takes_the_second_data_modules_scaling():
     torch.manual_seed(0)
-    model = _fit(ProDiff(6, **TINY), BEIJING)
+    model = _fit(tiny_prodiff(6, sampling_steps=3), BEIJING)
     beijing, sydney = _city(BEIJING), _city(SYDNEY)
     assert not torch.allclose(beijing.scaling.low, sydney.scaling.low)
     torch.testing.assert_close(model.scale_low, beijing.scaling.low.double())
     _fit(model, SYDNEY)
     torch.testing.assert_close(model.scale_low, sydney.scaling.low.double())
     torch.testing.assert_close(model.scale_span, sydney.scaling.span.double())
-    assert model.hparams["scale_low"] == sydney.scaling.low.double().tolist()
+    assert model.hparams["scaling"].low == tuple(sydney.scaling.low.double().tolist())
     raw = sydney.windows["test"]
     torch.testing.assert_close(model.unscale(sydney.scale(raw)), raw)  # degrees in Sydney
     # evaluating on the city it was last fit on is accepted and scores in metres there (within

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from lightning_info.methods.prodiff import (
+    SyntheticCity,
     TrajectoryDataModule,
     linear_interpolation,
     trajectory_scores,
@@ -74,10 +75,9 @@ def test_quick_run_times_and_scores_both_samplers(bench, one_torch_thread, capsy
     data = TrajectoryDataModule(
         "synthetic",
         window_length=16,
-        num_trajectories=256,
+        synthetic=SyntheticCity(num_trajectories=256, left_side_probability=1.0),
         batch_size=128,
         data_seed=0,
-        synthetic_kwargs={"left_side_probability": 1.0},
     )
     raw = torch.cat([batch["raw"] for batch in data.test_dataloader()])
     assert result["header"]["test_windows"] == len(raw) == 26
@@ -93,7 +93,7 @@ def test_quick_run_times_and_scores_both_samplers(bench, one_torch_thread, capsy
 def test_sanity_check_refuses_moved_endpoints_and_random_ddim(bench, one_torch_thread):
     options = bench.parse(["--quick"])
     torch.manual_seed(0)
-    model = bench.ProDiff(16, num_steps=5, sampling_steps=3, **bench.SMALL).eval()
+    model = bench.build(num_steps=5, sampling_steps=3, seed=0).eval()
     options.ddim_steps = 3
     window = torch.rand(4, 16, 3)
     bench.sanity(model, window, options)  # the real samplers pass

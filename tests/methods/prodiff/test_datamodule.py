@@ -13,6 +13,8 @@ import torch
 from lightning_info.core.sampling import EpochShuffleSampler
 from lightning_info.methods.prodiff.datamodule import (
     ARCHETYPES,
+    SyntheticCity,
+    TrajectoryColumns,
     TrajectoryDataModule,
     synthetic_city,
 )
@@ -20,6 +22,7 @@ from lightning_info.methods.prodiff.functional import linear_interpolation
 from lightning_info.methods.prodiff.geometry import METRES_PER_DEGREE, haversine_metres
 
 CENTER = (40.0, 116.3)
+FORTY = SyntheticCity(num_trajectories=40)
 
 
 # ----------------------------------------------------------------------------- synthetic city
@@ -120,6 +123,20 @@ def test_synthetic_city_errors():
         synthetic_city(4, 10, speed_variation=1.0)
     with pytest.raises(ValueError, match="left_side_probability"):
         synthetic_city(4, 10, left_side_probability=1.5)
+    with pytest.raises(ValueError, match="trajectory_length"):
+        SyntheticCity(trajectory_length=1)
+    with pytest.raises(ValueError, match="give `trajectory_length` or the `length`"):
+        SyntheticCity().generate(0)
+
+
+def test_the_synthetic_city_options_draw_what_the_function_draws():
+    city = SyntheticCity(num_trajectories=9, noise_m=2.0, left_side_probability=1.0)
+    drawn, labels = city.generate(4, length=7)
+    expected, expected_labels = synthetic_city(9, 7, 4, noise_m=2.0, left_side_probability=1.0)
+    assert torch.equal(drawn, expected) and torch.equal(labels, expected_labels)
+    fixed = SyntheticCity(num_trajectories=9, trajectory_length=5)
+    assert fixed.generate(0, length=7)[0].shape == (9, 5, 3)  # its own length wins
+    assert SyntheticCity(center=[40.0, 116.3]).center == (40.0, 116.3)  # a YAML list
 
 
 # ----------------------------------------------------------------------------- data module
@@ -137,8 +154,7 @@ def _by_hand_windows(num, length, k, seed):
 def test_scaling_uses_the_training_split_only():
     dm = TrajectoryDataModule(
         window_length=6,
-        num_trajectories=30,
-        trajectory_length=18,
+        synthetic=SyntheticCity(num_trajectories=30, trajectory_length=18),
         val_fraction=0.2,
         test_fraction=0.2,
         data_seed=3,
@@ -166,8 +182,7 @@ def test_splits_partition_the_windows():
     dm = TrajectoryDataModule(
         window_length=4,
         stride=2,
-        num_trajectories=20,
-        trajectory_length=10,
+        synthetic=SyntheticCity(num_trajectories=20, trajectory_length=10),
         split_by="group",
         data_seed=1,
     )
@@ -177,7 +192,10 @@ def test_splits_partition_the_windows():
     assert not (groups["train"] & groups["val"] or groups["train"] & groups["test"])
     assert len(groups["test"]) == 2 and len(groups["val"]) == 2
     by_window = TrajectoryDataModule(
-        window_length=4, stride=2, num_trajectories=20, trajectory_length=10, data_seed=1
+        window_length=4,
+        stride=2,
+        synthetic=SyntheticCity(num_trajectories=20, trajectory_length=10),
+        data_seed=1,
     )
     assert [len(by_window.splits[s]) for s in ("train", "val", "test")] == [64, 8, 8]
     everything = np.sort(np.concatenate(list(by_window.splits.values())))
@@ -185,7 +203,7 @@ def test_splits_partition_the_windows():
 
 
 def test_batches_keys_shapes_and_epoch_order():
-    dm = TrajectoryDataModule(window_length=5, num_trajectories=40, batch_size=8, data_seed=4)
+    dm = TrajectoryDataModule(window_length=5, synthetic=FORTY, batch_size=8, data_seed=4)
     loader = dm.train_dataloader()
     assert isinstance(loader.sampler, EpochShuffleSampler)
     batches = list(loader)
@@ -198,20 +216,21 @@ def test_batches_keys_shapes_and_epoch_order():
     assert torch.equal(raw, dm.windows["train"][order])
     torch.testing.assert_close(torch.cat([b["window"] for b in batches]), dm.scale(raw).float())
     assert torch.equal(raw[:, 0, 0], torch.zeros(len(raw), dtype=torch.float64))  # relative time
-    again = TrajectoryDataModule(window_length=5, num_trajectories=40, batch_size=8, data_seed=4)
+    again = TrajectoryDataModule(window_length=5, synthetic=FORTY, batch_size=8, data_seed=4)
     assert torch.equal(next(iter(again.train_dataloader()))["raw"], batch["raw"])
     test = next(iter(dm.test_dataloader()))
     assert torch.equal(test["raw"], dm.windows["test"][:8])
     assert dm.val_dataloader() is not None
-    empty_val = TrajectoryDataModule(window_length=5, num_trajectories=10, val_fraction=0.0)
+    empty_val = TrajectoryDataModule(
+        window_length=5, synthetic=SyntheticCity(num_trajectories=10), val_fraction=0.0
+    )
     assert empty_val.val_dataloader() == []
 
 
 def test_absolute_time_and_origins():
-    relative = TrajectoryDataModule(window_length=5, num_trajectories=12, trajectory_length=10)
-    absolute = TrajectoryDataModule(
-        window_length=5, num_trajectories=12, trajectory_length=10, relative_time=False
-    )
+    city = SyntheticCity(num_trajectories=12, trajectory_length=10)
+    relative = TrajectoryDataModule(window_length=5, synthetic=city)
+    absolute = TrajectoryDataModule(window_length=5, synthetic=city, relative_time=False)
     for split in ("train", "test"):
         shifted = relative.windows[split].clone()
         shifted[..., 0] += relative.origins[split].unsqueeze(1)
@@ -244,11 +263,13 @@ def test_csv_with_custom_column_names(tmp_path):
     dm = TrajectoryDataModule(
         str(path),
         window_length=3,
-        user_column="uid",
-        time_column="utc",
-        lat_column="latitude",
-        lng_column="longitude",
-        time_format="%a %b %d %H:%M:%S %z %Y",
+        columns=TrajectoryColumns(
+            user_column="uid",
+            time_column="utc",
+            lat_column="latitude",
+            lng_column="longitude",
+            time_format="%a %b %d %H:%M:%S %z %Y",
+        ),
         relative_time=False,
         val_fraction=0.0,
         test_fraction=0.0,
@@ -276,7 +297,11 @@ def test_csv_numeric_timestamps_need_a_unit(tmp_path):
     with pytest.raises(ValueError, match="time_unit"):
         TrajectoryDataModule(path, window_length=3, test_fraction=0.0, val_fraction=0.0)
     dm = TrajectoryDataModule(
-        path, window_length=3, time_unit="s", test_fraction=0.0, val_fraction=0.0
+        path,
+        window_length=3,
+        columns=TrajectoryColumns(time_unit="s"),
+        test_fraction=0.0,
+        val_fraction=0.0,
     )
     torch.testing.assert_close(
         dm.windows["train"][0, :, 0], torch.tensor([0.0, 1 / 60, 2 / 60], dtype=torch.float64)
@@ -289,7 +314,7 @@ def test_csv_errors(tmp_path):
     good = [("a", f"2020-01-01 00:0{i}:00", 40.0, 116.3 + 0.001 * i) for i in range(5)]
     path = _write_csv(tmp_path / "good.csv", good, header)
     with pytest.raises(ValueError, match="no column"):
-        TrajectoryDataModule(path, window_length=3, user_column="uid")
+        TrajectoryDataModule(path, window_length=3, columns=TrajectoryColumns(user_column="uid"))
     with pytest.raises(ValueError, match="fewer points than a window"):
         TrajectoryDataModule(path, window_length=6)
     nan = [*good[:2], ("a", "2020-01-01 00:09:00", "", 116.3), *good[2:]]
@@ -313,10 +338,15 @@ def test_data_module_errors():
     with pytest.raises(TypeError, match="window_length"):
         TrajectoryDataModule(window_length=4.0)
     with pytest.raises(ValueError, match="fewer points than a window"):
-        TrajectoryDataModule(window_length=8, trajectory_length=5, num_trajectories=4)
+        TrajectoryDataModule(
+            window_length=8, synthetic=SyntheticCity(num_trajectories=4, trajectory_length=5)
+        )
     with pytest.raises(ValueError, match="split_by"):
         TrajectoryDataModule(window_length=4, split_by="user")
     with pytest.raises(ValueError, match="none for training"):
         TrajectoryDataModule(
-            window_length=4, num_trajectories=2, val_fraction=0.5, test_fraction=0.5
+            window_length=4,
+            synthetic=SyntheticCity(num_trajectories=2),
+            val_fraction=0.5,
+            test_fraction=0.5,
         )

@@ -1,6 +1,7 @@
 """ProDiff's pure core: the interpolation baselines (endpoints bit-exact, exact on straight
-constant-speed routes) and the k-means pseudo-labels (a Lloyd fixed point, planted clusters,
-near scikit-learn's inertia)."""
+constant-speed routes), the k-means pseudo-labels (a Lloyd fixed point, planted clusters,
+near scikit-learn's inertia) and the diffusion loss, guidance and x0-to-noise map against hand
+computations."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ import torch
 
 from lightning_info.measures.clustering import adjusted_rand_index
 from lightning_info.methods.prodiff.functional import (
+    classifier_free_guidance,
+    epsilon_from_x0,
     great_circle_interpolation,
     interior_fractions,
+    interior_l1_loss,
     kmeans,
     linear_interpolation,
 )
@@ -167,3 +171,38 @@ def test_bad_input_is_refused():
         kmeans(torch.zeros(3), 2)
     with pytest.raises(ValueError, match="NaN"):
         kmeans(torch.tensor([[0.0, float("nan")], [1.0, 1.0]]), 1)
+
+
+# ----------------------------------------------------------------------------- diffusion loss
+
+
+def test_interior_l1_loss_scores_the_interior_points_only():
+    # one window, two channels, four points: interior points 1 and 2
+    predicted = torch.tensor([[[9.0, 1.0, 2.0, -9.0], [5.0, 0.5, -1.0, 7.0]]])
+    target = torch.tensor([[[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]])
+    # |1| + |2| + |0.5| + |-1| over 4 values; the endpoints' 9, 9, 5, 7 are not scored
+    assert interior_l1_loss(predicted, target).item() == pytest.approx(4.5 / 4)
+    with pytest.raises(ValueError, match=r"\(B, C, k >= 3\) of one shape"):
+        interior_l1_loss(predicted, target[..., :3])
+    with pytest.raises(ValueError, match=r"\(B, C, k >= 3\)"):
+        interior_l1_loss(predicted[..., :2], target[..., :2])
+
+
+def test_classifier_free_guidance_by_hand():
+    conditional, unconditional = torch.tensor([1.0, -2.0]), torch.tensor([0.5, 1.0])
+    # 1 + 2 (1 - 0.5) = 2; -2 + 2 (-2 - 1) = -8
+    assert classifier_free_guidance(conditional, unconditional, 2.0).tolist() == [2.0, -8.0]
+    assert torch.equal(classifier_free_guidance(conditional, unconditional, 0.0), conditional)
+
+
+def test_epsilon_from_x0_inverts_the_forward_process():
+    abar = torch.tensor([0.64])  # sqrt 0.8, sqrt(1 - abar) 0.6
+    x0, eps = torch.tensor([2.0]), torch.tensor([-1.0])
+    noisy = 0.8 * x0 + 0.6 * eps  # 1.0
+    assert epsilon_from_x0(noisy, x0, abar).item() == pytest.approx(-1.0)
+    g = torch.Generator().manual_seed(0)
+    x0 = torch.randn(4, 3, 6, generator=g, dtype=torch.float64)
+    eps = torch.randn(4, 3, 6, generator=g, dtype=torch.float64)
+    abar = torch.rand(4, 1, 1, generator=g, dtype=torch.float64)
+    noisy = abar.sqrt() * x0 + (1 - abar).sqrt() * eps
+    torch.testing.assert_close(epsilon_from_x0(noisy, x0, abar), eps, rtol=1e-10, atol=1e-10)

@@ -1,39 +1,41 @@
 """The ProDiff LightningModule: endpoints bit-exact after both samplers, an interior that is never
 read, deterministic DDIM under a seed, training that noises and scores the interior only, the
-no-prototype ablation, its errors, and the straight-line oracle (after training, the interior
-error falls below the data's noise level)."""
+no-prototype ablation, injected networks, its errors, and the straight-line oracle (after
+training, the interior error falls below the data's noise level)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import lightning.pytorch as pl
 import pytest
 import torch
 from torch.utils.data import DataLoader
 
+from lightning_info.core.options import AdamWOptions
 from lightning_info.core.trainers import quiet_trainer
 from lightning_info.data.splits import TensorRows, gathered_batch
-from lightning_info.methods.prodiff import ProDiff, TrajectoryDataModule
-
-TINY = dict(
-    embed_dim=16,
-    encoder_layers=1,
-    encoder_heads=2,
-    encoder_feedforward=16,
-    unet_channels=8,
-    unet_multipliers=(1, 2),
-    unet_res_blocks=1,
-    attention_lengths=(),
-    num_steps=20,
-    sampling_steps=5,
-    num_prototypes=4,
+from lightning_info.methods.prodiff import (
+    PRODIFF_OPTIMIZER,
+    DiffusionOptions,
+    EndpointCondition,
+    GuidanceOptions,
+    ProDiff,
+    PrototypeOptions,
+    SamplingOptions,
+    SyntheticCity,
+    TrajectoryDataModule,
+    TrajectoryEncoder,
+    TrajectoryUNet,
+    WindowScaling,
 )
+from tests.methods.prodiff.tiny import tiny_prodiff
 
 
 def _tiny(k: int = 6, **overrides) -> ProDiff:
     torch.manual_seed(0)
-    return ProDiff(k, **{**TINY, **overrides}).eval()
+    return tiny_prodiff(k, **overrides).eval()
 
 
 def _windows(batch: int = 5, k: int = 6, seed: int = 0) -> torch.Tensor:
@@ -75,7 +77,9 @@ def test_the_mean_of_samples_averages_draws_of_the_same_window():
 
 @pytest.mark.parametrize("guided_training", [True, False])
 def test_training_noises_and_scores_only_the_interior(monkeypatch, guided_training):
-    model = _tiny(guided_training=guided_training, unconditional_probability=0.0)
+    model = _tiny(
+        guidance=GuidanceOptions(guided_training=guided_training, unconditional_probability=0.0)
+    )
     seen = {}
     forward = model.unet.forward
 
@@ -96,7 +100,7 @@ def test_training_noises_and_scores_only_the_interior(monkeypatch, guided_traini
     noisy, steps, out = seen["x"][:8], seen["steps"][:8], seen["out"].detach()
     if guided_training:  # one doubled batch: the conditional half, then the null-condition half
         assert torch.equal(seen["x"][8:], noisy) and torch.equal(seen["steps"][8:], steps)
-        out = out[:8] + model.guidance_weight * (out[:8] - out[8:])
+        out = out[:8] + model.guidance.weight * (out[:8] - out[8:])
     assert torch.equal(noisy[:, :, [0, -1]], x0[:, :, [0, -1]])
     # the interior is x_t = sqrt(abar) x0 + sqrt(1 - abar) eps: recover eps and score it
     abar = model.schedule.alpha_bar(steps).float()[:, None, None]
@@ -113,10 +117,76 @@ def test_no_prototype_ablation_has_no_encoder_and_trains():
     assert model.condition_net.prototype is None
     full = _tiny()
     assert any(n.startswith("encoder") for n, _ in full.named_parameters())
+    with pytest.raises(ValueError, match="has no encoder: pass encoder=None"):
+        ProDiff(encoder=TrajectoryEncoder(16, embed_dim=8, num_heads=2), use_prototypes=False)
+
+
+def test_injected_networks_built_in_order_equal_the_default_ones():
+    """Built in ProDiff's order (denoiser, condition, encoder) from the same seed, injected
+    networks give the default model's weights bit for bit; the hyperparameters leave the
+    networks out."""
+    torch.manual_seed(3)
+    default = ProDiff(8)
+    torch.manual_seed(3)
+    unet = TrajectoryUNet(8)
+    injected = ProDiff(
+        denoiser=unet,
+        condition=EndpointCondition(3, unet.embed_dim, 512),
+        encoder=TrajectoryEncoder(8),
+    )
+    assert injected.window_length == injected.hparams["window_length"] == 8  # from the networks
+    left, right = default.state_dict(), injected.state_dict()
+    assert list(left) == list(right)
+    for name in left:  # the unset scaling buffers are NaN
+        torch.testing.assert_close(left[name], right[name], rtol=0, atol=0, equal_nan=True)
+    assert not {"denoiser", "condition", "encoder"} & set(injected.hparams)
+    assert injected.hparams["optimizer"] == AdamWOptions(
+        lr=2e-4, weight_decay=0.01, warmup_fraction=0.1
+    )
+    assert injected.hparams["optimizer"] is PRODIFF_OPTIMIZER
+
+
+def test_a_custom_encoder_sizes_the_prototypes_and_the_condition():
+    model = ProDiff(
+        denoiser=TrajectoryUNet(5, base_channels=8, multipliers=(1,), attention_lengths=()),
+        encoder=TrajectoryEncoder(5, embed_dim=12, num_layers=1, num_heads=3),
+        prototype_options=PrototypeOptions(num_prototypes=7),
+    )
+    assert model.window_length == 5 and model.prototypes.shape == (7, 12)
+    assert model.condition_net.prototype[0].in_features == 12
+    window = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(0))
+    assert model.eval().impute(window).shape == (2, 5, 3)
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: ProDiff(6, denoiser=TrajectoryUNet(8)), "denoiser is built for windows of 8"),
+        (
+            lambda: ProDiff(denoiser=TrajectoryUNet(8), encoder=TrajectoryEncoder(6)),
+            "encoder is built for windows of 6 points but window_length is 8",
+        ),
+        (
+            lambda: ProDiff(8, condition=EndpointCondition(3, 512)),
+            "prototype branch must match use_prototypes",
+        ),
+        (
+            lambda: ProDiff(8, condition=EndpointCondition(3, 512, 64)),
+            "takes 64 features but the encoder gives 512",
+        ),
+        (lambda: ProDiff(8, denoiser=torch.nn.Identity()), "int `embed_dim`"),
+        (lambda: ProDiff(8, diffusion={"num_steps": 20}), "`diffusion` must be a DiffusionOptions"),
+    ],
+)
+def test_networks_that_do_not_fit_are_refused(build, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        build()
 
 
 def test_setup_takes_the_data_modules_scaling_and_checks_the_window_length():
-    data = TrajectoryDataModule(num_trajectories=40, window_length=6, batch_size=8)
+    data = TrajectoryDataModule(
+        window_length=6, synthetic=SyntheticCity(num_trajectories=40), batch_size=8
+    )
     model = _tiny(6)
     trainer = quiet_trainer(max_steps=1, accelerator="cpu", limit_val_batches=0)
     trainer.fit(model, datamodule=data)
@@ -124,6 +194,9 @@ def test_setup_takes_the_data_modules_scaling_and_checks_the_window_length():
     torch.testing.assert_close(model.scale_span, data.scaling.span.double())
     raw = data.windows["test"]
     torch.testing.assert_close(model.unscale(data.scale(raw)), raw)
+    given = WindowScaling(tuple(data.scaling.low.tolist()), tuple(data.scaling.span.tolist()))
+    assert model.hparams["scaling"] == given
+    torch.testing.assert_close(tiny_prodiff(scaling=given).unscale(data.scale(raw)), raw)
     with pytest.raises(ValueError, match="window_length=6"):
         quiet_trainer(max_steps=1, accelerator="cpu").fit(_tiny(7), datamodule=data)
 
@@ -139,11 +212,29 @@ def test_bad_input_is_refused_with_a_message():
     with pytest.raises(RuntimeError, match="no scaling"):
         model.unscale(_windows())
     with pytest.raises(ValueError, match="sampling steps exceed"):
-        ProDiff(6, **{**TINY, "sampling_steps": 21})
-    with pytest.raises(ValueError, match="`sampler`"):
-        ProDiff(6, **{**TINY, "sampler": "euler"})
+        tiny_prodiff(sampling_steps=21)
+    with pytest.raises(ValueError, match="`sampling.sampler` must be one of"):
+        SamplingOptions(sampler="euler")
+    with pytest.raises(ValueError, match="`sampler` must be one of"):
+        model.impute(_windows(), sampler="euler")
     with pytest.raises(ValueError, match="window_length"):
-        ProDiff(2, **TINY)
+        ProDiff(2)
+    with pytest.raises(ValueError, match="beta_end"):
+        DiffusionOptions(beta_start=0.02, beta_end=0.01)
+    with pytest.raises(ValueError, match="`diffusion.prediction`"):
+        DiffusionOptions(prediction="v")
+    with pytest.raises(ValueError, match="`sampling.eta` must lie in"):
+        SamplingOptions(eta=1.5)
+    with pytest.raises(ValueError, match="`sampling.clip_x0` must be"):
+        SamplingOptions(clip_x0=(1.0, 0.0))
+    with pytest.raises(ValueError, match="`guidance.unconditional_probability`"):
+        GuidanceOptions(unconditional_probability=1.0)
+    with pytest.raises(ValueError, match="`prototype_options.num_prototypes`"):
+        PrototypeOptions(num_prototypes=0)
+    with pytest.raises(ValueError, match="`scaling.span` must be > 0"):
+        WindowScaling((0.0, 0.0, 0.0), (1.0, 0.0, 1.0))
+    with pytest.raises(ValueError, match="`scaling.low` must hold 3 finite"):
+        WindowScaling((0.0, float("nan"), 0.0), (1.0, 1.0, 1.0))
 
 
 def _straight_lines(count: int, k: int, noise: float, seed: int):
@@ -169,8 +260,13 @@ def test_oracle_interior_error_falls_below_the_noise_level_on_straight_lines(one
     _, train = _straight_lines(1024, k, noise, seed=0)
     clean, test = _straight_lines(256, k, noise, seed=1)
     pl.seed_everything(0, verbose=False)
-    settings = {"num_steps": 100, "sampling_steps": 20, "lr": 3e-3, "clip_x0": (-0.5, 1.5)}
-    model = ProDiff(k, **{**TINY, **settings, "unet_channels": 16, "prediction": "x0"})
+    model = tiny_prodiff(
+        k,
+        channels=16,
+        diffusion=DiffusionOptions(num_steps=100, prediction="x0"),
+        sampling=SamplingOptions(steps=20, clip_x0=(-0.5, 1.5)),
+        optimizer=replace(PRODIFF_OPTIMIZER, lr=3e-3),
+    )
     loader = DataLoader(
         TensorRows(window=train, raw=train.double()),
         batch_size=64,

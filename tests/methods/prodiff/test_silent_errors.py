@@ -1,5 +1,6 @@
 """A NaN guidance weight is refused (issue 35): ``weight > 0`` is false for NaN, so
-``impute(guidance_weight=nan)`` used to sample without guidance, silently."""
+``impute(guidance_weight=nan)`` used to sample without guidance, silently. The constructor's
+``GuidanceOptions(weight=...)`` refuses it too."""
 
 from __future__ import annotations
 
@@ -8,17 +9,14 @@ import math
 import pytest
 import torch
 
-from lightning_info.methods.prodiff import ProDiff
-
-TINY = dict(embed_dim=16, encoder_layers=1, encoder_heads=2, encoder_feedforward=16,
-            unet_channels=8, unet_multipliers=(1, 2), unet_res_blocks=1, attention_lengths=(),
-            num_steps=20, sampling_steps=3, num_prototypes=4)  # fmt: skip
+from lightning_info.methods.prodiff import GuidanceOptions
+from tests.methods.prodiff.tiny import tiny_prodiff
 
 
 @pytest.fixture(scope="module")
 def model():
     torch.manual_seed(0)
-    return ProDiff(6, **TINY).eval()
+    return tiny_prodiff(6, sampling_steps=3).eval()
 
 
 def _window():
@@ -35,8 +33,8 @@ def _window():
     ],
 )
 def test_a_bad_guidance_weight_is_refused(model, weight, exception, message):
-    with pytest.raises(exception, match=message):
-        ProDiff(6, **TINY, guidance_weight=weight)
+    with pytest.raises(exception, match=message.replace("guidance_weight", "guidance.weight")):
+        GuidanceOptions(weight=weight)
     with pytest.raises(exception, match=message):
         model.impute(_window(), guidance_weight=weight)
 

@@ -1,5 +1,7 @@
 """Shared set-up of the bottleneck tests: one torch thread, sklearn's digits in [0, 1]."""
 
+from functools import partial
+
 import lightning.pytorch as pl
 import pytest
 import torch
@@ -37,21 +39,39 @@ def quiet_trainer(steps: int, **kwargs) -> pl.Trainer:
     return pl.Trainer(**options)
 
 
-def small_rome(x: torch.Tensor, y: torch.Tensor, **kwargs):
-    """A ``ROMEDistillation`` at toy sizes: one fixed network, no augmentation; ``kwargs``
-    override any argument."""
-    from lightning_info.methods.rome import ROMEDistillation
+def small_rome(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    distillation: dict | None = None,
+    attack: dict | None = None,
+    pool: dict | None = None,
+    evaluation: dict | None = None,
+    **kwargs,
+):
+    """A ``ROMEDistillation`` at toy sizes: one fixed ``SmallConvNet`` of width 8, no
+    augmentation. ``distillation``, ``attack``, ``pool`` and ``evaluation`` override fields of
+    the toy options; ``kwargs`` override any other argument."""
+    from lightning_info.methods.rome import (
+        AttackOptions,
+        DistillationOptions,
+        NetworkPoolOptions,
+        RobustEvaluationOptions,
+        ROMEDistillation,
+        SmallConvNet,
+    )
 
     options = dict(
         images_per_class=2,
-        real_batch=32,
-        attack_steps=2,
-        eps=0.1,
-        num_nets=1,
-        width=8,
-        net_refresh_every=0,
-        add_net_every=0,
-        dsa_strategy=None,
+        net=partial(SmallConvNet, width=8),
+        distillation=DistillationOptions(
+            **{"real_batch": 32, "dsa_strategy": None, **(distillation or {})}
+        ),
+        attack=AttackOptions(**{"steps": 2, "eps": 0.1, **(attack or {})}),
+        pool=NetworkPoolOptions(
+            **{"num_nets": 1, "refresh_every": 0, "add_every": 0, **(pool or {})}
+        ),
+        evaluation=RobustEvaluationOptions(**(evaluation or {})),
     )
     options.update(kwargs)
     return ROMEDistillation(x, y, **options)

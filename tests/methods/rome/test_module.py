@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import lightning.pytorch as pl
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_info.methods.rome import (
+    AttackOptions,
+    DistillationOptions,
+    NetworkPoolOptions,
+    RobustEvaluationOptions,
     ROMEDistillation,
     SmallConvNet,
     evaluate_distilled,
@@ -32,6 +39,10 @@ def digits():
     return x[:600], y[:600], x[600:], y[600:]
 
 
+_GROWING = {"num_nets": 2, "max_nets": 3, "add_every": 1, "refresh_every": 1, "train_steps": 1}
+"""A pool that grows and trains every step."""
+
+
 def test_rome_alignment_matches_hand_computation():
     a = torch.tensor([[1.0, 2.0, 0.0], [3.0, 0.0, 2.0]])
     b = torch.tensor([[0.0, 1.0, 1.0], [0.0, 1.0, 3.0], [3.0, 1.0, -1.0]])
@@ -52,7 +63,12 @@ def test_small_conv_net_shapes():
 
 def test_images_stay_in_unit_box_and_change(digits):
     x, y, _, _ = digits
-    module = _small(x, y, lr=40.0, net_refresh_every=1, train_nets_per_refresh=1, net_train_steps=1)
+    module = _small(
+        x,
+        y,
+        distillation={"lr": 40.0},
+        pool={"refresh_every": 1, "nets_per_refresh": 1, "train_steps": 1},
+    )
     before = module.distilled_dataset()[0]
     _trainer(3).fit(module)
     images, labels = module.distilled_dataset()
@@ -108,17 +124,10 @@ def test_performance_term_uses_running_accuracy_fraction():
         x,
         y,
         images_per_class=2,
-        alpha=alpha,
-        w_ce=w_ce,
-        eps=0.01,
-        attack_steps=1,
-        real_batch=n,
-        num_nets=1,
-        net_refresh_every=0,
-        add_net_every=0,
-        net_factory=_OracleNet,
-        dsa_strategy=None,
-        acc_window=0,
+        net=_OracleNet,
+        distillation=DistillationOptions(alpha=alpha, w_ce=w_ce, real_batch=n, dsa_strategy=None),
+        attack=AttackOptions(eps=0.01, steps=1),
+        pool=NetworkPoolOptions(num_nets=1, refresh_every=0, add_every=0, acc_window=0),
     )
     module.pool.running_accuracy = lambda index: 0.75  # as if trained, 9 of 12 right
     net = module.nets[0]
@@ -146,14 +155,14 @@ def test_non_robust_mode_never_attacks(digits, monkeypatch):
         raise AssertionError("pgd must not run when robust=False")
 
     monkeypatch.setattr(rome_module, "pgd", forbidden)
-    module = _small(x, y, robust=False, net_refresh_every=1, net_train_steps=1)
+    module = _small(x, y, attack={"robust": False}, pool={"refresh_every": 1, "train_steps": 1})
     _trainer(2).fit(module)
     assert int(module.iteration) == 2
 
 
 def test_distillation_reduces_alignment_and_evaluates(digits):
     x, y, test_x, test_y = digits
-    module = _small(x, y, real_batch=64, lr=7.0)
+    module = _small(x, y, distillation={"real_batch": 64, "lr": 7.0}, attack={"robust": False})
     net = module.nets[0]
 
     def alignment() -> float:
@@ -166,35 +175,37 @@ def test_distillation_reduces_alignment_and_evaluates(digits):
                 for c in range(5)
             )
 
-    module.robust = False
     start = alignment()
     _trainer(15).fit(module)
     assert alignment() < start
     images, labels = module.distilled_dataset()
+    width8 = partial(SmallConvNet, width=8)
     result = evaluate_distilled(
-        images, labels, test_x[:200], test_y[:200], epochs=30, lr=0.01, seed=0, eps=0.1, width=8
+        images, labels, test_x[:200], test_y[:200], epochs=30, lr=0.01, seed=0, eps=0.1, net=width8
     )
     assert set(result) == {"clean", "fgsm", "pgd", "pgd_l2", "rr", "i_rr"}
     for name in ("clean", "fgsm", "pgd", "pgd_l2"):
         assert 0.0 <= result[name] <= 1.0
     assert result["clean"] > 0.4
     again = evaluate_distilled(
-        images, labels, test_x[:200], test_y[:200], epochs=30, lr=0.01, seed=0, eps=0.1, width=8
+        images, labels, test_x[:200], test_y[:200], epochs=30, lr=0.01, seed=0, eps=0.1, net=width8
     )
     assert again == result
 
 
 def test_checkpoint_round_trip_restores_images_and_pool(digits, tmp_path):
     x, y, _, _ = digits
-    module = _small(
-        x, y, num_nets=2, max_nets=3, add_net_every=1, net_refresh_every=1, net_train_steps=1
-    )
+    module = _small(x, y, pool=_GROWING)
     trainer = _trainer(3)
     trainer.fit(module)
     assert len(module.nets) == 3 and int(module.nets_built) == 5
     path = tmp_path / "rome.ckpt"
     trainer.save_checkpoint(path)
-    loaded = ROMEDistillation.load_from_checkpoint(path, real_images=x, real_labels=y, seed=7)
+    # the network factory is not a hyperparameter: it comes again with the real data
+    loaded = ROMEDistillation.load_from_checkpoint(
+        path, real_images=x, real_labels=y, net=partial(SmallConvNet, width=8), seed=7
+    )
+    assert loaded.pool_options == module.pool_options and loaded.hparams.seed == 7
     assert torch.equal(loaded.images, module.images)
     assert len(loaded.nets) == 3
     assert int(loaded.iteration) == 3
@@ -204,7 +215,7 @@ def test_checkpoint_round_trip_restores_images_and_pool(digits, tmp_path):
 
 def test_robust_distillation_reduces_alignment_to_attacked_reals(digits):
     x, y, _, _ = digits
-    module = _small(x, y, real_batch=64, lr=7.0, attack_steps=3)
+    module = _small(x, y, distillation={"real_batch": 64, "lr": 7.0}, attack={"steps": 3})
     net = module.nets[0]
     generator = torch.Generator().manual_seed(5)
     targets = {c: next_class_targets(y[y == c], 5) for c in range(5)}
@@ -246,11 +257,8 @@ def test_trainer_test_matches_evaluate_distilled(tmp_path):
     module = _small(
         data.train_images,
         data.train_labels,
-        real_batch=16,
-        eval_epochs=20,
-        eval_eps_l2=1.0,
-        eval_target_shifts=(1,),
-        dsa_strategy="crop_flip",
+        distillation={"real_batch": 16, "dsa_strategy": "crop_flip"},
+        evaluation={"epochs": 20, "eps_l2": 1.0, "target_shifts": (1,)},
     )
     trainer = _trainer(2, default_root_dir=tmp_path)
     trainer.fit(module, datamodule=data)
@@ -265,7 +273,7 @@ def test_trainer_test_matches_evaluate_distilled(tmp_path):
         eps=0.1,
         eps_l2=1.0,
         attack_steps=2,
-        width=8,
+        net=partial(SmallConvNet, width=8),
         num_classes=5,
         target_shifts=(1,),
         augmentation=module.augmentation,
@@ -292,9 +300,7 @@ def test_trainer_test_matches_evaluate_distilled(tmp_path):
 
 def test_ddp_keeps_pool_and_images_identical_across_ranks(digits, tmp_path):
     x, y, _, _ = digits
-    module = _small(
-        x, y, num_nets=2, max_nets=3, add_net_every=1, net_refresh_every=1, net_train_steps=1
-    )
+    module = _small(x, y, pool=_GROWING)
     initial = module.distilled_dataset()[0]
     trainer = _trainer(
         3,
@@ -334,15 +340,16 @@ class _SaveState(pl.Callback):
 def test_rejects_bad_evaluation_arguments(digits):
     x, y, _, _ = digits
     with pytest.raises(ValueError, match="attacks must be distinct"):
-        _small(x, y, eval_attacks=["pgd", "cw"])
+        _small(x, y, evaluation={"attacks": ["pgd", "cw"]})
     with pytest.raises(ValueError, match="attacks must be distinct"):
-        _small(x, y, eval_attacks=["pgd", "pgd"])
+        _small(x, y, evaluation={"attacks": ["pgd", "pgd"]})
 
 
 def test_evaluate_distilled_reports_targeted_attacks_per_shift(digits):
     x, y, test_x, test_y = digits
     pick = torch.cat([torch.nonzero(y == c).flatten()[:5] for c in range(int(y.max()) + 1)])
-    settings = {"epochs": 5, "seed": 0, "eps": 0.1, "width": 4, "attack_steps": 2}
+    settings = {"epochs": 5, "seed": 0, "eps": 0.1, "attack_steps": 2}
+    settings["net"] = partial(SmallConvNet, width=4)
     result = evaluate_distilled(x[pick], y[pick], test_x[:60], test_y[:60], **settings,
                                 target_shifts=(1, -1))  # fmt: skip
     untargeted = {"clean", "fgsm", "pgd", "pgd_l2", "rr", "i_rr"}
@@ -355,3 +362,56 @@ def test_evaluate_distilled_reports_targeted_attacks_per_shift(digits):
         assert result[f"targeted{shift}/i_rr"] == pytest.approx(expected, abs=1e-4)
     plain = evaluate_distilled(x[pick], y[pick], test_x[:60], test_y[:60], **settings)
     assert all(plain[k] == result[k] for k in untargeted)  # the targeted runs change nothing else
+
+
+class _WideHead(SmallConvNet):
+    """A ``SmallConvNet`` that records the shapes it was built for."""
+
+    built: list[tuple[int, int, int]] = []
+
+    def __init__(self, in_channels: int, num_classes: int, image_size: int, width: int = 4):
+        super().__init__(in_channels, num_classes, image_size, width)
+        _WideHead.built.append((in_channels, num_classes, image_size))
+
+
+def test_injected_factories_build_the_pool_and_the_evaluation_network(digits, tmp_path):
+    x, y, test_x, test_y = digits
+    default = _small(x, y, net=None)
+    assert default.nets[0].body[0].out_channels == 32  # SmallConvNet's own default width
+    _WideHead.built.clear()
+    module = _small(x, y, net=_WideHead, eval_net=partial(SmallConvNet, width=2),
+                    pool={"num_nets": 2}, evaluation={"epochs": 1})  # fmt: skip
+    assert _WideHead.built == [(1, 5, 8)] * 2  # the data's channels, classes and image size
+    assert all(type(net) is _WideHead for net in module.nets)
+    # each pool member is a fresh draw, seeded by (seed, index)
+    assert not torch.equal(module.nets[0].classifier.weight, module.nets[1].classifier.weight)
+    again = _small(x, y, net=_WideHead, pool={"num_nets": 2})
+    assert torch.equal(module.nets[1].classifier.weight, again.nets[1].classifier.weight)
+    data = DataLoader(TensorDataset(test_x, test_y), batch_size=100)
+    _trainer(1, default_root_dir=tmp_path).test(module, data, verbose=False)
+    evaluated = module._evaluation["net"]
+    assert type(evaluated) is SmallConvNet and evaluated.body[0].out_channels == 2
+    # without `eval_net` the evaluation network comes from `net`
+    same = _small(x, y, net=_WideHead, evaluation={"epochs": 1})
+    _trainer(1, default_root_dir=tmp_path).test(same, data, verbose=False)
+    assert type(same._evaluation["net"]) is _WideHead
+
+
+def test_rejects_a_built_network_and_loose_options(digits):
+    x, y, _, _ = digits
+    with pytest.raises(TypeError, match="must build a network"):
+        _small(x, y, net=SmallConvNet(1, 5, 8))
+    with pytest.raises(TypeError, match="must build a network"):
+        _small(x, y, eval_net=3)
+    with pytest.raises(TypeError, match=r"attack=AttackOptions\(\.\.\.\)"):
+        ROMEDistillation(x, y, attack={"eps": 0.1})
+    with pytest.raises(ValueError, match="pool.num_nets"):
+        NetworkPoolOptions(num_nets=4, max_nets=3)
+    with pytest.raises(ValueError, match="distillation.alpha"):
+        DistillationOptions(alpha=1.5)
+    with pytest.raises(ValueError, match="strategy"):
+        DistillationOptions(dsa_strategy="colour")
+    with pytest.raises(TypeError, match="evaluation.target_shifts"):
+        RobustEvaluationOptions(target_shifts=(1.5,))
+    with pytest.raises(ValueError, match="maps every class"):
+        _small(x, y, evaluation={"target_shifts": (5,)})  # K = 5

@@ -3,11 +3,20 @@ running accuracy, exact resume), the siamese augmentation and the image step in 
 
 from __future__ import annotations
 
+from functools import partial
+
 import lightning.pytorch as pl
 import pytest
 import torch
 
-from lightning_info.methods.rome import ROMEDistillation, rome_alignment
+from lightning_info.methods.rome import (
+    AttackOptions,
+    DistillationOptions,
+    NetworkPoolOptions,
+    ROMEDistillation,
+    SmallConvNet,
+    rome_alignment,
+)
 from lightning_info.methods.rome import module as rome_module
 from lightning_info.methods.rome.attacks import training_attack_labels
 from tests.methods.rome.conftest import quiet_trainer as _trainer
@@ -20,12 +29,12 @@ def digits():
     return x[:400].view(-1, 1, 8, 8), y[:400]
 
 
-def _pool_module(x, y, **kwargs) -> ROMEDistillation:
-    """A toy module whose pool grows and trains every step."""
-    options = dict(real_batch=24, num_nets=2, max_nets=3, add_net_every=2, net_refresh_every=1,
-                   train_nets_per_refresh=1, net_train_steps=2)  # fmt: skip
-    options.update(kwargs)
-    return small_rome(x, y, **options)
+def _pool_module(x, y, *, distillation=None, pool=None, **kwargs) -> ROMEDistillation:
+    """A toy module whose pool grows and trains every step; the dicts override option fields."""
+    pool = {"num_nets": 2, "max_nets": 3, "add_every": 2, "refresh_every": 1,
+            "nets_per_refresh": 1, "train_steps": 2, **(pool or {})}  # fmt: skip
+    distillation = {"real_batch": 24, **(distillation or {})}
+    return small_rome(x, y, distillation=distillation, pool=pool, **kwargs)
 
 
 def test_training_attack_labels_for_each_map():
@@ -62,7 +71,7 @@ def test_pool_and_alignment_attack_with_the_chosen_map(digits, monkeypatch, atta
 
     monkeypatch.setattr(rome_module, "training_attack_labels", spy_labels)
     monkeypatch.setattr(rome_module, "pgd", spy_pgd)
-    module = _pool_module(x, y, attack_target=attack_target)
+    module = _pool_module(x, y, attack={"target": attack_target})
     _trainer(2).fit(module)
     # per step: 5 class batches of the alignment, then 2 mixed batches of the pool's training
     assert len(calls) == 2 * (5 + 2)
@@ -95,7 +104,9 @@ def test_running_accuracy_counts_the_pool_training_batches_and_resets(digits, mo
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
             logged.append(float(trainer.callback_metrics["rome/acc_net"]))
 
-    module = _pool_module(x, y, num_nets=1, max_nets=1, add_net_every=0, acc_window=3)
+    module = _pool_module(
+        x, y, pool={"num_nets": 1, "max_nets": 1, "add_every": 0, "acc_window": 3}
+    )
     assert module.pool.running_accuracy(0) == 0.0  # untrained: no batch seen
     _trainer(5, callbacks=[Record()]).fit(module)
     assert logged[0] == 0.0  # the first step's performance term is off, as in the reference
@@ -133,14 +144,17 @@ def _same(a: dict, b: dict) -> bool:
     )
 
 
+_RESUMED = {"distillation": {"dsa_strategy": "color_crop_flip"}, "pool": {"nets_per_refresh": 3}}
+
+
 def test_pool_optimizers_and_counts_resume_exactly(digits, tmp_path):
     x, y = digits
-    straight = _pool_module(x, y, dsa_strategy="color_crop_flip", train_nets_per_refresh=3)
+    straight = _pool_module(x, y, **_RESUMED)
     _trainer(6).fit(straight)
     trained = [saved["optimizer"]["state"] for saved in straight.pool.checkpoint_state()]
     assert len(straight.nets) == 3 and all(trained[:-1])  # momentum buffers to carry over
 
-    first = _pool_module(x, y, dsa_strategy="color_crop_flip", train_nets_per_refresh=3)
+    first = _pool_module(x, y, **_RESUMED)
     trainer = _trainer(3)
     trainer.fit(first)
     path = tmp_path / "half.ckpt"
@@ -148,14 +162,14 @@ def test_pool_optimizers_and_counts_resume_exactly(digits, tmp_path):
     saved = torch.load(path, weights_only=False)
     assert len(saved["rome_pool"]) == len(first.nets)
 
-    resumed = _pool_module(x, y, dsa_strategy="color_crop_flip", train_nets_per_refresh=3)
+    resumed = _pool_module(x, y, **_RESUMED)
     _trainer(6).fit(resumed, ckpt_path=path)
     assert _same(_pool_state(resumed), _pool_state(straight))
 
     # without the saved optimizer states the pool's momentum starts afresh: not the same run
     del saved["rome_pool"]
     torch.save(saved, tmp_path / "stateless.ckpt")
-    fresh = _pool_module(x, y, dsa_strategy="color_crop_flip", train_nets_per_refresh=3)
+    fresh = _pool_module(x, y, **_RESUMED)
     _trainer(6).fit(fresh, ckpt_path=tmp_path / "stateless.ckpt")
     assert not _same(_pool_state(fresh), _pool_state(straight))
 
@@ -168,8 +182,11 @@ def test_one_step_moves_pixels_by_lr_times_std_squared():
     x = 0.25 * y.float().view(-1, 1, 1, 1) + 0.3 * torch.rand(24, 2, 6, 6, generator=generator)
     lr = 0.05
     module = ROMEDistillation(
-        x, y, images_per_class=2, robust=False, alpha=1.0, real_batch=8, lr=lr, momentum=0.0,
-        num_nets=1, net_refresh_every=0, add_net_every=0, width=4, dsa_strategy=None,
+        x, y, images_per_class=2, net=partial(SmallConvNet, width=4),
+        distillation=DistillationOptions(alpha=1.0, real_batch=8, lr=lr, momentum=0.0,
+                                         dsa_strategy=None),
+        attack=AttackOptions(robust=False),
+        pool=NetworkPoolOptions(num_nets=1, refresh_every=0, add_every=0),
     )  # fmt: skip
     pixels = module.images.detach().clone().requires_grad_(True)
     net = module.nets[0]
@@ -188,7 +205,9 @@ def test_one_step_moves_pixels_by_lr_times_std_squared():
 
 def test_real_and_synthetic_batches_share_each_augmentation_draw(digits):
     x, y = digits
-    module = _pool_module(x, y, net_refresh_every=0, dsa_strategy="crop_scale_rotate")
+    module = _pool_module(
+        x, y, pool={"refresh_every": 0}, distillation={"dsa_strategy": "crop_scale_rotate"}
+    )
     calls = []
     augmentation = module.augmentation
 
@@ -207,8 +226,8 @@ def test_real_and_synthetic_batches_share_each_augmentation_draw(digits):
 
 def test_rejects_unknown_attack_target_and_constant_channel(digits):
     x, y = digits
-    with pytest.raises(ValueError, match="attack_target"):
-        _pool_module(x, y, attack_target="previous")
+    with pytest.raises(ValueError, match="attack.target"):
+        _pool_module(x, y, attack={"target": "previous"})
     flat = torch.cat([x, torch.full_like(x, 0.5)], dim=1)
     with pytest.raises(ValueError, match=r"channels \[1\].*constant"):
         _pool_module(flat, y)
@@ -216,7 +235,7 @@ def test_rejects_unknown_attack_target_and_constant_channel(digits):
 
 def test_synthetic_images_stay_pixels_under_large_steps(digits):
     x, y = digits
-    module = _pool_module(x, y, lr=500.0, dsa_strategy="color")
+    module = _pool_module(x, y, distillation={"lr": 500.0, "dsa_strategy": "color"})
     _trainer(2).fit(module)
     images = module.images.detach()
     assert images.min() >= -1e-6 and images.max() <= 1 + 1e-6

@@ -8,7 +8,13 @@ import torch
 
 from lightning_info.data.multiview import TensorViewsDataModule, standardize_columns
 from lightning_info.measures.clustering import clustering_scores
-from lightning_info.methods.sdcib import SDCIB, AlignedVoteClustering, ClusteringViewsDataModule
+from lightning_info.methods.sdcib import (
+    SDCIB,
+    AlignedVoteClustering,
+    ClusteringViewsDataModule,
+    SDCIBLossOptions,
+    ViewEncoder,
+)
 from lightning_info.methods.sdcib.datamodule import digits_views, shared_latent_views
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # small MLPs: one thread is fastest
@@ -107,10 +113,42 @@ def test_bad_model_arguments():
         SDCIB([4], 3)
     with pytest.raises(ValueError, match="num_clusters"):
         SDCIB([4, 4], 1)
-    with pytest.raises(ValueError, match="alpha"):
-        SDCIB([4, 4], 3, alpha=2.0)
+    with pytest.raises(ValueError, match=r"`loss.alpha` must lie in \[0, 1\)"):
+        SDCIBLossOptions(alpha=2.0)
+    with pytest.raises(ValueError, match="`loss.temperature` must be > 0"):
+        SDCIBLossOptions(temperature=0.0)
+    with pytest.raises(TypeError, match="`loss` must be an SDCIBLossOptions"):
+        SDCIB([4, 4], 3, loss={"alpha": 0.5})
     with pytest.raises(ValueError, match="reference_view"):
         SDCIB([4, 4], 3, reference_view=2)
     model = SDCIB([4, 4], 3, hidden=(8,))
     with pytest.raises(ValueError, match="expected 2 views"):
         model([torch.randn(5, 4)])
+    with pytest.raises(ValueError, match=r"one encoder per view \(2\), got 1"):
+        SDCIB([4, 4], 3, encoders=[ViewEncoder(4, (8,))])
+    with pytest.raises(ValueError, match=r"`encoders\[1\]` takes inputs of width 5, but view 1"):
+        SDCIB([4, 4], 3, encoders=[ViewEncoder(4, (8,)), ViewEncoder(5, (8,))])
+    with pytest.raises(ValueError, match="the same layer widths"):
+        SDCIB([4, 4], 3, encoders=[ViewEncoder(4, (8,)), ViewEncoder(4, (6,))])
+    with pytest.raises(TypeError, match=r"`encoders\[1\]` must be an nn.Module with the `widths`"):
+        SDCIB([4, 4], 3, encoders=[ViewEncoder(4, (8,)), torch.nn.Linear(4, 8)])
+
+
+def test_injected_encoders_are_the_default_ones_when_built_alike():
+    torch.manual_seed(0)
+    default = SDCIB([5, 3], 3, hidden=(8, 4))
+    torch.manual_seed(0)
+    encoders = [ViewEncoder(5, (8, 4)), ViewEncoder(3, (8, 4))]
+    injected = SDCIB([5, 3], 3, encoders=encoders)
+    assert injected.encoders[1] is encoders[1] and "encoders" not in injected.hparams
+    for (name, a), (_, b) in zip(default.state_dict().items(), injected.state_dict().items()):
+        torch.testing.assert_close(a, b, rtol=0, atol=0, msg=name)
+
+
+def test_the_study_builds_the_loss_options_from_a_mapping():
+    from lightning_info.methods.sdcib.study import fit_sdcib
+
+    data = ClusteringViewsDataModule("synthetic", num_samples=24, latent_clusters=2, batch_size=12)
+    scores, model = fit_sdcib(data, 0, {"hidden": [4], "loss": {"alpha": 0.2}}, max_epochs=1)
+    assert model.loss_options == SDCIBLossOptions(alpha=0.2)
+    assert set(scores) == {"acc", "nmi", "ari"}

@@ -13,6 +13,7 @@ from torch import nn
 
 from lightning_info.methods.smoothed_information.callback import SmoothedInformationMonitor
 from lightning_info.methods.smoothed_information.functional import (
+    SmoothedEstimatorOptions,
     fisher_from_mmse,
     mmse_from_fisher,
     smoothed_entropy,
@@ -90,7 +91,13 @@ def test_plug_in_fisher_is_biased_upward_at_small_t_in_3d():
     E J(f_t) >= J(f * phi_t)); the bias falls roughly as 1/n."""
     truth = 3 / 1.25
     errors = [
-        float(smoothed_fisher_information(_gauss(n, d=3, seed=2), 0.25, num_mc=2048)) / truth - 1
+        float(
+            smoothed_fisher_information(
+                _gauss(n, d=3, seed=2), 0.25, SmoothedEstimatorOptions(num_mc=2048)
+            )
+        )
+        / truth
+        - 1
         for n in (500, 4000)
     ]
     assert 0.08 < errors[0] < 0.3 and 0 < errors[1] < 0.06
@@ -115,7 +122,7 @@ def test_quadrature_converges_for_isolated_samples_at_small_t():
     x = torch.tensor([-3.0, -2.9, 0.0, 0.05, 4.0], dtype=torch.float64)
     for t in (1e-3, 0.1):
         coarse = smoothed_fisher_information(x, t)
-        fine = smoothed_fisher_information(x, t, grid=64)
+        fine = smoothed_fisher_information(x, t, SmoothedEstimatorOptions(grid=64))
         torch.testing.assert_close(coarse, fine, rtol=1e-9, atol=0)
 
 
@@ -128,9 +135,9 @@ def test_monte_carlo_estimators_agree_with_quadrature_in_1d():
                 smoothed_fisher_information(
                     x,
                     0.1,
-                    method="monte_carlo",
-                    mc_estimator=estimator,
-                    num_mc=2000,
+                    SmoothedEstimatorOptions(
+                        method="monte_carlo", mc_estimator=estimator, num_mc=2000
+                    ),
                     generator=torch.Generator().manual_seed(s),
                 )
             )
@@ -162,10 +169,14 @@ def test_gaussian_entropy_and_mi_1d_within_3_percent(t):
 
 
 def test_gaussian_entropy_and_mi_3d_monte_carlo_within_3_percent():
-    info = smoothed_information(_gauss(2000, d=3, seed=5), 0.25, num_mc=2048)
+    info = smoothed_information(
+        _gauss(2000, d=3, seed=5), 0.25, SmoothedEstimatorOptions(num_mc=2048)
+    )
     assert float(info.entropy) == pytest.approx(_gaussian_entropy(1.25, 3), rel=0.03)
     assert float(info.mutual_information) == pytest.approx(1.5 * math.log(1 + 4), rel=0.03)
-    plug_in = smoothed_entropy(_gauss(2000, d=3, seed=5), 0.25, estimator="plug_in")
+    plug_in = smoothed_entropy(
+        _gauss(2000, d=3, seed=5), 0.25, SmoothedEstimatorOptions(estimator="plug_in")
+    )
     assert float(plug_in) == pytest.approx(_gaussian_entropy(1.25, 3), rel=0.03)
 
 
@@ -182,12 +193,12 @@ def test_de_bruijn_entropy_equals_direct_plug_in_entropy_in_1d():
     for x in (_uniform(500, seed=7), torch.tensor([-3.0, 0.0, 0.1, 5.0], dtype=torch.float64)):
         times = [1e-2, 0.3, 2.0]
         info = smoothed_information(x, times)
-        direct = smoothed_entropy(x, times, estimator="plug_in")
+        direct = smoothed_entropy(x, times, SmoothedEstimatorOptions(estimator="plug_in"))
         torch.testing.assert_close(info.entropy, direct, rtol=0, atol=1e-4)
         torch.testing.assert_close(
             info.fisher, smoothed_fisher_information(x, times), rtol=1e-8, atol=0
         )
-        mi = smoothed_mutual_information(x, times, estimator="plug_in")
+        mi = smoothed_mutual_information(x, times, SmoothedEstimatorOptions(estimator="plug_in"))
         torch.testing.assert_close(info.mutual_information, mi, rtol=0, atol=1e-4)
 
 
@@ -210,13 +221,20 @@ def test_brown_identity_plug_in_mmse_matches_fisher():
     for t in (0.05, 0.5):
         expected = mmse_from_fisher(float(smoothed_fisher_information(x, t)), t, 1)
         values = [
-            float(smoothed_mmse(x, t, num_mc=4000, generator=torch.Generator().manual_seed(s)))
+            float(
+                smoothed_mmse(
+                    x,
+                    t,
+                    SmoothedEstimatorOptions(num_mc=4000),
+                    generator=torch.Generator().manual_seed(s),
+                )
+            )
             for s in range(3)
         ]
         assert np.mean(values) == pytest.approx(expected, rel=0.03)
     y = _gauss(300, d=2, seed=12)
-    fisher = smoothed_fisher_information(y, 0.3, num_mc=8000)
-    mmse = smoothed_mmse(y, 0.3, num_mc=8000)
+    fisher = smoothed_fisher_information(y, 0.3, SmoothedEstimatorOptions(num_mc=8000))
+    mmse = smoothed_mmse(y, 0.3, SmoothedEstimatorOptions(num_mc=8000))
     assert float(mmse) == pytest.approx(float(mmse_from_fisher(fisher, 0.3, 2)), rel=0.05)
 
 
@@ -252,13 +270,17 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="`t` must be > 0"):
         smoothed_fisher_information(x, [1.0, 0.0])
     with pytest.raises(ValueError, match="monte_carlo"):
-        smoothed_fisher_information(torch.zeros(5, 2), 1.0, method="quadrature")
+        smoothed_fisher_information(
+            torch.zeros(5, 2), 1.0, SmoothedEstimatorOptions(method="quadrature")
+        )
     with pytest.raises(ValueError, match="method"):
-        smoothed_fisher_information(x, 1.0, method="exact")
+        smoothed_fisher_information(x, 1.0, SmoothedEstimatorOptions(method="exact"))
     with pytest.raises(ValueError, match="estimator"):
-        smoothed_entropy(x, 1.0, estimator="knn")
+        smoothed_entropy(x, 1.0, SmoothedEstimatorOptions(estimator="knn"))
     with pytest.raises(ValueError, match="tail_factor"):
-        smoothed_information(x, 1.0, tail_factor=1.0)
+        smoothed_information(x, 1.0, SmoothedEstimatorOptions(tail_factor=1.0))
+    with pytest.raises(TypeError, match="SmoothedEstimatorOptions"):
+        smoothed_information(x, 1.0, {"num_mc": 64})
 
 
 # -- metrics -----------------------------------------------------------------------------------
@@ -267,16 +289,16 @@ def test_bad_arguments():
 @pytest.mark.parametrize("d", [1, 2])
 def test_metrics_on_batches_equal_the_functions_on_the_concatenation(d):
     x = _gauss(120, d=d, seed=14)
-    options = {"num_mc": 512}
+    options = SmoothedEstimatorOptions(num_mc=512)
     metrics = {
-        smoothed_fisher_information: SmoothedFisherInformation([0.3, 1.0], **options),
-        smoothed_entropy: SmoothedEntropy(0.3, **options),
-        smoothed_mutual_information: SmoothedMutualInformation(0.3, **options),
+        smoothed_fisher_information: SmoothedFisherInformation([0.3, 1.0], options),
+        smoothed_entropy: SmoothedEntropy(0.3, options),
+        smoothed_mutual_information: SmoothedMutualInformation(0.3, options),
     }
     for function, metric in metrics.items():
         for batch in x.split(50):
             metric.update(batch)
-        expected = function(x, metric.t, generator=torch.Generator().manual_seed(0), **options)
+        expected = function(x, metric.t, options, generator=torch.Generator().manual_seed(0))
         torch.testing.assert_close(metric.compute(), expected, rtol=0, atol=0)
 
 
@@ -296,10 +318,10 @@ def test_reservoir_keeps_a_seeded_uniform_subset():
     assert positions.unique().numel() == 100  # distinct rows of the data, in data order
     assert torch.equal(positions, positions.sort().values)
     assert 300 < float(positions.double().mean()) < 700  # spread over the stream, not its start
-    metric = SmoothedFisherInformation(0.5, max_samples=100, num_mc=256)
+    metric = SmoothedFisherInformation(0.5, SmoothedEstimatorOptions(num_mc=256), max_samples=100)
     for batch in x.split(30):
         metric.update(batch)
-    expected = smoothed_fisher_information(kept, 0.5, num_mc=256)
+    expected = smoothed_fisher_information(kept, 0.5, SmoothedEstimatorOptions(num_mc=256))
     torch.testing.assert_close(metric.compute(), expected, rtol=0, atol=0)
 
 
@@ -317,16 +339,16 @@ def _fake_gather(other: SampleReservoir | None):
 
 def test_metric_states_gather_across_processes():
     x = _gauss(90, d=3, seed=16)
-    second = SmoothedEntropy(0.5, num_mc=256)
+    second = SmoothedEntropy(0.5, SmoothedEstimatorOptions(num_mc=256))
     second.update(x[40:])
     first = SmoothedEntropy(
         0.5,
-        num_mc=256,
+        SmoothedEstimatorOptions(num_mc=256),
         dist_sync_fn=_fake_gather(second),
         distributed_available_fn=lambda: True,
     )
     first.update(x[:40])
-    expected = smoothed_entropy(x, 0.5, num_mc=256)
+    expected = smoothed_entropy(x, 0.5, SmoothedEstimatorOptions(num_mc=256))
     torch.testing.assert_close(first.compute(), expected, rtol=0, atol=0)
     # with a cap, next to a process that saw no rows
     alone = SampleReservoir(
@@ -361,7 +383,9 @@ def _trainer(callback, **kwargs):
 
 def test_monitor_logs_fisher_entropy_and_mi_per_layer_and_t():
     torch.manual_seed(0)
-    monitor = SmoothedInformationMonitor(["net.1", "net.2"], t=[0.1, 1.0], max_dim=4, num_mc=256)
+    monitor = SmoothedInformationMonitor(
+        ["net.1", "net.2"], t=[0.1, 1.0], max_dim=4, options=SmoothedEstimatorOptions(num_mc=256)
+    )
     trainer = _trainer(monitor)
     trainer.fit(TinyClassifier(), TinyDataModule())
     logged = trainer.callback_metrics
@@ -378,13 +402,15 @@ def test_monitor_logs_fisher_entropy_and_mi_per_layer_and_t():
 def test_monitor_on_a_probe_batch_matches_the_functions():
     torch.manual_seed(0)
     probe = torch.randn(40, 6, generator=torch.Generator().manual_seed(1))
-    monitor = SmoothedInformationMonitor("net.2", t=0.5, probe=probe, max_dim=None, num_mc=256)
+    monitor = SmoothedInformationMonitor(
+        "net.2", t=0.5, probe=probe, max_dim=None, options=SmoothedEstimatorOptions(num_mc=256)
+    )
     model = TinyClassifier()
     trainer = _trainer(monitor)
     trainer.fit(model, TinyDataModule())
     with torch.no_grad():
         outputs = model.eval()(probe)
-    info = smoothed_information(outputs, 0.5, num_mc=256, log_step=0.5)
+    info = smoothed_information(outputs, 0.5, SmoothedEstimatorOptions(num_mc=256, log_step=0.5))
     logged = trainer.callback_metrics
     assert float(logged["info/net.2/J_t=0.5"]) == pytest.approx(float(info.fisher), rel=1e-5)
     assert float(logged["info/net.2/I_t=0.5"]) == pytest.approx(
@@ -411,7 +437,11 @@ def test_monitor_default_reads_the_input_of_the_last_linear():
     logged = {}
     for layers in (None, "net.1"):
         torch.manual_seed(0)
-        trainer = _trainer(SmoothedInformationMonitor(layers, t=0.5, max_dim=4, num_mc=128))
+        trainer = _trainer(
+            SmoothedInformationMonitor(
+                layers, t=0.5, max_dim=4, options=SmoothedEstimatorOptions(num_mc=128)
+            )
+        )
         trainer.fit(TinyClassifier(), TinyDataModule())
         logged[layers] = trainer.callback_metrics
     for symbol in ("J", "h", "I"):
@@ -456,7 +486,7 @@ def _gather_worker(rank, port, queue):
     )
     try:
         x = _gauss(90, d=3, seed=16)
-        metric = SmoothedEntropy(0.5, num_mc=256)
+        metric = SmoothedEntropy(0.5, SmoothedEstimatorOptions(num_mc=256))
         metric.update(x[:40] if rank == 0 else x[40:])
         capped = SampleReservoir(max_samples=30)
         if rank == 0:  # rank 1 sees nothing
@@ -483,7 +513,7 @@ def test_metric_states_gather_over_two_real_processes():
     for worker in workers:
         worker.join(timeout=30)
         assert worker.exitcode == 0
-    expected = smoothed_entropy(_gauss(90, d=3, seed=16), 0.5, num_mc=256)
+    expected = smoothed_entropy(_gauss(90, d=3, seed=16), 0.5, SmoothedEstimatorOptions(num_mc=256))
     for rank in (0, 1):
         torch.testing.assert_close(results[rank][0], expected, rtol=0, atol=0)
         assert results[rank][1].shape == (30, 3)

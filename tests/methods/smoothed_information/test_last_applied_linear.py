@@ -10,7 +10,10 @@ from lightning.pytorch import Trainer
 from torch import nn
 
 from lightning_info.methods.smoothed_information.callback import SmoothedInformationMonitor
-from lightning_info.methods.smoothed_information.functional import smoothed_information
+from lightning_info.methods.smoothed_information.functional import (
+    SmoothedEstimatorOptions,
+    smoothed_information,
+)
 from tests.tiny import QUIET, TinyClassifier, TinyDataModule
 
 
@@ -39,7 +42,9 @@ class NoLinearInValidation(HeadRegisteredFirst):
 
 
 def _fit(layers, sanity_steps=0, model=None, **kwargs):
-    monitor = SmoothedInformationMonitor(layers, t=0.5, max_dim=4, num_mc=128, **kwargs)
+    monitor = SmoothedInformationMonitor(
+        layers, t=0.5, max_dim=4, options=SmoothedEstimatorOptions(num_mc=128), **kwargs
+    )
     trainer = Trainer(max_epochs=1, limit_train_batches=2, num_sanity_val_steps=sanity_steps,
                       callbacks=[monitor], **QUIET)  # fmt: skip
     trainer.fit(model or HeadRegisteredFirst(), TinyDataModule())
@@ -66,7 +71,9 @@ def test_the_default_on_a_probe_reads_the_heads_input():
     with torch.no_grad():
         features = model.eval().body(probe)
     projection = SmoothedInformationMonitor(max_dim=4)._projection("x", 16)
-    info = smoothed_information(features.double() @ projection, 0.5, num_mc=128)
+    info = smoothed_information(
+        features.double() @ projection, 0.5, SmoothedEstimatorOptions(num_mc=128)
+    )
     assert float(logged["info/input_of_head/J_t=0.5"]) == pytest.approx(float(info.fisher),
                                                                         rel=1e-6)  # fmt: skip
 

@@ -13,6 +13,7 @@ from lightning_info.methods.train_test_overlap import encoding
 from lightning_info.methods.train_test_overlap.encoding import TokenTable, encode_chunk
 from lightning_info.methods.train_test_overlap.functional import (
     TOKENIZERS,
+    OverlapOptions,
     TestInstance,
     _Vocabulary,
     compute_overlap,
@@ -139,8 +140,10 @@ def test_compute_overlap_is_the_same_through_both_encodings():
     def plain_default(text):  # a callable: compute_overlap takes the token-by-token path
         return TOKENIZERS["default"](text)
 
-    fast = compute_overlap(instances, documents, n=8, chunk_size=37)
-    plain = compute_overlap(instances, documents, n=8, tokenizer=plain_default, chunk_size=37)
+    fast = compute_overlap(instances, documents, OverlapOptions(n=8, chunk_size=37))
+    plain = compute_overlap(
+        instances, documents, OverlapOptions(n=8, tokenizer=plain_default, chunk_size=37)
+    )
     assert fast.num_tokens == plain.num_tokens and fast.num_documents == plain.num_documents
     assert fast.rows == plain.rows
     assert 0 < fast.summary["default"]["input_binary"] < 1

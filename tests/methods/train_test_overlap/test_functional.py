@@ -19,6 +19,7 @@ from lightning_info.methods.train_test_overlap.cli import main as cli_main
 from lightning_info.methods.train_test_overlap.files import read_test_instances
 from lightning_info.methods.train_test_overlap.functional import (
     METRICS,
+    OverlapOptions,
     TestInstance,
     compute_overlap,
     default_tokenize,
@@ -156,14 +157,18 @@ def test_helm_ngram_index():
     exactly the entries HELM's index lists for it, and nothing else.
     """
     five = "Center for Research on Foundation"
-    report = compute_overlap(HELM_SCENARIOS, [five], n=5, n_values=(5, 13), tokenizer="light")
+    report = compute_overlap(
+        HELM_SCENARIOS, [five], OverlapOptions(n=5, n_values=(5, 13), tokenizer="light")
+    )
     assert _hits(report, 5) == {
         "input": {("scenario1", "id1"), ("scenario2", "id1")},
         "references": {("scenario2", "id1")},
     }
     assert _hits(report, 13) == {"input": set(), "references": set()}
     thirteen = " ".join(HELM_LIGHT_TOKENS[:13])
-    report = compute_overlap(HELM_SCENARIOS, [thirteen], n=13, n_values=(5,), tokenizer="light")
+    report = compute_overlap(
+        HELM_SCENARIOS, [thirteen], OverlapOptions(n=13, n_values=(5,), tokenizer="light")
+    )
     assert _hits(report, 13) == {
         "input": {("scenario2", "id1")},
         "references": {("scenario2", "id1")},
@@ -173,7 +178,7 @@ def test_helm_ngram_index():
 def test_helm_document_overlap():
     """HELM's ``test_compute_document_data_overlap`` and its fractions (0.5 / 0 / 1 / 1)."""
     report = compute_overlap(
-        HELM_SCENARIOS, [HELM_DOCUMENT], n=13, n_values=(5,), tokenizer="light"
+        HELM_SCENARIOS, [HELM_DOCUMENT], OverlapOptions(n=13, n_values=(5,), tokenizer="light")
     )
     assert _hits(report, 5) == {
         "input": {("scenario1", "id1"), ("scenario2", "id1")},
@@ -315,11 +320,13 @@ def test_fast_path_matches_brute_force(seed):
     report = compute_overlap(
         instances,
         iter(documents),
-        n=n,
-        n_values=n_values,
-        tokenizer="light",
-        max_frequency=2,
-        chunk_size=[1, 3, 7, 1000, 2, 5][seed],
+        OverlapOptions(
+            n=n,
+            n_values=n_values,
+            tokenizer="light",
+            max_frequency=2,
+            chunk_size=[1, 3, 7, 1000, 2, 5][seed],
+        ),
     )
     expected = _oracle(instances, documents, n, n_values, 2)
     for row, want in zip(report.rows, expected):
@@ -335,9 +342,15 @@ def test_hash_collisions_are_verified(monkeypatch):
 
     monkeypatch.setattr(overlap, "_windows_hash", _constant_hash)
     with pytest.raises(RuntimeError, match="hash"):  # distinct test n-grams cannot share one
-        compute_overlap([TestInstance("a", "x y z")], ["x y"], n=2, n_values=(), tokenizer="light")
+        compute_overlap(
+            [TestInstance("a", "x y z")],
+            ["x y"],
+            OverlapOptions(n=2, n_values=(), tokenizer="light"),
+        )
     report = compute_overlap(
-        [TestInstance("a", "x y")], ["x y x y", "z z y"], n=2, n_values=(), tokenizer="light"
+        [TestInstance("a", "x y")],
+        ["x y x y", "z z y"],
+        OverlapOptions(n=2, n_values=(), tokenizer="light"),
     )
     assert (
         report.rows[0]["input_jaccard_weighted"] == 0.5
@@ -373,7 +386,7 @@ def test_planted_contamination_in_docstrings(docstrings):
     report = compute_overlap(instances, dirty_corpus)
     found = {r["id"] for r in report.rows if r["input_binary"]}
     assert planted and found == baseline | planted
-    light = compute_overlap(instances, dirty_corpus, tokenizer="light")
+    light = compute_overlap(instances, dirty_corpus, OverlapOptions(tokenizer="light"))
     for row, light_row, inst in zip(report.rows, light.rows, instances):
         if row["id"] in planted:
             # HELM's tokenizer keeps "" at the text's edges, which the corpus copy lacks
@@ -395,7 +408,7 @@ def test_planted_contamination_in_docstrings(docstrings):
 
 
 def test_write_report_json_and_markdown(tmp_path):
-    report = compute_overlap(HELM_SCENARIOS, [HELM_DOCUMENT], tokenizer="light")
+    report = compute_overlap(HELM_SCENARIOS, [HELM_DOCUMENT], OverlapOptions(tokenizer="light"))
     json_path, md_path = write_report(report, tmp_path / "out" / "report.json")
     data = json.loads(json_path.read_text())
     assert data["summary"]["scenario2"]["input_binary"] == 1.0 and len(data["instances"]) == 3
@@ -461,7 +474,9 @@ def test_callback_logs_summary_and_writes_report(tmp_path, docstrings, lightning
         },
     ]
     logger = _CaptureLogger()
-    callback = TrainTestOverlap(output_dir=str(tmp_path), threads=2, chunk_size=7)
+    callback = TrainTestOverlap(
+        options=OverlapOptions(threads=2, chunk_size=7), output_dir=str(tmp_path)
+    )
     trainer = pl.Trainer(
         max_steps=1,
         limit_val_batches=1,
@@ -483,13 +498,15 @@ def test_callback_logs_summary_and_writes_report(tmp_path, docstrings, lightning
 
 def test_callback_rejects_bad_arguments():
     with pytest.raises(ValueError, match="n"):
-        TrainTestOverlap(n=0)
+        TrainTestOverlap(options=OverlapOptions(n=0))
     with pytest.raises(ValueError, match="splits"):
         TrainTestOverlap(splits=("train",))
     with pytest.raises(ValueError, match="tokenizer"):
-        TrainTestOverlap(tokenizer="bpe")
+        TrainTestOverlap(options=OverlapOptions(tokenizer="bpe"))
     with pytest.raises(ValueError, match="not both"):
-        TrainTestOverlap(processes=2, threads=2)
+        TrainTestOverlap(options=OverlapOptions(processes=2, threads=2))
+    with pytest.raises(TypeError, match="OverlapOptions"):
+        TrainTestOverlap(options={"n": 5})
 
 
 def test_cli_on_files_and_saved_dataset(tmp_path, capsys):
@@ -543,7 +560,7 @@ def test_bad_input_errors(tmp_path):
     with pytest.raises(ValueError, match="empty"):
         compute_overlap(inst, [])
     with pytest.raises(ValueError, match="n"):
-        compute_overlap(inst, ["x"], n=0)
+        compute_overlap(inst, ["x"], OverlapOptions(n=0))
     with pytest.raises(ValueError, match="no test instances"):
         compute_overlap([], ["x"])
     with pytest.raises(ValueError, match="unique"):
@@ -551,7 +568,7 @@ def test_bad_input_errors(tmp_path):
     with pytest.raises(TypeError, match="strings"):
         compute_overlap(inst, [b"bytes"])
     with pytest.raises(ValueError, match="tokenizer"):
-        compute_overlap(inst, ["x"], tokenizer="bpe")
+        compute_overlap(inst, ["x"], OverlapOptions(tokenizer="bpe"))
     with pytest.raises(TypeError, match="input"):
         TestInstance("a", None)
     bad = tmp_path / "bad.jsonl"
@@ -565,18 +582,20 @@ def test_bad_input_errors(tmp_path):
 def test_multiprocessing_agrees_with_single_process():
     instances, documents = _random_case(3)
     kwargs = dict(n=3, n_values=(2,), tokenizer="light", max_frequency=2, chunk_size=5)
-    one = compute_overlap(instances, documents, **kwargs)
-    two = compute_overlap(instances, documents, processes=2, **kwargs)
+    one = compute_overlap(instances, documents, OverlapOptions(**kwargs))
+    two = compute_overlap(instances, documents, OverlapOptions(processes=2, **kwargs))
     assert one.rows == two.rows
 
 
 def test_threads_agree_with_one_thread_and_exclude_processes():
     instances, documents = _random_case(4)
     kwargs = dict(n=3, n_values=(2,), max_frequency=2, chunk_size=5)
-    one = compute_overlap(instances, documents, **kwargs)
-    assert compute_overlap(instances, documents, threads=2, **kwargs).rows == one.rows
+    one = compute_overlap(instances, documents, OverlapOptions(**kwargs))
+    assert (
+        compute_overlap(instances, documents, OverlapOptions(threads=2, **kwargs)).rows == one.rows
+    )
     with pytest.raises(ValueError, match="not both"):
-        compute_overlap(instances, documents, threads=2, processes=2, **kwargs)
+        compute_overlap(instances, documents, OverlapOptions(threads=2, processes=2, **kwargs))
 
 
 @pytest.mark.parametrize("workers", [dict(threads=2), dict(processes=2)])
@@ -586,7 +605,7 @@ def test_workers_read_at_most_two_chunks_each_ahead(workers):
     from lightning_info.methods.train_test_overlap.functional import OverlapIndex, _count_chunks
 
     instances, _ = _random_case(5)
-    index = OverlapIndex(instances, n=2, n_values=(), tokenizer="light")
+    index = OverlapIndex(instances, OverlapOptions(n=2, n_values=(), tokenizer="light"))
     read = []
 
     def endless_chunks():  # a corpus that never ends: a pool's map would never return

@@ -9,7 +9,11 @@ import pytest
 
 from lightning_info.lm.corpus import stdlib_docstrings
 from lightning_info.methods.train_test_overlap.files import iter_training_texts
-from lightning_info.methods.train_test_overlap.functional import TestInstance, compute_overlap
+from lightning_info.methods.train_test_overlap.functional import (
+    OverlapOptions,
+    TestInstance,
+    compute_overlap,
+)
 from lightning_info.methods.train_test_overlap.sharded import (
     overlap_with_dask,
     overlap_with_datasets,
@@ -26,7 +30,7 @@ KWARGS = dict(n=6, n_values=(4, 6))
 
 @pytest.fixture(scope="module")
 def expected():
-    return compute_overlap(INSTANCES, DOCUMENTS, **KWARGS)
+    return compute_overlap(INSTANCES, DOCUMENTS, OverlapOptions(**KWARGS))
 
 
 def _write_json_lines(path, documents, repeats=1):
@@ -41,7 +45,7 @@ def test_json_lines_and_line_files_stream_the_same_documents(tmp_path, expected)
     texts = list(iter_training_texts([str(tmp_path / "corpus.jsonl")]))
     assert texts == DOCUMENTS
     report = compute_overlap(
-        INSTANCES, iter_training_texts([str(tmp_path / "corpus.jsonl")]), **KWARGS
+        INSTANCES, iter_training_texts([str(tmp_path / "corpus.jsonl")]), OverlapOptions(**KWARGS)
     )
     assert report.rows == expected.rows
     lined = "a\r\nb\x0cc\u2028d\n\n e \n"
@@ -56,7 +60,7 @@ def _scan_peak(path) -> tuple[int, int]:
     tracemalloc.start()
     try:
         documents = iter_training_texts([str(path)])
-        report = compute_overlap(INSTANCES, documents, chunk_size=200, **KWARGS)
+        report = compute_overlap(INSTANCES, documents, OverlapOptions(chunk_size=200, **KWARGS))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -82,7 +86,7 @@ def test_datasets_map_shards_give_the_serial_report(tmp_path, expected):
     Dataset.from_dict({"text": DOCUMENTS}).save_to_disk(str(tmp_path / "corpus"))
     on_disk = load_from_disk(str(tmp_path / "corpus"))  # memory-mapped Arrow
     report = overlap_with_datasets(
-        INSTANCES, on_disk, num_proc=2, batch_size=50, progress=False, **KWARGS
+        INSTANCES, on_disk, OverlapOptions(chunk_size=50, progress=False, **KWARGS), num_proc=2
     )
     assert report.rows == expected.rows
     assert (report.num_documents, report.num_tokens) == (
@@ -90,7 +94,7 @@ def test_datasets_map_shards_give_the_serial_report(tmp_path, expected):
         expected.num_tokens,
     )
     with pytest.raises(ValueError, match="no column 'body'"):
-        overlap_with_datasets(INSTANCES, on_disk, text_field="body", **KWARGS)
+        overlap_with_datasets(INSTANCES, on_disk, OverlapOptions(**KWARGS), text_field="body")
 
 
 def test_dask_workers_give_the_serial_report(tmp_path, expected):
@@ -105,6 +109,6 @@ def test_dask_workers_give_the_serial_report(tmp_path, expected):
         ) as cluster,
         distributed.Client(cluster),
     ):
-        report = overlap_with_dask(INSTANCES, bag, **KWARGS)
+        report = overlap_with_dask(INSTANCES, bag, OverlapOptions(**KWARGS))
     assert report.rows == expected.rows
     assert report.num_documents == expected.num_documents

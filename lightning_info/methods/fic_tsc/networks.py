@@ -1,21 +1,19 @@
-"""InceptionTime for time-series classification.
+"""InceptionTime, the time-series feature extractor of Ismail Fawaz et al., "InceptionTime:
+Finding AlexNet for Time Series Classification", Data Mining and Knowledge Discovery 34 (2020).
 
-Feature extractor from Ismail Fawaz et al., "InceptionTime: Finding AlexNet for Time Series
-Classification", Data Mining and Knowledge Discovery 34 (2020), and the classifier used in the
-FIC-TSC experiments: InceptionTime features, then a two-layer MLP head.
+The FIC-TSC classifier built on it is
+:class:`~lightning_info.methods.fic_tsc.module.InceptionTimeClassifier`.
 """
 
 from __future__ import annotations
 
-import lightning.pytorch as pl
 import torch
 from torch import nn
 from torch.nn import functional as F
-from torchmetrics.classification import MulticlassAccuracy
 
-from lightning_info.core.validation import require_in_range, require_int, require_positive
+from lightning_info.core.validation import require_int
 
-__all__ = ["InceptionModule", "InceptionTime", "InceptionTimeClassifier", "inception_kernel_sizes"]
+__all__ = ["InceptionModule", "InceptionTime", "inception_kernel_sizes"]
 
 
 def inception_kernel_sizes(kernel_size: int) -> tuple[int, int, int]:
@@ -163,95 +161,3 @@ class InceptionTime(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Features ``mean_t feature_map(x)[:, :, t]``, shaped ``(batch, 4 * num_filters)``."""
         return self.feature_map(x).mean(dim=-1)
-
-
-class InceptionTimeClassifier(pl.LightningModule):
-    """InceptionTime with an MLP head, trained with cross-entropy (FIC-TSC architecture).
-
-    ``logits = W_2 Dropout(ReLU(W_1 InceptionTime(x) + b_1)) + b_2`` with
-    ``W_1: 4 * num_filters -> head_hidden`` and ``W_2: head_hidden -> num_classes``. All
-    Conv1d and Linear weights use Xavier-uniform initialisation (Glorot & Bengio, 2010) and
-    all their biases start at zero. Optimised with AdamW.
-
-    Batches are ``(x, y)`` with ``x`` float ``(batch, in_channels, length)`` and ``y`` long
-    ``(batch,)`` holding class indices in ``[0, num_classes)``.
-    """
-
-    def __init__(
-        self,
-        in_channels: int,
-        num_classes: int,
-        num_filters: int = 32,
-        depth: int = 6,
-        kernel_size: int = 40,
-        head_hidden: int = 128,
-        dropout: float = 0.2,
-        lr: float = 5e-3,
-        weight_decay: float = 1e-4,
-    ) -> None:
-        super().__init__()
-        require_int(num_classes, "num_classes", 2)
-        require_int(head_hidden, "head_hidden", 1)
-        require_in_range(dropout, "dropout", 0.0, 1.0)
-        require_positive(lr, "lr")
-        require_in_range(weight_decay, "weight_decay", 0.0)
-        self.save_hyperparameters()
-
-        self.features = InceptionTime(
-            in_channels, num_filters=num_filters, depth=depth, kernel_size=kernel_size
-        )
-        self.head = nn.Sequential(
-            nn.Linear(self.features.out_features, head_hidden),
-            nn.ReLU(),
-            nn.Dropout(dropout),
-            nn.Linear(head_hidden, num_classes),
-        )
-        self.reset_parameters()
-
-        self.train_acc = MulticlassAccuracy(num_classes=num_classes, average="micro")
-        self.val_acc = MulticlassAccuracy(num_classes=num_classes, average="micro")
-        self.test_acc = MulticlassAccuracy(num_classes=num_classes, average="micro")
-
-    def reset_parameters(self) -> None:
-        """Xavier-uniform weights and zero biases for every Conv1d and Linear layer."""
-        for module in self.modules():
-            if isinstance(module, (nn.Conv1d, nn.Linear)):
-                nn.init.xavier_uniform_(module.weight)
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(x))
-
-    def _shared_step(
-        self, batch: tuple[torch.Tensor, torch.Tensor], stage: str, metric: MulticlassAccuracy
-    ) -> torch.Tensor:
-        x, y = batch
-        if y.ndim != 1 or y.shape[0] != x.shape[0]:
-            raise ValueError(
-                f"Expected targets of shape ({x.shape[0]},) matching the batch, "
-                f"got {tuple(y.shape)}."
-            )
-        logits = self(x)
-        loss = F.cross_entropy(logits, y)
-        metric(logits, y)
-        batch_size = x.shape[0]
-        on_step = stage == "train"
-        logged = dict(on_epoch=True, batch_size=batch_size)
-        self.log(f"{stage}/loss", loss, on_step=on_step, sync_dist=True, **logged)
-        self.log(f"{stage}/acc", metric, on_step=False, **logged)
-        return loss
-
-    def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int):
-        return self._shared_step(batch, "train", self.train_acc)
-
-    def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int):
-        return self._shared_step(batch, "val", self.val_acc)
-
-    def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int):
-        return self._shared_step(batch, "test", self.test_acc)
-
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.AdamW(
-            self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay
-        )

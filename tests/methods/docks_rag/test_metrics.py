@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from lightning_info.methods.docks_rag.docred import read_docred, read_relation_info
-from lightning_info.methods.docks_rag.evaluation import DocREDScores
 from lightning_info.methods.docks_rag.functional import (
     count_facts,
     docred_scores,
     train_fact_names,
 )
+from lightning_info.methods.docks_rag.metrics import DocREDScores
 
 
 def _mention(name, sent=0, pos=(0, 1)):

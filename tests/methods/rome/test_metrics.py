@@ -8,7 +8,7 @@ import pytest
 import torch
 from torchmetrics.utilities.data import dim_zero_sum
 
-from lightning_info.methods.rome.robustness import (
+from lightning_info.methods.rome.metrics import (
     ImprovedRobustnessRatio,
     RobustnessRatio,
     attack_efficiency,

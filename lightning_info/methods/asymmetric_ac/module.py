@@ -6,8 +6,8 @@ reports in ``info["state"]`` at training time (asymmetric), or only ``V(z)`` (sy
 ``asymmetric=False``). Because ``(s_t, z_t)`` is Markov under an agent-state policy, the
 asymmetric critic has no aliasing bias (Lambrechts, Ernst & Mahajan, ICML 2025, Thm. 1 vs 2).
 
-One training step runs ``num_envs`` episodes to their end with the current policy and takes one
-Adam step (a learning rate each for the actor and the critic) on
+One training step runs ``a2c.num_envs`` episodes to their end with the current policy and takes
+one Adam step (a learning rate each for the actor and the critic) on
 
     G_t   = sum_{i<m'} gamma^i r_{t+i} + gamma^{m'} V(x_{t+m'})   (m-step return, m' <= m, cut at
             the episode's end; no bootstrap after termination, a bootstrap after truncation)
@@ -22,6 +22,7 @@ collects its own episodes and the gradients are averaged.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import lightning.pytorch as pl
@@ -88,6 +89,44 @@ def make_agent_env(
     return ObservationWindow(partial, window)
 
 
+@dataclass(frozen=True)
+class A2COptions:
+    """The advantage actor-critic (A2C) settings of one training step of
+    :class:`AsymmetricActorCritic`: the episodes it collects, the m-step return targets and the
+    entropy bonus of its losses (module docstring), and its Adam step.
+
+    Args:
+        num_envs: episodes collected per training step.
+        gamma: discount factor.
+        td_steps: ``m`` of the m-step return.
+        entropy_coef: ``c_H``.
+        actor_lr, critic_lr: the Adam learning rates of the actor and of the critic.
+    """
+
+    num_envs: int = 8
+    gamma: float = 0.99
+    td_steps: int = 8
+    entropy_coef: float = 0.01
+    actor_lr: float = 3e-3
+    critic_lr: float = 3e-3
+
+    def __post_init__(self) -> None:
+        require_int(self.num_envs, "a2c.num_envs", 1)
+        require_int(self.td_steps, "a2c.td_steps", 1)
+        checked = {
+            "gamma": require_fraction(self.gamma, "a2c.gamma"),
+            "entropy_coef": require_non_negative(self.entropy_coef, "a2c.entropy_coef"),
+            "actor_lr": require_positive(self.actor_lr, "a2c.actor_lr"),
+            "critic_lr": require_positive(self.critic_lr, "a2c.critic_lr"),
+        }
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+
+
+# the options live in checkpoints' hyperparameters, which torch.load reads weights-only
+torch.serialization.add_safe_globals([A2COptions])
+
+
 class AsymmetricActorCritic(pl.LightningModule):
     """Advantage actor-critic with an asymmetric ``V(s, z)`` or symmetric ``V(z)`` critic.
 
@@ -99,16 +138,17 @@ class AsymmetricActorCritic(pl.LightningModule):
             ``None`` shows all of them.
         window: agent state = the last ``window`` observations.
         asymmetric: give the critic the privileged state as well.
-        num_envs: episodes per training step.
         max_episode_steps: time limit of a gymnasium id (truncation, bootstrapped).
-        gamma: discount factor.
-        td_steps: ``m`` of the m-step return.
-        hidden: width of the two hidden layers of the actor and of the critic.
-        actor_lr, critic_lr: Adam learning rates.
-        entropy_coef: ``c_H``.
+        actor: maps the flattened agent state ``(N, window * obs)`` to action logits
+            ``(N, A)``; ``None`` builds a Tanh MLP with two hidden layers of width ``hidden``.
+        critic: maps ``[s, z]`` flattened, ``(N, state + window * obs)`` (asymmetric), or ``z``
+            alone (symmetric) to values ``(N, 1)``; ``None`` builds the Tanh MLP as for the actor.
+            The widths an injected network must take are checked on one probe observation.
+        hidden: width of the default networks' two hidden layers.
+        a2c: the episodes, return targets, entropy bonus and learning rates of a step.
         eval_episodes: episodes of ``trainer.test`` (``test/return``), greedy actions.
         steps_per_epoch: length of the step-counting train dataloader.
-        seed: seeds the networks, the environments and the action draws.
+        seed: seeds the default networks, the environments and the action draws.
     """
 
     def __init__(
@@ -117,34 +157,29 @@ class AsymmetricActorCritic(pl.LightningModule):
         keep: Sequence[int] | None = None,
         window: int = 1,
         asymmetric: bool = True,
-        num_envs: int = 8,
         max_episode_steps: int | None = None,
-        gamma: float = 0.99,
-        td_steps: int = 8,
+        actor: nn.Module | None = None,
+        critic: nn.Module | None = None,
         hidden: int = 64,
-        actor_lr: float = 3e-3,
-        critic_lr: float = 3e-3,
-        entropy_coef: float = 0.01,
+        a2c: A2COptions = A2COptions(),
         eval_episodes: int = 20,
         steps_per_epoch: int = 20,
         seed: int = 0,
     ) -> None:
         super().__init__()
-        self.save_hyperparameters(ignore=[] if isinstance(env, str) else ["env"])
+        ignore = ["actor", "critic"] + ([] if isinstance(env, str) else ["env"])
+        self.save_hyperparameters(ignore=ignore)
         self.automatic_optimization = False
         self.env = env
         self.keep = None if keep is None else [int(i) for i in keep]
         self.window = require_int(window, "window", 1)
         self.asymmetric = bool(asymmetric)
-        self.num_envs = require_int(num_envs, "num_envs", 1)
         self.max_episode_steps = (
             None if max_episode_steps is None else require_int(max_episode_steps, "max steps", 1)
         )
-        self.gamma = require_fraction(gamma, "gamma")
-        self.td_steps = require_int(td_steps, "td_steps", 1)
-        self.actor_lr = require_positive(actor_lr, "actor_lr")
-        self.critic_lr = require_positive(critic_lr, "critic_lr")
-        self.entropy_coef = require_non_negative(entropy_coef, "entropy_coef")
+        if not isinstance(a2c, A2COptions):
+            raise TypeError(f"`a2c` must be an A2COptions, got {type(a2c).__name__}.")
+        self.a2c = a2c
         self.eval_episodes = require_int(eval_episodes, "eval_episodes", 1)
         self.steps_per_epoch = require_int(steps_per_epoch, "steps_per_epoch", 1)
         self.seed = require_int(seed, "seed", 0)
@@ -157,10 +192,16 @@ class AsymmetricActorCritic(pl.LightningModule):
         self.num_actions = int(probe.action_space.n)
         probe.close()
         critic_dim = agent_dim + (state_dim if self.asymmetric else 0)
+        for name, network, inputs, outputs in (
+            ("actor", actor, agent_dim, self.num_actions),
+            ("critic", critic, critic_dim, 1),
+        ):
+            if network is not None:
+                _check_network(network, name, inputs, outputs)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
-            self.actor = _mlp(agent_dim, hidden, self.num_actions)
-            self.critic = _mlp(critic_dim, hidden, 1)
+            self.actor = _mlp(agent_dim, hidden, self.num_actions) if actor is None else actor
+            self.critic = _mlp(critic_dim, hidden, 1) if critic is None else critic
         self.register_buffer("iteration", torch.zeros((), dtype=torch.long))
 
     def make_env(self) -> gym.Env:
@@ -182,8 +223,8 @@ class AsymmetricActorCritic(pl.LightningModule):
         """One Adam with a parameter group each, so ``global_step`` counts training steps."""
         return torch.optim.Adam(
             [
-                {"params": self.actor.parameters(), "lr": self.actor_lr},
-                {"params": self.critic.parameters(), "lr": self.critic_lr},
+                {"params": self.actor.parameters(), "lr": self.a2c.actor_lr},
+                {"params": self.critic.parameters(), "lr": self.a2c.critic_lr},
             ]
         )
 
@@ -263,7 +304,7 @@ class AsymmetricActorCritic(pl.LightningModule):
 
     def training_step(self, batch: Any, batch_idx: int) -> None:
         step = int(self.iteration)
-        seeds = self._seeds(_TRAIN_STREAM, step, self.num_envs + 1)
+        seeds = self._seeds(_TRAIN_STREAM, step, self.a2c.num_envs + 1)
         generator = torch.Generator().manual_seed(seeds[-1])
         rollout = self.collect_episodes(seeds[:-1], generator)
         losses = self.losses(rollout)
@@ -289,8 +330,8 @@ class AsymmetricActorCritic(pl.LightningModule):
             next_values,
             rollout["terminated"],
             rollout["truncated"],
-            self.gamma,
-            self.td_steps,
+            self.a2c.gamma,
+            self.a2c.td_steps,
         )
         mask = rollout["alive"].float()
         count = mask.sum()
@@ -301,7 +342,7 @@ class AsymmetricActorCritic(pl.LightningModule):
         advantage = (targets - values).detach()
         critic = ((values - targets) ** 2 * mask).sum() / count
         mean_entropy = (entropy * mask).sum() / count
-        actor = -(chosen * advantage * mask).sum() / count - self.entropy_coef * mean_entropy
+        actor = -(chosen * advantage * mask).sum() / count - self.a2c.entropy_coef * mean_entropy
         return {"actor": actor, "critic": critic, "entropy": mean_entropy}
 
     # ---------------------------------------------------------------- evaluation
@@ -379,10 +420,31 @@ def _mlp(inputs: int, hidden: int, outputs: int) -> nn.Sequential:
     )
 
 
+def _check_network(network: nn.Module, name: str, inputs: int, outputs: int) -> None:
+    """Raise unless ``network`` maps ``(1, inputs)`` to ``(1, outputs)`` (run in eval mode)."""
+    if not isinstance(network, nn.Module):
+        raise TypeError(f"`{name}` must be an nn.Module, got {type(network).__name__}.")
+    parameter = next(network.parameters(), None)
+    probe = torch.zeros(1, inputs, dtype=torch.float32 if parameter is None else parameter.dtype)
+    was_training = network.training
+    network.eval()
+    try:
+        with torch.no_grad():
+            shape = tuple(network(probe).shape)
+    except RuntimeError as error:
+        raise ValueError(
+            f"`{name}` must take inputs of width {inputs} for this environment: {error}"
+        ) from error
+    finally:
+        network.train(was_training)
+    if shape != (1, outputs):
+        raise ValueError(f"`{name}` must give {outputs} output(s) per row, got shape {shape}.")
+
+
 def _stack(arrays: Sequence[Any], device: torch.device) -> Tensor:
     return torch.as_tensor(
         np.stack([np.asarray(a, dtype=np.float32) for a in arrays]), device=device
     )
 
 
-__all__ = ["AsymmetricActorCritic", "m_step_returns", "make_agent_env"]
+__all__ = ["A2COptions", "AsymmetricActorCritic", "m_step_returns", "make_agent_env"]

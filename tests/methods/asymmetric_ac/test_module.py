@@ -11,7 +11,8 @@ import pytest
 import torch
 from lightning.pytorch import Trainer
 
-from lightning_info.methods.asymmetric_ac.deep_ac import (
+from lightning_info.methods.asymmetric_ac.module import (
+    A2COptions,
     AsymmetricActorCritic,
     m_step_returns,
     make_agent_env,
@@ -218,6 +219,26 @@ def test_critic_inputs_asymmetric_and_symmetric():
     torch.testing.assert_close(asym, direct, rtol=0, atol=0)
 
 
+def test_injected_networks_are_used_and_trained():
+    agent_dim = WINDOW * len(KEEP)
+    actor = torch.nn.Sequential(
+        torch.nn.Linear(agent_dim, 5), torch.nn.ReLU(), torch.nn.Linear(5, 2)
+    )
+    critic = torch.nn.Linear(4 + agent_dim, 1)
+    module = _masked_module(actor=actor, critic=critic, max_episode_steps=10, steps_per_epoch=2)
+    assert module.actor is actor and module.critic is critic
+    assert "actor" not in module.hparams and "critic" not in module.hparams
+    before = critic.weight.detach().clone()
+    Trainer(**QUIET, devices=1, max_steps=2).fit(module)
+    assert not torch.equal(before, critic.weight.detach())
+    # the default critic is still built from the seed when only the actor is injected
+    one = _masked_module(actor=torch.nn.Linear(agent_dim, 2), hidden=16, seed=3)
+    torch.manual_seed(1)  # the global stream does not matter
+    two = _masked_module(actor=torch.nn.Linear(agent_dim, 2), hidden=16, seed=3)
+    assert one.critic[0].out_features == 16
+    torch.testing.assert_close(one.critic[0].weight, two.critic[0].weight, rtol=0, atol=0)
+
+
 # ------------------------------------------------------------------------ learning
 
 
@@ -233,7 +254,11 @@ def test_learns_fully_observed_cartpole():
 
     def make():
         return AsymmetricActorCritic(
-            "CartPole-v1", max_episode_steps=200, num_envs=4, eval_episodes=5, seed=0
+            "CartPole-v1",
+            max_episode_steps=200,
+            a2c=A2COptions(num_envs=4),
+            eval_episodes=5,
+            seed=0,
         )
 
     before = _greedy_test_return(make())
@@ -282,14 +307,21 @@ def test_bad_arguments():
         make_agent_env("Pendulum-v1")
     with pytest.raises(ValueError, match="`window` must be >= 1"):
         _masked_module(window=0)
-    with pytest.raises(ValueError, match="`num_envs` must be >= 1"):
-        _masked_module(num_envs=0)
-    with pytest.raises(ValueError, match=r"`gamma` must lie in \[0, 1\)"):
-        _masked_module(gamma=1.5)
-    with pytest.raises(ValueError, match="`entropy_coef` must be >= 0"):
-        _masked_module(entropy_coef=-0.1)
-    with pytest.raises(ValueError, match="`actor_lr` must be > 0"):
-        _masked_module(actor_lr=0.0)
+    with pytest.raises(ValueError, match="`a2c.num_envs` must be >= 1"):
+        A2COptions(num_envs=0)
+    with pytest.raises(ValueError, match=r"`a2c.gamma` must lie in \[0, 1\)"):
+        A2COptions(gamma=1.5)
+    with pytest.raises(ValueError, match="`a2c.entropy_coef` must be >= 0"):
+        A2COptions(entropy_coef=-0.1)
+    with pytest.raises(ValueError, match="`a2c.actor_lr` must be > 0"):
+        A2COptions(actor_lr=0.0)
+    with pytest.raises(TypeError, match="`a2c` must be an A2COptions"):
+        _masked_module(a2c={"num_envs": 2})
+    agent_dim = WINDOW * len(KEEP)
+    with pytest.raises(ValueError, match=f"`actor` must take inputs of width {agent_dim}"):
+        _masked_module(actor=torch.nn.Linear(3, 2))
+    with pytest.raises(ValueError, match=r"`critic` must give 1 output\(s\) per row"):
+        _masked_module(critic=torch.nn.Linear(4 + agent_dim, 2))
 
 
 def test_factory_without_state_uses_the_observation():

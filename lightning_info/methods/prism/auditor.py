@@ -4,8 +4,9 @@
 shadow and each world model
 (:func:`~lightning_info.methods.prism.functional.fragment_log_probability`),
 turns them into the four attacks of the paper and reports ROC-AUC and TPR at 2% and 5% FPR
-for each. :class:`FragmentExtractionAudit` is the Lightning shell: at the end of ``fit`` it audits
-the trained module's model as the target and logs the report.
+for each; :class:`FragmentAuditOptions` holds how. The Lightning shell that audits a trained
+module at the end of ``fit`` is
+:class:`~lightning_info.methods.prism.callback.FragmentExtractionAudit`.
 """
 
 from __future__ import annotations
@@ -13,19 +14,14 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-import lightning.pytorch as pl
 import numpy as np
 import torch
-from lightning.pytorch.loggers import WandbLogger
-from lightning.pytorch.utilities import rank_zero_info
 from torch import Tensor
 
 from lightning_info.core.logging import markdown_table
-from lightning_info.core.validation import require_int
-from lightning_info.lm.features import check_causal_lm
+from lightning_info.core.validation import require_choice, require_int
 from lightning_info.methods.prism.fragments import AttackSet
 from lightning_info.methods.prism.functional import (
     DATA_AWARE_CLASSIFIERS,
@@ -39,12 +35,51 @@ from lightning_info.methods.prism.functional import (
     world_log_probability,
 )
 
-__all__ = ["ATTACKS", "FragmentAuditReport", "FragmentAuditor", "FragmentExtractionAudit"]
+__all__ = [
+    "ATTACKS",
+    "FragmentAuditOptions",
+    "FragmentAuditReport",
+    "FragmentAuditor",
+    "check_attack_set",
+]
 
 ATTACKS = ("target", "lr", "prism", "data_aware")
 """Attack names: raw target probability, likelihood ratio, PRISM, data-aware classifier."""
 
 ModelSpec = Any  # a causal LM, a (model, tokenizer) pair, or a name/path for load_causal_lm
+
+
+@dataclass(frozen=True)
+class FragmentAuditOptions:
+    """How :class:`FragmentAuditor` scores the attacks.
+
+    Args:
+        prior: PRISM's ``pi`` (:func:`~lightning_info.methods.prism.functional.prism_score`), in
+            ``(0, 1)``.
+        batch_size: queries per forward pass of each model.
+        n_splits, seed: the data-aware classifier's stratified cross-validation folds, shuffled
+            with ``seed``.
+        fpr_levels: false-positive rates at which the true-positive rate is reported.
+        data_aware: the data-aware classifier, ``"boosted_trees"`` (the reference's) or
+            ``"logistic"``.
+    """
+
+    prior: float = 0.9
+    batch_size: int = 16
+    n_splits: int = 5
+    seed: int = 0
+    fpr_levels: tuple[float, ...] = DEFAULT_FPR_LEVELS
+    data_aware: Literal["boosted_trees", "logistic"] = "boosted_trees"
+
+    def __post_init__(self) -> None:
+        require_choice(self.data_aware, "data_aware", DATA_AWARE_CLASSIFIERS)
+        if not 0.0 < float(self.prior) < 1.0:
+            raise ValueError(f"`prior` must lie in (0, 1), got {self.prior!r}.")
+        object.__setattr__(self, "prior", float(self.prior))
+        require_int(self.batch_size, "batch_size", 1)
+        require_int(self.n_splits, "n_splits", 2)
+        require_int(self.seed, "seed", 0)
+        object.__setattr__(self, "fpr_levels", tuple(float(level) for level in self.fpr_levels))
 
 
 @dataclass
@@ -93,9 +128,9 @@ class FragmentAuditor:
     world model from another family) or a Hugging Face name / local path loaded with
     :func:`~lightning_info.lm.tiny_lm.load_causal_lm` on first use. Every model is run on its own
     device. ``world_models`` is a single spec or a *list* of specs (a tuple is read as one
-    ``(model, tokenizer)`` pair); ``p_w`` is the mean of their probabilities. ``prior`` is
-    PRISM's ``pi``; the data-aware classifier (``data_aware``: ``"boosted_trees"``, as the
-    reference, or ``"logistic"``) uses ``n_splits``-fold stratified CV shuffled with ``seed``.
+    ``(model, tokenizer)`` pair); ``p_w`` is the mean of their probabilities. ``options``: PRISM's
+    prior, the batch size, the data-aware classifier and its cross-validation
+    (:class:`FragmentAuditOptions`).
     """
 
     def __init__(
@@ -104,31 +139,19 @@ class FragmentAuditor:
         shadow: ModelSpec,
         world_models: ModelSpec | Sequence[ModelSpec],
         tokenizer: Any = None,
-        prior: float = 0.9,
-        batch_size: int = 16,
-        n_splits: int = 5,
-        seed: int = 0,
-        fpr_levels: Sequence[float] = DEFAULT_FPR_LEVELS,
-        data_aware: str = "boosted_trees",
+        options: FragmentAuditOptions = FragmentAuditOptions(),
     ) -> None:
-        if data_aware not in DATA_AWARE_CLASSIFIERS:
-            raise ValueError(
-                f"`data_aware` must be one of {DATA_AWARE_CLASSIFIERS}, got {data_aware!r}."
+        if not isinstance(options, FragmentAuditOptions):
+            raise TypeError(
+                f"`options` must be a FragmentAuditOptions, got {type(options).__name__}."
             )
-        self.data_aware = data_aware
-        if not 0.0 < float(prior) < 1.0:
-            raise ValueError(f"`prior` must lie in (0, 1), got {prior!r}.")
+        self.options = options
         if isinstance(world_models, (str, tuple)) or not isinstance(world_models, Sequence):
             world_models = [world_models]
         if len(world_models) == 0:
             raise ValueError("Give at least one world model.")
         self.target, self.shadow, self.world_models = target, shadow, list(world_models)
         self.tokenizer = tokenizer
-        self.prior = float(prior)
-        self.batch_size = require_int(batch_size, "batch_size", 1)
-        self.n_splits = require_int(n_splits, "n_splits", 2)
-        self.seed = seed
-        self.fpr_levels = tuple(float(level) for level in fpr_levels)
         self._loaded: dict[str, tuple[Any, Any]] = {}
         for spec in (target, shadow, *self.world_models):
             if tokenizer is None and not isinstance(spec, (str, tuple)):
@@ -136,7 +159,7 @@ class FragmentAuditor:
 
     def log_probabilities(self, attack_set: AttackSet) -> dict[str, Tensor]:
         """``log p(y | prompt)`` of every query under target, shadow and (the mean of) world."""
-        _check_attack_set(attack_set)
+        check_attack_set(attack_set)
         score = self._log_probability
         return {
             "target": score(self.target, attack_set),
@@ -169,20 +192,21 @@ class FragmentAuditor:
         not a second shadow. When the median ``log(p_w / p_s)`` over the seen fragments is above
         0 a warning says so; both numbers are in ``diagnostics``.
         """
-        lp = {k: torch.as_tensor(np.asarray(log_probs[k]), dtype=torch.float64) for k in _MODELS}
+        lp = {k: torch.as_tensor(np.asarray(log_probs[k]), dtype=torch.float64) for k in MODELS}
         p = {k: torch.exp(v) for k, v in lp.items()}
         y = np.asarray(labels, dtype=np.int64)
         features = torch.stack([lp["target"], lp["world"], lp["shadow"]], 1)
+        options = self.options
         data_aware, _ = data_aware_scores(
-            features, y, self.n_splits, self.seed, classifier=self.data_aware
+            features, y, options.n_splits, options.seed, classifier=options.data_aware
         )
         scores = {
             "target": lp["target"].numpy(),
             "lr": likelihood_ratio(p["target"], p["shadow"]).numpy(),
-            "prism": prism_score(p["target"], p["shadow"], p["world"], self.prior).numpy(),
+            "prism": prism_score(p["target"], p["shadow"], p["world"], options.prior).numpy(),
             "data_aware": data_aware,
         }
-        metrics = {name: attack_metrics(s, y, self.fpr_levels) for name, s in scores.items()}
+        metrics = {name: attack_metrics(s, y, options.fpr_levels) for name, s in scores.items()}
         if kinds is not None:
             for name, values in scores.items():
                 metrics[name].update(_auc_by_negative_kind(values, y, kinds))
@@ -194,7 +218,7 @@ class FragmentAuditor:
     def _log_probability(self, spec: ModelSpec, attack_set: AttackSet) -> Tensor:
         model, tokenizer = self._resolve(spec)
         return fragment_log_probability(
-            model, tokenizer, attack_set.prompts, attack_set.fragments, self.batch_size
+            model, tokenizer, attack_set.prompts, attack_set.fragments, self.options.batch_size
         )
 
     def _resolve(self, spec: ModelSpec) -> tuple[Any, Any]:
@@ -209,100 +233,8 @@ class FragmentAuditor:
         return spec, self.tokenizer
 
 
-class FragmentExtractionAudit(pl.Callback):
-    """At the end of ``fit``, audit the trained model for fragment extraction and log the report.
-
-    The target is ``pl_module.model`` (e.g.
-    :class:`~lightning_info.lm.fine_tuner.CausalLMFineTuner`'s
-    wrapped LM), else ``pl_module`` itself. ``attack_set`` is an :class:`AttackSet` or the path of
-    one saved with :meth:`AttackSet.save`. ``shadow`` and ``world_models`` are models, ``(model,
-    tokenizer)`` pairs or names/paths, as for :class:`FragmentAuditor`; ``tokenizer`` is a
-    tokenizer or a name/path for ``AutoTokenizer``, and defaults to
-    ``trainer.datamodule.tokenizer``. So a YAML config can name everything on disk.
-
-    ``setup`` checks, before training, that there is a tokenizer and that the target is a causal
-    LM whose embedding covers it. Runs on global rank zero only (it uses no collectives): the
-    report (``self.report``) is printed, its scalars ``{prefix}/{attack}/{metric}`` go to every
-    logger and, with a ``WandbLogger``, the metrics table and per-query scores go to W&B tables.
-    """
-
-    def __init__(
-        self,
-        attack_set: AttackSet | str,
-        shadow: ModelSpec,
-        world_models: ModelSpec | Sequence[ModelSpec],
-        tokenizer: Any = None,
-        prior: float = 0.9,
-        batch_size: int = 16,
-        n_splits: int = 5,
-        seed: int = 0,
-        prefix: str = "prism",
-    ) -> None:
-        if isinstance(attack_set, (str, Path)):
-            attack_set = AttackSet.load(attack_set)
-        _check_attack_set(attack_set)
-        if not 0.0 < float(prior) < 1.0:
-            raise ValueError(f"`prior` must lie in (0, 1), got {prior!r}.")
-        self.attack_set = attack_set
-        self.shadow, self.world_models, self.tokenizer = shadow, world_models, tokenizer
-        self.prior = float(prior)
-        self.batch_size = require_int(batch_size, "batch_size", 1)
-        self.n_splits = require_int(n_splits, "n_splits", 2)
-        self.seed, self.prefix = seed, prefix
-        self.report: FragmentAuditReport | None = None
-
-    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
-        if stage == "fit":
-            check_causal_lm(_target(pl_module), self._tokenizer(trainer))
-
-    def _tokenizer(self, trainer: pl.Trainer) -> Any:
-        tokenizer = self.tokenizer
-        if tokenizer is None:
-            tokenizer = getattr(getattr(trainer, "datamodule", None), "tokenizer", None)
-        if tokenizer is None:
-            raise ValueError(
-                "FragmentExtractionAudit needs a tokenizer: pass `tokenizer=` (a tokenizer or its "
-                "name/path) or use a datamodule with a `tokenizer` attribute."
-            )
-        if isinstance(tokenizer, (str, Path)):
-            from transformers import AutoTokenizer
-
-            self.tokenizer = tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
-        return tokenizer
-
-    def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if not trainer.is_global_zero:
-            return
-        auditor = FragmentAuditor(
-            _target(pl_module),
-            self.shadow,
-            self.world_models,
-            self._tokenizer(trainer),
-            self.prior,
-            self.batch_size,
-            self.n_splits,
-            self.seed,
-        )
-        self.report = auditor.run(self.attack_set)
-        rank_zero_info(f"\nfragment extraction audit (PRISM)\n\n{self.report}\n")
-        scalars = self.report.scalars(self.prefix)
-        for logger in trainer.loggers:
-            logger.log_metrics(scalars, step=trainer.global_step)
-        for logger in trainer.loggers:
-            if isinstance(logger, WandbLogger):
-                logger.log_table(
-                    key=f"{self.prefix}/metrics",
-                    columns=self.report.table()[0],
-                    data=self.report.table()[1],
-                )
-                logger.log_table(key=f"{self.prefix}/queries", **_query_table(self))
-
-
-def _target(pl_module: pl.LightningModule) -> Any:
-    return getattr(pl_module, "model", pl_module)
-
-
-_MODELS = ("target", "shadow", "world")
+MODELS = ("target", "shadow", "world")
+"""The scored models, in the order of a report's ``log_probs``."""
 NEGATIVE_KINDS = {"non_member": "auc vs non-members", "unseen": "auc vs unseen"}
 SHARE_WORLD_ABOVE_SHADOW = "share of queries with p_w > p_s"
 MEDIAN_LOG_WORLD_OVER_SHADOW = "median log(p_w / p_s), seen fragments"
@@ -343,25 +275,9 @@ def _world_shadow_diagnostics(
             MEDIAN_LOG_WORLD_OVER_SHADOW: median}  # fmt: skip
 
 
-def _check_attack_set(attack_set: Any) -> None:
+def check_attack_set(attack_set: Any) -> None:
+    """Raise unless ``attack_set`` is an :class:`AttackSet` with members and non-members."""
     if not isinstance(attack_set, AttackSet):
         raise TypeError(f"Expected an AttackSet, got {type(attack_set).__name__}.")
     if len(set(attack_set.labels)) < 2:
         raise ValueError("The attack set needs both member (1) and non-member (0) queries.")
-
-
-def _query_table(callback: FragmentExtractionAudit) -> dict[str, Any]:
-    report, attacks = callback.report, callback.attack_set
-    columns = ["prompt", "fragment", "kind", "label", *(f"log_p_{m}" for m in _MODELS), *ATTACKS]
-    data = [
-        [
-            attacks.prompts[i],
-            attacks.fragments[i],
-            attacks.kinds[i],
-            int(attacks.labels[i]),
-            *(float(report.log_probs[m][i]) for m in _MODELS),
-            *(float(report.scores[a][i]) for a in ATTACKS),
-        ]
-        for i in range(len(attacks))
-    ]
-    return {"columns": columns, "data": data}

@@ -1,0 +1,132 @@
+"""``FragmentExtractionAudit``: the Lightning shell of the PRISM audit. At the end of ``fit`` it
+audits the trained module's model as the target with
+:class:`~lightning_info.methods.prism.auditor.FragmentAuditor` and logs the report."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+from lightning.pytorch.loggers import WandbLogger
+from lightning.pytorch.utilities import rank_zero_info
+
+from lightning_info.lm.features import check_causal_lm
+from lightning_info.methods.prism.auditor import (
+    ATTACKS,
+    MODELS,
+    FragmentAuditOptions,
+    FragmentAuditor,
+    FragmentAuditReport,
+    ModelSpec,
+    check_attack_set,
+)
+from lightning_info.methods.prism.fragments import AttackSet
+
+__all__ = ["FragmentExtractionAudit"]
+
+
+class FragmentExtractionAudit(pl.Callback):
+    """At the end of ``fit``, audit the trained model for fragment extraction and log the report.
+
+    The target is ``pl_module.model`` (e.g.
+    :class:`~lightning_info.lm.fine_tuner.CausalLMFineTuner`'s
+    wrapped LM), else ``pl_module`` itself. ``attack_set`` is an :class:`AttackSet` or the path of
+    one saved with :meth:`AttackSet.save`. ``shadow`` and ``world_models`` are models, ``(model,
+    tokenizer)`` pairs or names/paths, as for :class:`FragmentAuditor`; ``tokenizer`` is a
+    tokenizer or a name/path for ``AutoTokenizer``, and defaults to
+    ``trainer.datamodule.tokenizer``. So a YAML config can name everything on disk.
+    ``options`` are the auditor's (:class:`FragmentAuditOptions`: prior, batch size, data-aware
+    classifier); ``prefix`` starts the logged names.
+
+    ``setup`` checks, before training, that there is a tokenizer and that the target is a causal
+    LM whose embedding covers it. Runs on global rank zero only (it uses no collectives): the
+    report (``self.report``) is printed, its scalars ``{prefix}/{attack}/{metric}`` go to every
+    logger and, with a ``WandbLogger``, the metrics table and per-query scores go to W&B tables.
+    """
+
+    def __init__(
+        self,
+        attack_set: AttackSet | str,
+        shadow: ModelSpec,
+        world_models: ModelSpec | Sequence[ModelSpec],
+        tokenizer: Any = None,
+        options: FragmentAuditOptions = FragmentAuditOptions(),  # noqa: B008
+        prefix: str = "prism",
+    ) -> None:
+        if isinstance(attack_set, (str, Path)):
+            attack_set = AttackSet.load(attack_set)
+        check_attack_set(attack_set)
+        if not isinstance(options, FragmentAuditOptions):
+            raise TypeError(
+                f"`options` must be a FragmentAuditOptions, got {type(options).__name__}."
+            )
+        self.attack_set = attack_set
+        self.shadow, self.world_models, self.tokenizer = shadow, world_models, tokenizer
+        self.options, self.prefix = options, prefix
+        self.report: FragmentAuditReport | None = None
+
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        if stage == "fit":
+            check_causal_lm(_target(pl_module), self._tokenizer(trainer))
+
+    def _tokenizer(self, trainer: pl.Trainer) -> Any:
+        tokenizer = self.tokenizer
+        if tokenizer is None:
+            tokenizer = getattr(getattr(trainer, "datamodule", None), "tokenizer", None)
+        if tokenizer is None:
+            raise ValueError(
+                "FragmentExtractionAudit needs a tokenizer: pass `tokenizer=` (a tokenizer or its "
+                "name/path) or use a datamodule with a `tokenizer` attribute."
+            )
+        if isinstance(tokenizer, (str, Path)):
+            from transformers import AutoTokenizer
+
+            self.tokenizer = tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
+        return tokenizer
+
+    def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if not trainer.is_global_zero:
+            return
+        auditor = FragmentAuditor(
+            _target(pl_module),
+            self.shadow,
+            self.world_models,
+            self._tokenizer(trainer),
+            self.options,
+        )
+        self.report = auditor.run(self.attack_set)
+        rank_zero_info(f"\nfragment extraction audit (PRISM)\n\n{self.report}\n")
+        scalars = self.report.scalars(self.prefix)
+        for logger in trainer.loggers:
+            logger.log_metrics(scalars, step=trainer.global_step)
+        for logger in trainer.loggers:
+            if isinstance(logger, WandbLogger):
+                logger.log_table(
+                    key=f"{self.prefix}/metrics",
+                    columns=self.report.table()[0],
+                    data=self.report.table()[1],
+                )
+                logger.log_table(key=f"{self.prefix}/queries", **_query_table(self))
+
+
+def _target(pl_module: pl.LightningModule) -> Any:
+    return getattr(pl_module, "model", pl_module)
+
+
+def _query_table(callback: FragmentExtractionAudit) -> dict[str, Any]:
+    report, attacks = callback.report, callback.attack_set
+    columns = ["prompt", "fragment", "kind", "label", *(f"log_p_{m}" for m in MODELS), *ATTACKS]
+    data = [
+        [
+            attacks.prompts[i],
+            attacks.fragments[i],
+            attacks.kinds[i],
+            int(attacks.labels[i]),
+            *(float(report.log_probs[m][i]) for m in MODELS),
+            *(float(report.scores[a][i]) for a in ATTACKS),
+        ]
+        for i in range(len(attacks))
+    ]
+    return {"columns": columns, "data": data}
