@@ -22,7 +22,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "LinearSchedule",
         "Schedule",
     ),
-    "lightning_info.core.lookahead": ("Lookahead",),
     "lightning_info.data": (
         "DigitsDataModule",
         "GaussianMixtureDataModule",
@@ -111,6 +110,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "FisherConstraint",
         "FisherPenalty",
         "FisherPenaltyMixin",
+        "Lookahead",
         "InceptionTime",
         "InceptionTimeClassifier",
     ),

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from lightning_info import AsymmetricActorCritic
-from lightning_info.recipes import ComparisonCLI
+from lightning_info.experiments import ComparisonCLI
 
 
 def main(args=None):

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from lightning_info import SDCIB, ClusteringViewsDataModule
-from lightning_info.recipes import ComparisonCLI
+from lightning_info.experiments import ComparisonCLI
 
 
 def main(args=None):

@@ -9,7 +9,7 @@ study, e.g.::
         rel_info_file: rel_info.json}}'
 """
 
-from lightning_info.recipes import run_study_recipe
+from lightning_info.experiments import run_study_recipe
 
 
 def main(args=None):

@@ -8,7 +8,7 @@ the recipe is its study, e.g.::
         --studies.games.episodes='{liars_dice: 1000000}' --studies.games.cfr_iterations='{}'
 """
 
-from lightning_info.recipes import run_study_recipe
+from lightning_info.experiments import run_study_recipe
 
 
 def main(args=None):

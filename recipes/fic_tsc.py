@@ -11,7 +11,7 @@ and prints the test-accuracy table. Any LightningCLI flag overrides the config, 
 from pathlib import Path
 
 from lightning_info import InceptionTimeClassifier, UCRUEADataModule
-from lightning_info.recipes import ComparisonCLI
+from lightning_info.experiments import ComparisonCLI
 
 
 def main(args=None):

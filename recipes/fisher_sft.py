@@ -13,9 +13,9 @@ Any LightningCLI flag overrides ``recipes/fisher_sft.yaml``; a real model works 
 from pathlib import Path
 
 from lightning_info import CausalLMFineTuner
+from lightning_info.experiments import ComparisonCLI
 from lightning_info.methods.fisher_sft.datamodule import DocstringSFTDataModule
 from lightning_info.methods.fisher_sft.study import pretrain_docstring_lm
-from lightning_info.recipes import ComparisonCLI
 
 DEFAULT_BASE_MODEL = "results/fisher_sft/tiny-docstring-gpt2"
 

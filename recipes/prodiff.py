@@ -9,7 +9,7 @@ e.g.::
 
 import torch
 
-from lightning_info.recipes import run_study_recipe
+from lightning_info.experiments import run_study_recipe
 
 
 def main(args=None):

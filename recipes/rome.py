@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from lightning_info import DigitsDataModule, ROMEDistillation
-from lightning_info.recipes import ComparisonCLI
+from lightning_info.experiments import ComparisonCLI
 
 
 def main(args=None):

@@ -170,7 +170,7 @@ def test_default_logger_is_offline_wandb_with_one_run_per_cell(tmp_path, monkeyp
 
 
 def test_the_results_table_is_printed_after_the_last_wandb_run_closes(tmp_path, monkeypatch):
-    from lightning_info.recipes import cli
+    from lightning_info.experiments import cli
 
     events = []
     finish = cli.finish_wandb_runs
@@ -490,7 +490,7 @@ RECIPE_NAMES = sorted(p.stem for p in RECIPES.glob("*.py"))
 
 @pytest.mark.parametrize("name", RECIPE_NAMES)
 def test_every_recipe_is_a_comparison_cli_whose_config_resolves(name, monkeypatch):
-    from lightning_info.recipes import ComparisonCLI, Study
+    from lightning_info.experiments import ComparisonCLI, Study
 
     studies = {}
 

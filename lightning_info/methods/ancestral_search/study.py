@@ -24,6 +24,7 @@ import numpy as np
 
 from lightning_info.core.logging import mean_std
 from lightning_info.core.plotting import pyplot
+from lightning_info.experiments.study import Study, StudyResult, run_jobs
 from lightning_info.methods.ancestral_search.datamodule import (
     TOY_GRAPHS,
     BayesianNetworkDataModule,
@@ -38,7 +39,6 @@ from lightning_info.methods.ancestral_search.functional import (
 )
 from lightning_info.methods.ancestral_search.graphs import graph_scores, mag_from_dag
 from lightning_info.methods.ancestral_search.information import InformationCache
-from lightning_info.recipes.study import Study, StudyResult, run_jobs
 
 METHODS = {"fci": "FCI (G^2)", "search": "search and score"}
 

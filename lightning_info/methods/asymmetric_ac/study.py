@@ -24,6 +24,7 @@ import numpy as np
 from lightning_info.core.logging import mean_std
 from lightning_info.core.plotting import pyplot
 from lightning_info.core.validation import require_int
+from lightning_info.experiments.study import Study, StudyResult
 from lightning_info.methods.asymmetric_ac.exact import (
     agent_state_chain,
     critic_error,
@@ -36,7 +37,6 @@ from lightning_info.methods.asymmetric_ac.functional import (
     softmax_policy,
 )
 from lightning_info.methods.asymmetric_ac.tabular_pomdp import TabularPOMDP, t_maze
-from lightning_info.recipes.study import Study, StudyResult
 
 KINDS = ("asymmetric", "symmetric")
 

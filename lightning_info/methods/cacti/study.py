@@ -24,11 +24,11 @@ import torch
 from lightning_info.core.logging import mean_std
 from lightning_info.core.plotting import pyplot
 from lightning_info.core.trainers import quiet_trainer
+from lightning_info.experiments.study import Study, StudyResult, run_jobs
 from lightning_info.methods.cacti.datamodule import TabularImputationDataModule
 from lightning_info.methods.cacti.functional import imputation_scores
 from lightning_info.methods.cacti.missingness import MECHANISMS, MissingnessOptions
 from lightning_info.methods.cacti.module import CACTI, build_cacti
-from lightning_info.recipes.study import Study, StudyResult, run_jobs
 
 METHODS = {
     "mean": "mean",

@@ -25,13 +25,13 @@ from lightning_info.core.plotting import pyplot
 from lightning_info.core.timing import timed
 from lightning_info.diffusion.noise_schedules import noise_schedule
 from lightning_info.diffusion.ode import odeint_fixed
+from lightning_info.experiments.study import Study, StudyResult
 from lightning_info.methods.diffusion_fisher.flow import (
     DataSetDiffusion,
     ScoreNetworkDiffusion,
     pf_ode_flow_jacobian,
     pf_ode_log_likelihood,
 )
-from lightning_info.recipes.study import Study, StudyResult
 
 
 @dataclass

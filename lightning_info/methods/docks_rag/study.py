@@ -20,7 +20,7 @@ from typing import Any
 
 from lightning_info.core.logging import mean_std
 from lightning_info.core.plotting import pyplot
-from lightning_info.recipes.study import Study, StudyResult, run_jobs
+from lightning_info.experiments.study import Study, StudyResult, run_jobs
 
 VARIANTS = {
     "plain": ("plain document", False, False),

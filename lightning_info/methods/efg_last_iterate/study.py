@@ -26,10 +26,10 @@ import numpy as np
 
 from lightning_info.core.logging import mean_std
 from lightning_info.core.plotting import pyplot
+from lightning_info.experiments.study import Study, StudyResult, run_jobs
 from lightning_info.methods.efg_last_iterate.functional import METHODS
 from lightning_info.methods.efg_last_iterate.game import game_tree, load_game
 from lightning_info.methods.efg_last_iterate.solver import DEFAULT_RATES, TabularSolver
-from lightning_info.recipes.study import Study, StudyResult, run_jobs
 
 NAMES = {
     "virtual_transition": "virtual-transition OMD (ours)",

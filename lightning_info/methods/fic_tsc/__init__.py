@@ -2,7 +2,7 @@
 
 See README.md in this folder."""
 
-from lightning_info.methods.fic_tsc.callback import FisherConstraint
+from lightning_info.methods.fic_tsc.callback import FisherConstraint, Lookahead
 from lightning_info.methods.fic_tsc.datamodule import (
     UCRUEADataModule,
     available_bundled_datasets,
@@ -26,6 +26,7 @@ from lightning_info.methods.fic_tsc.penalty import (
 )
 
 __all__ = [
+    "Lookahead",
     "UCRUEADataModule",
     "available_bundled_datasets",
     "load_bundled_dataset",

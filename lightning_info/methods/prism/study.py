@@ -17,6 +17,7 @@ import torch
 from lightning.pytorch.utilities import rank_zero_info
 from torch.utils.data import DataLoader
 
+from lightning_info.experiments.study import Study, StudyResult
 from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
 from lightning_info.lm.training import fit_causal_lm
 from lightning_info.methods.prism.auditor import (
@@ -33,7 +34,6 @@ from lightning_info.methods.prism.fragments import (
     record_texts,
     synthetic_records,
 )
-from lightning_info.recipes.study import Study, StudyResult
 
 
 @dataclass

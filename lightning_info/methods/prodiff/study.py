@@ -27,6 +27,7 @@ import torch
 from lightning_info.core.logging import mean_std
 from lightning_info.core.plotting import pyplot
 from lightning_info.core.trainers import quiet_trainer
+from lightning_info.experiments.study import Study, StudyResult, run_jobs
 from lightning_info.methods.prodiff.datamodule import SyntheticCity, TrajectoryDataModule
 from lightning_info.methods.prodiff.denoiser import EndpointCondition, TrajectoryUNet
 from lightning_info.methods.prodiff.encoder import DEFAULT_EMBED_DIM, TrajectoryEncoder
@@ -36,7 +37,6 @@ from lightning_info.methods.prodiff.functional import (
 )
 from lightning_info.methods.prodiff.metrics import trajectory_scores
 from lightning_info.methods.prodiff.module import ProDiff
-from lightning_info.recipes.study import Study, StudyResult, run_jobs
 
 METHODS = {
     "linear": "linear interpolation",

@@ -22,10 +22,10 @@ from lightning_info.core.optional import import_object
 from lightning_info.core.plotting import pyplot
 from lightning_info.core.trainers import quiet_trainer
 from lightning_info.data.multiview import MultiViewDataModule
+from lightning_info.experiments.study import Study, StudyResult
 from lightning_info.measures.clustering import clustering_scores
 from lightning_info.methods.sdcib.functional import aligned_vote
 from lightning_info.methods.sdcib.module import SDCIB, SDCIBLossOptions
-from lightning_info.recipes.study import Study, StudyResult
 
 METRICS = ("acc", "nmi", "ari")
 METHODS = ("kmeans", "sdcib")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from lightning_info.experiments.study import Study, StudyResult
 from lightning_info.lm.corpus import split_corpus, stdlib_docstrings
 from lightning_info.methods.train_test_overlap.functional import (
     OverlapOptions,
@@ -19,7 +20,6 @@ from lightning_info.methods.train_test_overlap.functional import (
     compute_overlap,
 )
 from lightning_info.methods.train_test_overlap.report import OverlapReport, write_report
-from lightning_info.recipes.study import Study, StudyResult
 
 
 @dataclass

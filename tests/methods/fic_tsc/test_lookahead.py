@@ -8,7 +8,7 @@ import torch
 from lightning.pytorch import LightningModule, Trainer
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_info.core.lookahead import Lookahead
+from lightning_info.methods.fic_tsc.callback import Lookahead
 
 X = torch.linspace(-1, 1, 16, dtype=torch.float64).view(8, 2)
 Y = X @ torch.tensor([[1.5], [-0.5]], dtype=torch.float64) + 0.3

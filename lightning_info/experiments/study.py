@@ -9,7 +9,8 @@ recipe's YAML names its studies under ``studies``, keyed by name, as any Lightni
         init_args: {gamma: 0.8, seeds: [0, 1, 2]}
 
 Every argument can be overridden from the command line (``--studies.tabular.gamma=0.9``) and a
-study switched off (``--studies.tabular=null``). :class:`~lightning_info.recipes.cli.ComparisonCLI`
+study switched off (``--studies.tabular=null``).
+:class:`~lightning_info.experiments.cli.ComparisonCLI`
 runs the studies in order after the grid and does the reporting, the same for every method: each
 table is printed, all of a study's tables are written to ``<output_dir>/<compare.name>_<study>.md``
 and ``.json`` (with the study's records), each figure to ``<compare.name>_<study>_<key>.png``, and

@@ -23,9 +23,10 @@ Everything a LightningCLI accepts works (``--config``, ``--trainer.*``, ``--mode
 (e.g. a report over several scorers) or in a study.
 
 What a method measures beyond fit/test (extra tables, plots) is a
-:class:`~lightning_info.recipes.study.Study` named under ``studies`` in the YAML; the studies run
+:class:`~lightning_info.experiments.study.Study`
+named under ``studies`` in the YAML; the studies run
 after the grid and their tables and figures are printed, written and logged the same way for every
-recipe (see :mod:`lightning_info.recipes.study`). A recipe that trains nothing through the grid
+recipe (see :mod:`lightning_info.experiments.study`). A recipe that trains nothing through the grid
 passes no model class (``ComparisonCLI(None, None, ...)``): then the config has no ``model`` or
 ``data`` section and only the studies run.
 
@@ -63,7 +64,7 @@ from lightning_info.core.logging import (
 from lightning_info.core.optional import import_object
 from lightning_info.core.threads import deterministic_algorithms, run_environment, torch_threads
 from lightning_info.core.trainers import lightning_notices_hidden
-from lightning_info.recipes.study import Study, StudyResult
+from lightning_info.experiments.study import Study, StudyResult
 
 BASELINE, METHOD = "baseline", "method"
 _ARM_SECTIONS = ("model", "data", "trainer")

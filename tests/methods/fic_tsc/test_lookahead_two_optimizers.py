@@ -11,7 +11,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_info.core.lookahead import Lookahead
+from lightning_info.methods.fic_tsc.callback import Lookahead
 
 X = torch.linspace(-1, 1, 16, dtype=torch.float64).view(8, 2)
 Y = X @ torch.tensor([[1.5], [-0.5]], dtype=torch.float64) + 0.3
