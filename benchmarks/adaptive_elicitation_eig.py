@@ -78,12 +78,14 @@ def per_pair_information_gain(lm: LMPredictive, context, candidates, targets) ->
     answer_p, prior_h = base[: len(candidates)], entropy(base[len(candidates) :]).mean()
     posterior_h = torch.tensor(
         [
-            [float(target_entropy(lm, [[*context, (d, y)]], targets)[0])
-             for y in range(lm.num_answers)]
+            [
+                float(target_entropy(lm, [[*context, (d, y)]], targets)[0])
+                for y in range(lm.num_answers)
+            ]
             for d in candidates
         ],
         dtype=torch.float64,
-    )  # fmt: skip
+    )
     return prior_h - (answer_p * posterior_h).sum(-1)
 
 
@@ -94,14 +96,21 @@ def main(args=None) -> dict:
     texts = [f"Region {r} dark?" for r in range(options.questions)]
     tokenizer = train_bpe_tokenizer(texts * 5, vocab_size=400)
     bank = QuestionBank(tokenizer, texts, options.answers)
-    model = tiny_causal_lm(tokenizer, n_layer=options.layers, n_embd=options.width,
-                           n_head=options.heads, seed=options.seed)  # fmt: skip
+    model = tiny_causal_lm(
+        tokenizer,
+        n_layer=options.layers,
+        n_embd=options.width,
+        n_head=options.heads,
+        seed=options.seed,
+    )
     lm = LMPredictive(model, bank, batch_size=options.batch_size)
     whole = LMPredictive(model, bank, batch_size=options.batch_size, share_context=False)
     g = torch.Generator().manual_seed(options.seed)
     order = torch.randperm(options.questions - options.targets, generator=g).tolist()
-    context = [(q, int(torch.randint(options.answers, (1,), generator=g))) for q in
-               order[: options.context]]  # fmt: skip
+    context = [
+        (q, int(torch.randint(options.answers, (1,), generator=g)))
+        for q in order[: options.context]
+    ]
     targets = list(range(options.questions - options.targets, options.questions))
     candidates = sorted(order[options.context :])
     ways = {

@@ -527,8 +527,13 @@ def _table_by_pool_size(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def _spec(args: argparse.Namespace, **fields: Any) -> dict[str, Any]:
     threads = args.threads or torch.get_num_threads()
-    return {"lam": args.lam, "seed": args.seed, "threads": threads, "repeats": args.width_repeats,
-            **fields}  # fmt: skip
+    return {
+        "lam": args.lam,
+        "seed": args.seed,
+        "threads": threads,
+        "repeats": args.width_repeats,
+        **fields,
+    }
 
 
 def _table_by_width(args: argparse.Namespace) -> list[dict[str, Any]]:

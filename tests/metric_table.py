@@ -168,7 +168,7 @@ def _documents() -> Batches:
                     t_idx=label["t"],
                     r=relation,
                     evidence=evidence,
-                )  # fmt: skip
+                )
             )
     cuts = [0, 2, 4, 7, 8, 10]
     return [(predictions, documents[a:b]) for a, b in zip(cuts, cuts[1:])]
@@ -218,14 +218,14 @@ METRICS = [
         lambda: trajectory_metrics((1.0, 5.0)),
         _trajectories,
         log_object=False,
-    ),  # fmt: skip
+    ),
     MetricCase("DocREDScores", DocREDScores, _documents, log_object=False),
     MetricCase(
         "AlignedVoteClustering",
         lambda: AlignedVoteClustering(2),
         _view_probabilities,
         log_object=False,
-    ),  # fmt: skip
+    ),
     MetricCase("ImputationR2", lambda: ImputationR2(4), _imputations),
     MetricCase("ImputationRMSE", lambda: ImputationRMSE(4), _imputations),
     MetricCase("ImputationMAE", lambda: ImputationMAE(4), _imputations),

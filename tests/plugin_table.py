@@ -143,9 +143,13 @@ def tiny_rome() -> ROMEDistillation:
 
 def tiny_tabular_imputation(batch_size: int) -> TabularImputationDataModule:
     """Wine with 30% MNAR missingness and 6-wide TF-IDF context embeddings."""
-    return TabularImputationDataModule("wine", context="tfidf", context_dim=6,
-                                       split=SplitOptions(val_fraction=0.1),
-                                       batch_size=batch_size)  # fmt: skip
+    return TabularImputationDataModule(
+        "wine",
+        context="tfidf",
+        context_dim=6,
+        split=SplitOptions(val_fraction=0.1),
+        batch_size=batch_size,
+    )
 
 
 def tiny_cacti() -> CACTI:

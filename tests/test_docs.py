@@ -68,8 +68,14 @@ def test_readme_commands_run_as_written(commands, tmp_path):
         (tmp_path / name).write_text(source)
     (tmp_path / ".venv").symlink_to(sys.prefix)
     environment = {**os.environ, "WANDB_MODE": "offline"}
-    done = subprocess.run(["bash", "-euo", "pipefail", "-c", commands], cwd=tmp_path,
-                          env=environment, capture_output=True, text=True, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", commands],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
 
 

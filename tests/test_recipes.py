@@ -47,8 +47,11 @@ def _mean_std(cell: str) -> tuple[float, float]:
 def _wandb_table_keys(root: Path, study: str) -> set[str]:
     """The keys of the W&B tables (line plots) a study logged in the offline runs under ``root``."""
     runs = (root / "wandb").glob("offline-run-*")
-    return {p.name.split("_table")[0] for run in runs
-            for p in run.glob(f"files/media/table/{study}/*_table_*.json")}  # fmt: skip
+    return {
+        p.name.split("_table")[0]
+        for run in runs
+        for p in run.glob(f"files/media/table/{study}/*_table_*.json")
+    }
 
 
 def _metric_columns(version_dir: Path) -> set[str]:
@@ -246,9 +249,17 @@ def test_rome_recipe_compares_five_arms_untargeted_and_targeted(tmp_path, capsys
         .results
     )
     arms = ["random real", "DM", "ROME", "ROME, untargeted", "ROME, rotating map"]
-    metrics = ["test/clean", "test/fgsm", "test/pgd", "test/pgd_l2", "test/i_rr",
-               "test/targeted+1/pgd", "test/targeted+1/i_rr", "test/targeted+2/pgd",
-               "test/targeted-1/pgd"]  # fmt: skip
+    metrics = [
+        "test/clean",
+        "test/fgsm",
+        "test/pgd",
+        "test/pgd_l2",
+        "test/i_rr",
+        "test/targeted+1/pgd",
+        "test/targeted+1/i_rr",
+        "test/targeted+2/pgd",
+        "test/targeted-1/pgd",
+    ]
     assert [(r.arm, r.metric) for r in results] == [(a, m) for a in arms for m in metrics]
     for r in results:
         if not r.metric.endswith("i_rr"):
@@ -514,10 +525,17 @@ def test_clustering_recipe_puts_sdcib_next_to_kmeans_on_views_and_graph_views(tm
     threads = torch.get_num_threads()  # the recipe sets one thread
     graph = "lightning_info.methods.cmv_nd.AttributeMissingGraphDataModule"
     sources = {
-        name: {"class_path": graph, "init_args": {"sbm": {"num_nodes": 120, "num_classes": 3},
-               "views": name, "batch_size": 16, "features": {"feature_dim": 8}}}
+        name: {
+            "class_path": graph,
+            "init_args": {
+                "sbm": {"num_nodes": 120, "num_classes": 3},
+                "views": name,
+                "batch_size": 16,
+                "features": {"feature_dim": 8},
+            },
+        }
         for name in ("imputed", "sign", "cmv_nd")
-    }  # fmt: skip
+    }
     cli = _recipe("clustering").main(
         [
             "--compare.grid=[synthetic]",
@@ -538,7 +556,7 @@ def test_clustering_recipe_puts_sdcib_next_to_kmeans_on_views_and_graph_views(tm
                         "init_args": {"name": "synthetic", "num_samples": 96, "batch_size": 16},
                     }
                 }
-            ),  # fmt: skip
+            ),
             f"--studies.graph.sources={json.dumps(sources)}",
             "--studies.graph.sdcib={hidden: [8, 4]}",
             "--studies.graph.max_epochs=1",
@@ -547,10 +565,10 @@ def test_clustering_recipe_puts_sdcib_next_to_kmeans_on_views_and_graph_views(tm
     )
     torch.set_num_threads(threads)
     assert {r.metric for r in cli.results} == {"test/acc", "test/nmi", "test/ari"}
-    (columns, rows), = cli.study_results["views"].tables.values()  # fmt: skip
+    ((columns, rows),) = cli.study_results["views"].tables.values()
     assert [r[1] for r in rows] == ["SDCIB", "SDCIB (last layer only)", "k-means (views joined)"]
     assert all(r[-1] == 2 for r in rows)  # the grid's two seeds, also in the study
-    (columns, rows), = cli.study_results["graph"].tables.values()  # fmt: skip
+    ((columns, rows),) = cli.study_results["graph"].tables.values()
     assert [(r[0], r[1]) for r in rows] == [
         ("imputed", "k-means (views joined)"),
         ("sign", "k-means (views joined)"),
@@ -585,8 +603,14 @@ def test_cacti_recipe_puts_cacti_next_to_baselines_on_the_same_masks(tmp_path, c
     torch.set_num_threads(threads)
     r2, rmse, seconds = cli.study_results["imputation"].tables.values()
     columns, rows = r2
-    assert columns[2:] == ["mean", "KNN (5)", "IterativeImputer", "CACTI", "CACTI (no context)",
-                           "CACTI - best baseline"]  # fmt: skip
+    assert columns[2:] == [
+        "mean",
+        "KNN (5)",
+        "IterativeImputer",
+        "CACTI",
+        "CACTI (no context)",
+        "CACTI - best baseline",
+    ]
     assert [row[:2] for row in rows] == [["wine", "mcar"], ["wine", "mnar"]]
     assert rows[0][6] == "-" and rows[1][6] != "-"  # the ablation runs under MNAR only
     assert rows[0][2] == "-"  # a constant fill has no correlation
@@ -638,8 +662,13 @@ def test_prodiff_recipe_puts_prodiff_next_to_interpolation_on_the_same_windows(t
     torch.set_num_threads(threads)
     tables = cli.study_results["trajectories"].tables
     columns, rows = next(iter(tables.values()))  # mean deviation
-    assert columns == ["k", "linear interpolation", "great-circle interpolation", "ProDiff",
-                       "ProDiff (no prototypes)"]  # fmt: skip
+    assert columns == [
+        "k",
+        "linear interpolation",
+        "great-circle interpolation",
+        "ProDiff",
+        "ProDiff (no prototypes)",
+    ]
     assert [row[0] for row in rows] == [5, 6]
     # the linear cell is the oracle's: linear interpolation of the same test windows
     expected = []
@@ -785,8 +814,11 @@ def test_docks_rag_recipe_tables_every_prompt_variant_over_seeds(tmp_path):
     ]
     records = result.records
     assert sorted((r["variant"], r["seed"]) for r in records) == [
-        ("hybrid", 0), ("hybrid", 1), ("plain", 0), ("plain", 1)
-    ]  # fmt: skip
+        ("hybrid", 0),
+        ("hybrid", 1),
+        ("plain", 0),
+        ("plain", 1),
+    ]
     hybrid = [r["f1"] for r in records if r["variant"] == "hybrid"]
     mean, std = _mean_std(rows[1][1])
     assert mean == pytest.approx(np.mean(hybrid), abs=1e-4)
@@ -831,22 +863,38 @@ def test_adaptive_elicitation_recipe_tables_every_policy_and_the_reference(tmp_p
     result = cli.study_results["elicitation"]
     columns, rows = result.tables["latent: target accuracy and NLL after n questions"]
     assert columns == ["policy", "acc@0", "acc@2", "NLL@0", "NLL@2"]
-    assert [r[0] for r in rows] == ["EIG (LM)", "lookahead (LM)", "max answer entropy (LM)",
-                                    "random (LM)", "reference EIG (exact / empirical)"]  # fmt: skip
+    assert [r[0] for r in rows] == [
+        "EIG (LM)",
+        "lookahead (LM)",
+        "max answer entropy (LM)",
+        "random (LM)",
+        "reference EIG (exact / empirical)",
+    ]
     records = result.records
     assert sorted((r["world"], r["seed"]) for r in records) == [
-        ("digits", 0), ("digits", 1), ("latent", 0), ("latent", 1)
-    ]  # fmt: skip
+        ("digits", 0),
+        ("digits", 1),
+        ("latent", 0),
+        ("latent", 1),
+    ]
     # the reference line is exact-posterior EIG on the same test entities, computed here afresh
     for record in (r for r in records if r["world"] == "latent"):
         tokenizer = train_bpe_tokenizer(latent_world_questions(6), vocab_size=300)
-        latent = LatentWorldOptions(num_types=2, num_questions=6, concentration=0.1,
-                                    uninformative=2, world_seed=3, num_entities=40)  # fmt: skip
-        data = ElicitationDataModule(tokenizer, latent=latent, num_val=4, num_test=4,
-                                     seed=record["seed"])  # fmt: skip
+        latent = LatentWorldOptions(
+            num_types=2,
+            num_questions=6,
+            concentration=0.1,
+            uninformative=2,
+            world_seed=3,
+            num_entities=40,
+        )
+        data = ElicitationDataModule(
+            tokenizer, latent=latent, num_val=4, num_test=4, seed=record["seed"]
+        )
         answers = data.table.answers[data.test_entities[:4]]
-        curves = elicitation_curves("eig", ExactPosteriorModel(data.world), answers,
-                                    [0, 1, 4, 5], [2, 3], 2)  # fmt: skip
+        curves = elicitation_curves(
+            "eig", ExactPosteriorModel(data.world), answers, [0, 1, 4, 5], [2, 3], 2
+        )
         expected = curves["nll"].mean(0).tolist()
         assert record["curves"]["reference"]["nll"] == pytest.approx(expected, abs=1e-12)
         assert all(kl >= -1e-9 for kl in record["kl"])
@@ -894,15 +942,27 @@ def test_graph4mm_recipe_tables_every_arm_from_its_runs(tmp_path, monkeypatch):
     )
     result = cli.study_results["graph4mm"]
     ((title, (columns, rows)),) = result.tables.items()
-    assert columns == ["arm", "token accuracy", "ROUGE-L", "exact match", "node-label accuracy",
-                       "fit seconds"]  # fmt: skip
-    assert [r[0] for r in rows] == ["Graph4MM (hop-diffused Q-Former)", "text-only LM",
-                                    "Bayes from every neighbour's digit (reference)",
-                                    "Bayes from the captioned neighbours (reference)"]  # fmt: skip
+    assert columns == [
+        "arm",
+        "token accuracy",
+        "ROUGE-L",
+        "exact match",
+        "node-label accuracy",
+        "fit seconds",
+    ]
+    assert [r[0] for r in rows] == [
+        "Graph4MM (hop-diffused Q-Former)",
+        "text-only LM",
+        "Bayes from every neighbour's digit (reference)",
+        "Bayes from the captioned neighbours (reference)",
+    ]
     records = result.records
     assert sorted((r["arm"], r["seed"]) for r in records) == [
-        ("graph4mm", 0), ("graph4mm", 1), ("text_only", 0), ("text_only", 1)
-    ]  # fmt: skip
+        ("graph4mm", 0),
+        ("graph4mm", 1),
+        ("text_only", 0),
+        ("text_only", 1),
+    ]
     rouge = [r["scores"]["test/rougeL"] for r in records if r["arm"] == "graph4mm"]
     mean, std = _mean_std(rows[0][2])
     assert mean == pytest.approx(np.mean(rouge), abs=1e-4)
@@ -910,17 +970,36 @@ def test_graph4mm_recipe_tables_every_arm_from_its_runs(tmp_path, monkeypatch):
     assert all([p[0] for p in r["curves"]] == [1, 2] for r in records)
     # the text-only arm of seed 1, rebuilt here from the components, scores what was recorded
     data = MultimodalGraphDataModule(seed=1, num_train=24, num_val=8, num_test=8, batch_size=8)
-    lm = pretrain_language_model(data, {"seed": 1, "corpus": 32, "lm_epochs": 1, "lm_lr": 0.003,
-                                        "lm": {"layers": 1, "width": 16, "heads": 2},
-                                        "root": str(tmp_path)})  # fmt: skip
-    model = Graph4MM(lm, data.tokenizer, num_classes=10, variant="text_only",
-                     optimizer=AdamWOptions(lr=0.003, warmup_fraction=0.1),
-                     max_new_tokens=4)  # fmt: skip
+    lm = pretrain_language_model(
+        data,
+        {
+            "seed": 1,
+            "corpus": 32,
+            "lm_epochs": 1,
+            "lm_lr": 0.003,
+            "lm": {"layers": 1, "width": 16, "heads": 2},
+            "root": str(tmp_path),
+        },
+    )
+    model = Graph4MM(
+        lm,
+        data.tokenizer,
+        num_classes=10,
+        variant="text_only",
+        optimizer=AdamWOptions(lr=0.003, warmup_fraction=0.1),
+        max_new_tokens=4,
+    )
     seed_everything(1, verbose=False)
-    trainer = Trainer(max_epochs=2, logger=False, enable_checkpointing=False,
-                      enable_progress_bar=False, enable_model_summary=False,
-                      num_sanity_val_steps=0, gradient_clip_val=1.0,
-                      default_root_dir=tmp_path)  # fmt: skip
+    trainer = Trainer(
+        max_epochs=2,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        gradient_clip_val=1.0,
+        default_root_dir=tmp_path,
+    )
     trainer.fit(model, datamodule=data)
     expected = trainer.test(model, datamodule=data, verbose=False)[0]
     recorded = next(r for r in records if r["arm"] == "text_only" and r["seed"] == 1)

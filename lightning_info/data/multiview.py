@@ -142,8 +142,13 @@ class MultiViewDataModule(pl.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         sampler = EpochShuffleSampler(len(self.dataset), seed=self.seed)
-        return ResumableDataLoader(self.dataset, trainer=self.trainer, sampler=sampler,
-                                   batch_size=self.batch_size, drop_last=True)  # fmt: skip
+        return ResumableDataLoader(
+            self.dataset,
+            trainer=self.trainer,
+            sampler=sampler,
+            batch_size=self.batch_size,
+            drop_last=True,
+        )
 
     def _in_order(self) -> DataLoader:
         return DataLoader(self.dataset, batch_size=self.batch_size)

@@ -179,10 +179,12 @@ def test_clipping_bounds_each_clean_estimate_and_leaves_an_exact_model_alone(sam
     def run(denoiser, clip):
         g = torch.Generator().manual_seed(2)
         if sampler == "ddpm":
-            return ddpm_sample(denoiser, SCHEDULE, x0.shape, generator=g, dtype=torch.float64,
-                               clip_x0=clip)  # fmt: skip
-        return ddim_sample(denoiser, SCHEDULE, x0.shape, 50, 0.0, generator=g,
-                           dtype=torch.float64, clip_x0=clip)  # fmt: skip
+            return ddpm_sample(
+                denoiser, SCHEDULE, x0.shape, generator=g, dtype=torch.float64, clip_x0=clip
+            )
+        return ddim_sample(
+            denoiser, SCHEDULE, x0.shape, 50, 0.0, generator=g, dtype=torch.float64, clip_x0=clip
+        )
 
     exact = point_mass_denoiser(x0, SCHEDULE)
     assert torch.allclose(run(exact, (0.0, 1.0)), x0, atol=1e-8)

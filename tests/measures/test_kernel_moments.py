@@ -51,8 +51,16 @@ def test_moments_under_autograd_equal_the_dense_softmax_and_their_gradients(weig
         torch.full((4,), 0.7, dtype=torch.float64),
         torch.full((4,), 0.6, dtype=torch.float64),
     )
-    m = kernel_moments(x, data, 0.7, 0.6, data_weights=pi if weighted else None, vectors=v,
-                       second_moment=True, chunk_size=7)  # fmt: skip
+    m = kernel_moments(
+        x,
+        data,
+        0.7,
+        0.6,
+        data_weights=pi if weighted else None,
+        vectors=v,
+        second_moment=True,
+        chunk_size=7,
+    )
     log_q, mean, sq, second = _dense(x, data, alpha, sigma, pi / pi.sum())
     projected = torch.einsum("bij,bj->bi", second, v)
     for ours, dense in ((m.log_density, log_q), (m.mean, mean), (m.projected, projected)):

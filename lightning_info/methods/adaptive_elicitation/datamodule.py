@@ -107,8 +107,14 @@ class _EpochIndexSampler(EpochShuffleSampler):
 class _Entities(Dataset):
     """Entities ``rows`` of ``table``, blocks of ``questions`` only, shuffled by ``seed``."""
 
-    def __init__(self, bank: QuestionBank, table: EntityTable, rows: torch.Tensor,
-                 questions: list[int], seed: int):  # fmt: skip
+    def __init__(
+        self,
+        bank: QuestionBank,
+        table: EntityTable,
+        rows: torch.Tensor,
+        questions: list[int],
+        seed: int,
+    ):
         self.bank, self.table, self.rows = bank, table, rows.tolist()
         self.questions, self.seed = questions, seed
 

@@ -287,7 +287,7 @@ def _lookahead(model, contexts, candidates, targets, depth) -> Tensor:
             for own, row in zip(candidates, padded)
             for d in row
             for _ in answers
-        ],  # fmt: skip
+        ],
         targets,
         depth - 1,
     ).view(answer_p.shape)

@@ -21,8 +21,15 @@ from torch import Tensor
 
 from lightning_info.lm.features import cache_argument, output_cache, pad_token_rows
 
-__all__ = ["ANSWER", "END_OF_BLOCK", "END_OF_ENTITY", "LMPredictive", "QuestionBank",
-           "add_elicitation_tokens", "encode_entity"]  # fmt: skip
+__all__ = [
+    "ANSWER",
+    "END_OF_BLOCK",
+    "END_OF_ENTITY",
+    "LMPredictive",
+    "QuestionBank",
+    "add_elicitation_tokens",
+    "encode_entity",
+]
 
 ANSWER, END_OF_BLOCK, END_OF_ENTITY = "<Answer>", "<EOS>", "<EOP>"
 
@@ -121,8 +128,12 @@ class LMPredictive:
         for start in range(0, len(contexts), per_chunk):
             ids, mask = pad_token_rows(contexts[start : start + per_chunk], 0, left=True)
             positions = (mask.cumsum(1) - 1).clamp(min=0)
-            prefix = self.model(input_ids=ids.to(device), attention_mask=mask.to(device),
-                                position_ids=positions.to(device), use_cache=True)  # fmt: skip
+            prefix = self.model(
+                input_ids=ids.to(device),
+                attention_mask=mask.to(device),
+                position_ids=positions.to(device),
+                use_cache=True,
+            )
             cache = output_cache(prefix)
             cache.batch_repeat_interleave(len(suffixes))
             n = ids.shape[0]
@@ -131,9 +142,12 @@ class LMPredictive:
             rows_mask = suffix_mask.repeat(n, 1)
             rows_positions = lengths[:, None] + torch.arange(suffix_ids.shape[1])[None]
             full_mask = torch.cat([mask.repeat_interleave(len(suffixes), 0), rows_mask], dim=1)
-            logits = self.model(input_ids=rows_ids.to(device), attention_mask=full_mask.to(device),
-                                position_ids=rows_positions.to(device),
-                                **{self._cache_argument: cache}).logits  # fmt: skip
+            logits = self.model(
+                input_ids=rows_ids.to(device),
+                attention_mask=full_mask.to(device),
+                position_ids=rows_positions.to(device),
+                **{self._cache_argument: cache},
+            ).logits
             out.append(self._answer_p(logits, rows_mask))
         return torch.cat(out)
 

@@ -62,15 +62,27 @@ def _train(job: dict[str, Any]):
     tokenizer = train_bpe_tokenizer(texts * 5, vocab_size=300)
     data = ElicitationDataModule(tokenizer, **settings)
     size = job["size"]
-    model = tiny_causal_lm(tokenizer, n_layer=size["layers"], n_embd=size["width"],
-                           n_head=size["heads"], seed=job["seed"])  # fmt: skip
+    model = tiny_causal_lm(
+        tokenizer,
+        n_layer=size["layers"],
+        n_embd=size["width"],
+        n_head=size["heads"],
+        seed=job["seed"],
+    )
     module = ElicitationLM(model, data.bank.answer_ids, lr=job["lr"], warmup_fraction=0.05)
     seed_everything(job["seed"], verbose=False)
-    trainer = Trainer(max_epochs=job["epochs"], accelerator="auto", devices=1, logger=False,
-                      enable_checkpointing=False, enable_progress_bar=False,
-                      enable_model_summary=False, num_sanity_val_steps=0,
-                      check_val_every_n_epoch=job["epochs"],
-                      default_root_dir=job["root"])  # fmt: skip
+    trainer = Trainer(
+        max_epochs=job["epochs"],
+        accelerator="auto",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        check_val_every_n_epoch=job["epochs"],
+        default_root_dir=job["root"],
+    )
     trainer.fit(module, datamodule=data)
     scores = trainer.test(module, datamodule=data, verbose=False)[0]
     return data, module.model.eval(), scores
@@ -109,11 +121,24 @@ def run_world(job: dict[str, Any]) -> dict[str, Any]:
     candidates = list(job["candidates"]) or [
         q for q in range(len(data.table.questions)) if q not in targets
     ]
-    out = {"world": job["world"], "seed": job["seed"], "test_nll": scores["test/loss"],
-           "test_accuracy": scores["test/accuracy"], "curves": {}}  # fmt: skip
+    out = {
+        "world": job["world"],
+        "seed": job["seed"],
+        "test_nll": scores["test/loss"],
+        "test_accuracy": scores["test/accuracy"],
+        "curves": {},
+    }
     for policy in job["policies"]:
-        curves = elicitation_curves(policy, lm, answers, candidates, targets, job["steps"],
-                                    rng=random.Random(job["seed"]), depth=job["depth"])  # fmt: skip
+        curves = elicitation_curves(
+            policy,
+            lm,
+            answers,
+            candidates,
+            targets,
+            job["steps"],
+            rng=random.Random(job["seed"]),
+            depth=job["depth"],
+        )
         out["curves"][policy] = {k: v.mean(0).tolist() for k, v in curves.items()}
     if data.world is not None:
         reference = ExactPosteriorModel(data.world)
@@ -122,8 +147,9 @@ def run_world(job: dict[str, Any]) -> dict[str, Any]:
         reference = EmpiricalPredictiveModel(training, data.table.num_answers)
     curves = elicitation_curves("eig", reference, answers, candidates, targets, job["steps"])
     out["curves"]["reference"] = {k: v.mean(0).tolist() for k, v in curves.items()}
-    out["kl"] = _predictive_kl(reference, lm, answers, targets, candidates, job["steps"],
-                               job["seed"])  # fmt: skip
+    out["kl"] = _predictive_kl(
+        reference, lm, answers, targets, candidates, job["steps"], job["seed"]
+    )
     return out
 
 
@@ -151,8 +177,9 @@ class ElicitationStudy(Study):
 
     worlds: list[str] = field(default_factory=lambda: ["latent", "digits"])
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
-    policies: list[str] = field(default_factory=lambda: ["eig", "lookahead", "max_entropy",
-                                                         "random"])  # fmt: skip
+    policies: list[str] = field(
+        default_factory=lambda: ["eig", "lookahead", "max_entropy", "random"]
+    )
     steps: int = 5
     report_at: list[int] = field(default_factory=lambda: [0, 1, 3, 5])
     entities: int = 40
@@ -186,20 +213,34 @@ class ElicitationStudy(Study):
     def run(self, cli=None) -> StudyResult:
         root = str(cli.output_dir) if cli is not None else None
         jobs = [
-            {"world": w, "seed": s, "data": getattr(self, w), "targets": self.targets[w],
-             "candidates": self.candidates.get(w, []),
-             "policies": self.policies, "steps": self.steps, "entities": self.entities,
-             "depth": self.depth, "size": self.size, "epochs": self.epochs[w], "lr": self.lr,
-             "predictive_batch": self.predictive_batch, "threads": self.threads, "root": root}
+            {
+                "world": w,
+                "seed": s,
+                "data": getattr(self, w),
+                "targets": self.targets[w],
+                "candidates": self.candidates.get(w, []),
+                "policies": self.policies,
+                "steps": self.steps,
+                "entities": self.entities,
+                "depth": self.depth,
+                "size": self.size,
+                "epochs": self.epochs[w],
+                "lr": self.lr,
+                "predictive_batch": self.predictive_batch,
+                "threads": self.threads,
+                "root": root,
+            }
             for w in self.worlds
             for s in self.seeds
-        ]  # fmt: skip
+        ]
 
         def describe(r: dict[str, Any]) -> str:
             curves = r["curves"]
             last = ", ".join(f"{p} {curves[p]['accuracy'][-1]:.3f}" for p in curves)
-            return (f"{r['world']} seed={r['seed']}: LM test NLL {r['test_nll']:.4f}; "
-                    f"target accuracy after {self.steps}: {last}")  # fmt: skip
+            return (
+                f"{r['world']} seed={r['seed']}: LM test NLL {r['test_nll']:.4f}; "
+                f"target accuracy after {self.steps}: {last}"
+            )
 
         records = run_jobs(run_world, jobs, self.workers, describe)
         tables = {}
@@ -208,34 +249,58 @@ class ElicitationStudy(Study):
             tables[f"{world}: target accuracy and NLL after n questions"] = self._curves(runs)
         title = "meta-trained LM: answer NLL and accuracy on test entities; KL(reference || LM)"
         tables[title] = self._fit(records)
-        return StudyResult(tables, {"curves": self._figure(records)}, records,
-                           self._line_plots(records))  # fmt: skip
+        return StudyResult(
+            tables, {"curves": self._figure(records)}, records, self._line_plots(records)
+        )
 
     def _mean_curve(self, runs, policy, key) -> list[float]:
-        return [sum(r["curves"][policy][key][n] for r in runs) / len(runs)
-                for n in range(self.steps + 1)]  # fmt: skip
+        return [
+            sum(r["curves"][policy][key][n] for r in runs) / len(runs)
+            for n in range(self.steps + 1)
+        ]
 
     def _curves(self, runs):
-        columns = ["policy", *(f"acc@{n}" for n in self.report_at),
-                   *(f"NLL@{n}" for n in self.report_at)]  # fmt: skip
+        columns = [
+            "policy",
+            *(f"acc@{n}" for n in self.report_at),
+            *(f"NLL@{n}" for n in self.report_at),
+        ]
         rows = []
         for policy in runs[0]["curves"]:
-            rows.append([LABELS[policy],
-                         *(mean_std([r["curves"][policy]["accuracy"][n] for r in runs])
-                           for n in self.report_at),
-                         *(mean_std([r["curves"][policy]["nll"][n] for r in runs])
-                           for n in self.report_at)])  # fmt: skip
+            rows.append(
+                [
+                    LABELS[policy],
+                    *(
+                        mean_std([r["curves"][policy]["accuracy"][n] for r in runs])
+                        for n in self.report_at
+                    ),
+                    *(
+                        mean_std([r["curves"][policy]["nll"][n] for r in runs])
+                        for n in self.report_at
+                    ),
+                ]
+            )
         return columns, rows
 
     def _fit(self, records):
-        columns = ["world", "test answer NLL", "test answer accuracy",
-                   *(f"KL@{n}" for n in self.report_at)]  # fmt: skip
+        columns = [
+            "world",
+            "test answer NLL",
+            "test answer accuracy",
+            *(f"KL@{n}" for n in self.report_at),
+        ]
         rows = []
         for world in self.worlds:
             runs = [r for r in records if r["world"] == world]
             kl = [mean_std([r["kl"][n] for r in runs]) for n in self.report_at]
-            rows.append([world, mean_std([r["test_nll"] for r in runs]),
-                         mean_std([r["test_accuracy"] for r in runs]), *kl])  # fmt: skip
+            rows.append(
+                [
+                    world,
+                    mean_std([r["test_nll"] for r in runs]),
+                    mean_std([r["test_accuracy"] for r in runs]),
+                    *kl,
+                ]
+            )
         return columns, rows
 
     def _line_plots(self, records):
@@ -249,16 +314,22 @@ class ElicitationStudy(Study):
 
     def _figure(self, records):
         plt = pyplot()
-        figure, axes = plt.subplots(2, len(self.worlds), figsize=(5 * len(self.worlds), 6),
-                                    squeeze=False)  # fmt: skip
+        figure, axes = plt.subplots(
+            2, len(self.worlds), figsize=(5 * len(self.worlds), 6), squeeze=False
+        )
         for column, world in enumerate(self.worlds):
             runs = [r for r in records if r["world"] == world]
-            for row, (key, name) in enumerate((("accuracy", "target accuracy"),
-                                               ("nll", "target NLL (nats)"))):  # fmt: skip
+            for row, (key, name) in enumerate(
+                (("accuracy", "target accuracy"), ("nll", "target NLL (nats)"))
+            ):
                 axis = axes[row][column]
                 for policy in runs[0]["curves"]:
-                    axis.plot(range(self.steps + 1), self._mean_curve(runs, policy, key),
-                              marker="o", label=LABELS[policy])  # fmt: skip
+                    axis.plot(
+                        range(self.steps + 1),
+                        self._mean_curve(runs, policy, key),
+                        marker="o",
+                        label=LABELS[policy],
+                    )
                 axis.set(xlabel="questions asked", ylabel=name, title=world)
         axes[0][0].legend(fontsize=7)
         figure.tight_layout()

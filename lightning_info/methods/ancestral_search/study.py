@@ -114,8 +114,9 @@ class AncestralSearchStudy(Study):
 
     def __post_init__(self) -> None:
         if not (self.networks and self.hidden_fractions and self.sample_sizes and self.seeds):
-            raise ValueError("`networks`, `hidden_fractions`, `sample_sizes` and `seeds` must "
-                             "be non-empty.")  # fmt: skip
+            raise ValueError(
+                "`networks`, `hidden_fractions`, `sample_sizes` and `seeds` must be non-empty."
+            )
         if self.method not in ("nml", "bic"):
             raise ValueError(f"`method` must be 'nml' or 'bic', got {self.method!r}.")
 
@@ -207,10 +208,11 @@ class AncestralSearchStudy(Study):
             for fraction in self.hidden_fractions:
                 for method, style in (("fci", "--"), ("search", "-")):
                     means = [
-                        np.mean(self._values(records, (network, fraction, n), method,
-                                             "orientation_f1"))
+                        np.mean(
+                            self._values(records, (network, fraction, n), method, "orientation_f1")
+                        )
                         for n in self.sample_sizes
-                    ]  # fmt: skip
+                    ]
                     label = f"{METHODS[method]}, {fraction:.0%} hidden"
                     axis.plot(self.sample_sizes, means, style, marker="o", label=label)
             axis.set(title=network, xlabel="N", ylabel="orientation F1", xscale="log")

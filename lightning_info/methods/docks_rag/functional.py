@@ -50,8 +50,15 @@ __all__ = [
     "without_query",
 ]
 
-COUNTS = ("correct", "predicted", "gold", "correct_in_train", "correct_evidence",
-          "predicted_evidence", "gold_evidence")  # fmt: skip
+COUNTS = (
+    "correct",
+    "predicted",
+    "gold",
+    "correct_in_train",
+    "correct_evidence",
+    "predicted_evidence",
+    "gold_evidence",
+)
 
 
 def train_fact_names(train_documents: Iterable[dict[str, Any]]) -> set[tuple[str, str, str]]:
@@ -125,8 +132,9 @@ def scores_from_counts(counts: dict[str, float]) -> dict[str, float]:
     """Precision, recall, F1, Ign precision, Ign F1 and evidence precision / recall / F1."""
     c = counts
     precision, recall = _ratio(c["correct"], c["predicted"]), _ratio(c["correct"], c["gold"])
-    ign_precision = _ratio(c["correct"] - c["correct_in_train"],
-                           c["predicted"] - c["correct_in_train"])  # fmt: skip
+    ign_precision = _ratio(
+        c["correct"] - c["correct_in_train"], c["predicted"] - c["correct_in_train"]
+    )
     evidence_p = _ratio(c["correct_evidence"], c["predicted_evidence"])
     evidence_r = _ratio(c["correct_evidence"], c["gold_evidence"])
     return {

@@ -61,10 +61,17 @@ def _language_model(job: dict[str, Any]) -> tuple[Any, Any]:
     words = " | ".join([*PROMPT_WORDS, *relations.values()])
     tokenizer = train_bpe_tokenizer(texts + [words] * 20, vocab_size=job["vocab_size"])
     size = job["size"]
-    model = tiny_causal_lm(tokenizer, n_layer=size["layers"], n_embd=size["width"],
-                           n_head=size["heads"], n_positions=job["max_length"], seed=0)  # fmt: skip
-    encoded = tokenizer(texts, padding=True, truncation=True, max_length=job["max_length"],
-                        return_tensors="pt")  # fmt: skip
+    model = tiny_causal_lm(
+        tokenizer,
+        n_layer=size["layers"],
+        n_embd=size["width"],
+        n_head=size["heads"],
+        n_positions=job["max_length"],
+        seed=0,
+    )
+    encoded = tokenizer(
+        texts, padding=True, truncation=True, max_length=job["max_length"], return_tensors="pt"
+    )
     labels = encoded["input_ids"].masked_fill(encoded["attention_mask"] == 0, -100)
     rows = [
         {"input_ids": i, "attention_mask": a, "labels": y}
@@ -103,14 +110,27 @@ def run_variant(job: dict[str, Any]) -> dict[str, Any]:
     data = DocREDDataModule(tokenizer, **settings)
     module = DocKSRAG(model, tokenizer, lora=job["lora"], lr=job["lr"])
     seed_everything(job["seed"], verbose=False)
-    trainer = Trainer(max_epochs=job["epochs"], accelerator="auto", devices=1, logger=False,
-                      enable_checkpointing=False, enable_progress_bar=False,
-                      enable_model_summary=False, num_sanity_val_steps=0,
-                      limit_val_batches=0, default_root_dir=job["root"])  # fmt: skip
+    trainer = Trainer(
+        max_epochs=job["epochs"],
+        accelerator="auto",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        limit_val_batches=0,
+        default_root_dir=job["root"],
+    )
     trainer.fit(module, datamodule=data)
     scores = trainer.test(module, datamodule=data, verbose=False)[0]
-    out = {**job, "f1": scores["test/f1"], "ign_f1": scores["test/ign_f1"],
-           "precision": scores["test/precision"], "recall": scores["test/recall"]}  # fmt: skip
+    out = {
+        **job,
+        "f1": scores["test/f1"],
+        "ign_f1": scores["test/ign_f1"],
+        "precision": scores["test/precision"],
+        "recall": scores["test/recall"],
+    }
     if use_kg:
         held_out = data.knowledge.triples[len(data.train_documents) :]
         predictions = [
@@ -186,14 +206,16 @@ class DocKSRAGStudy(Study):
                 "max_length": self.max_length,
                 "threads": self.threads,
                 "root": root,
-            }  # fmt: skip
+            }
             for v in self.variants
             for s in self.seeds
         ]
 
         def describe(r: dict[str, Any]) -> str:
-            return (f"{VARIANTS[r['variant']][0]} seed={r['seed']}: F1 {r['f1']:.4f}, "
-                    f"Ign F1 {r['ign_f1']:.4f}")  # fmt: skip
+            return (
+                f"{VARIANTS[r['variant']][0]} seed={r['seed']}: F1 {r['f1']:.4f}, "
+                f"Ign F1 {r['ign_f1']:.4f}"
+            )
 
         records = run_jobs(run_variant, jobs, self.workers, describe)
         tables = {"held-out relation extraction (official DocRED scores)": self._table(records)}
@@ -204,9 +226,15 @@ class DocKSRAGStudy(Study):
         rows = []
         for variant in self.variants:
             runs = [r for r in records if r["variant"] == variant]
-            rows.append([VARIANTS[variant][0],
-                         *(mean_std([r[k] for r in runs]) for k in ("f1", "ign_f1", "precision",
-                                                                    "recall"))])  # fmt: skip
+            rows.append(
+                [
+                    VARIANTS[variant][0],
+                    *(
+                        mean_std([r[k] for r in runs])
+                        for k in ("f1", "ign_f1", "precision", "recall")
+                    ),
+                ]
+            )
         with_kg = [v for v in self.variants if VARIANTS[v][1]]
         if with_kg:  # the DocKG of a seed is the same in every variant that uses it
             kg = [r for r in records if r["variant"] == with_kg[0]]
@@ -229,8 +257,13 @@ class DocKSRAGStudy(Study):
             values = [[r[key] for r in records if r["variant"] == v] for v in self.variants]
             means = [sum(v) / len(v) for v in values]
             spread = [max(v) - min(v) for v in values]
-            axis.bar([i + 0.4 * offset for i in range(len(names))], means, width=0.4,
-                     yerr=[s / 2 for s in spread], label=label)  # fmt: skip
+            axis.bar(
+                [i + 0.4 * offset for i in range(len(names))],
+                means,
+                width=0.4,
+                yerr=[s / 2 for s in spread],
+                label=label,
+            )
         axis.set_xticks([i + 0.2 for i in range(len(names))], names, rotation=15, fontsize=7)
         axis.set(ylabel="held-out score", ylim=(0, 1))
         axis.legend()

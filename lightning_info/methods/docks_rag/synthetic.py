@@ -103,12 +103,22 @@ class _Document:
         return name, name
 
     def label(self, head: str, tail: str, relation: str, evidence: list[int]) -> None:
-        self.labels.append({"h": self.entities[head], "t": self.entities[tail], "r": relation,
-                            "evidence": sorted(set(evidence))})  # fmt: skip
+        self.labels.append(
+            {
+                "h": self.entities[head],
+                "t": self.entities[tail],
+                "r": relation,
+                "evidence": sorted(set(evidence)),
+            }
+        )
 
     def as_dict(self) -> dict[str, Any]:
-        return {"title": self.title, "sents": self.sents, "vertexSet": self.vertex_set,
-                "labels": self.labels}  # fmt: skip
+        return {
+            "title": self.title,
+            "sents": self.sents,
+            "vertexSet": self.vertex_set,
+            "labels": self.labels,
+        }
 
 
 def _tell(doc: _Document, world: _World, person: str, rng: random.Random) -> None:

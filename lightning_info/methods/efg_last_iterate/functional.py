@@ -237,8 +237,9 @@ def balanced_plan(tree: GameTree) -> torch.Tensor:
     depths, actions = len(tree.layers), tree.num_actions
     legal_count = tree.legal.sum(1).to(torch.float64)
     below = torch.zeros(depths, tree.num_infosets, dtype=torch.float64, device=legal_count.device)
-    below_seq = torch.zeros(depths, tree.num_infosets * actions, dtype=torch.float64,
-                            device=legal_count.device)  # fmt: skip
+    below_seq = torch.zeros(
+        depths, tree.num_infosets * actions, dtype=torch.float64, device=legal_count.device
+    )
     for h in reversed(range(depths)):
         layer = tree.layers[h]
         below[h, layer.infosets] = legal_count[layer.infosets]

@@ -107,7 +107,7 @@ class GameTree:
                         parent[parent >= 0],
                         roots,
                         self.player[roots],
-                    )  # fmt: skip
+                    )
                 )
         if self.step_child is None:
             nodes = torch.arange(len(self.kind))[:, None]
@@ -179,8 +179,10 @@ class _Walker:
             self.depth.append(depth)
         x = self.index[key]
         if self.parent[x] != last[player]:
-            raise ValueError(f"infoset {key!r} is reached after two different own sequences: "
-                             "the game lacks perfect recall.")  # fmt: skip
+            raise ValueError(
+                f"infoset {key!r} is reached after two different own sequences: "
+                "the game lacks perfect recall."
+            )
         return x
 
     def walk(self, state, last: list[int], depths: list[int], chance: float, length: int) -> int:

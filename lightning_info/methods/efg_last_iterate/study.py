@@ -154,8 +154,15 @@ class LastIterateStudy(Study):
 
     def _job(self, game: str, method: str, seed: int, rates: tuple[float, float]):
         points = evaluation_points(self.episodes[game], self.batch_size, self.evaluations)
-        return {"game": game, "method": method, "seed": seed, "multiplier": rates[0],
-                "tau": rates[1], "batch_size": self.batch_size, "points": points}  # fmt: skip
+        return {
+            "game": game,
+            "method": method,
+            "seed": seed,
+            "multiplier": rates[0],
+            "tau": rates[1],
+            "batch_size": self.batch_size,
+            "points": points,
+        }
 
     def _grid(self, method: str) -> list[tuple[float, float]]:
         taus = self.taus if method == "virtual_transition" else [0.0]
@@ -223,8 +230,11 @@ class LastIterateStudy(Study):
             tables["tuning: final NashConv on the tuning seed per rate multiplier"] = (
                 self._tuning_table(tuning, chosen)
             )
-        return StudyResult(tables, {"nash_conv": self._figure(records, cfr)},
-                           {"runs": records, "cfr": cfr, "tuning": tuning})  # fmt: skip
+        return StudyResult(
+            tables,
+            {"nash_conv": self._figure(records, cfr)},
+            {"runs": records, "cfr": cfr, "tuning": tuning},
+        )
 
     def _tuning_table(self, tuning, chosen):
         columns = ["game", "method", "tau", *(f"x{x:g}" for x in self.multipliers), "chosen"]
@@ -249,26 +259,40 @@ class LastIterateStudy(Study):
         return [r for r in records if r["game"] == game and r["method"] == method]
 
     def _table(self, records, cfr):
-        columns = ["game", "episodes", *(NAMES[m] for m in self.methods),
-                   "CFR average (full feedback)", "CFR current"]  # fmt: skip
+        columns = [
+            "game",
+            "episodes",
+            *(NAMES[m] for m in self.methods),
+            "CFR average (full feedback)",
+            "CFR current",
+        ]
         rows = []
         for game in self.games:
-            cells = [mean_std([r["nash_conv"][-1] for r in self._runs(records, game, m)])
-                     for m in self.methods]  # fmt: skip
+            cells = [
+                mean_std([r["nash_conv"][-1] for r in self._runs(records, game, m)])
+                for m in self.methods
+            ]
             line = next((c for c in cfr if c["game"] == game), None)
-            reference = ["-", "-"] if line is None else [
-                f"{line['average']:.4f} ({line['iterations']} it.)", f"{line['current']:.4f}"
-            ]  # fmt: skip
+            reference = (
+                ["-", "-"]
+                if line is None
+                else [f"{line['average']:.4f} ({line['iterations']} it.)", f"{line['current']:.4f}"]
+            )
             rows.append([game, f"{self.episodes[game]:,}", *cells, *reference])
         return columns, rows
 
     def _slopes(self, records):
         columns = ["game", *(NAMES[m] for m in self.methods)]
         rows = [
-            [game, *(mean_std([r["slope"] for r in self._runs(records, game, m)])
-                     for m in self.methods)]
+            [
+                game,
+                *(
+                    mean_std([r["slope"] for r in self._runs(records, game, m)])
+                    for m in self.methods
+                ),
+            ]
             for game in self.games
-        ]  # fmt: skip
+        ]
         return columns, rows
 
     def _figure(self, records, cfr):
@@ -288,8 +312,13 @@ class LastIterateStudy(Study):
                 if line["game"] == game:
                     label = f"CFR average, {line['iterations']} it. (full feedback)"
                     axis.axhline(line["average"], color="k", linestyle="--", label=label)
-            axis.set(title=game, xlabel="episodes", ylabel="NashConv of the last iterate",
-                     xscale="log", yscale="log")  # fmt: skip
+            axis.set(
+                title=game,
+                xlabel="episodes",
+                ylabel="NashConv of the last iterate",
+                xscale="log",
+                yscale="log",
+            )
         axes[0][0].legend(fontsize=7)
         figure.tight_layout()
         return figure

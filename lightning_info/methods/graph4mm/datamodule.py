@@ -136,15 +136,21 @@ class MultimodalGraphDataModule(LightningDataModule):
         images, labels = load_digits_images()
         order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(self.seed))
         cuts = (0, int(0.6 * len(order)), int(0.8 * len(order)), len(order))
-        counts = (require_int(num_train, "num_train", 1), require_int(num_val, "num_val", 1),
-                  require_int(num_test, "num_test", 0))  # fmt: skip
+        counts = (
+            require_int(num_train, "num_train", 1),
+            require_int(num_val, "num_val", 1),
+            require_int(num_test, "num_test", 0),
+        )
         splits = []
         for offset, count in enumerate(counts):
             rows = order[cuts[offset] : cuts[offset + 1]]
             seed = 3 * self.seed + offset
             if count:
-                splits.append(digit_graphs(images[rows], labels[rows], count,
-                                           **asdict(self.digits), seed=seed))  # fmt: skip
+                splits.append(
+                    digit_graphs(
+                        images[rows], labels[rows], count, **asdict(self.digits), seed=seed
+                    )
+                )
             else:
                 splits.append([])
         self.train_graphs, self.val_graphs, self.test_graphs = splits
@@ -236,8 +242,13 @@ class MultimodalGraphDataModule(LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         sampler = EpochShuffleSampler(len(self.train_graphs), seed=self.seed)
-        return ResumableDataLoader(self.train_graphs, trainer=self.trainer, sampler=sampler,
-                                   batch_size=self.batch_size, collate_fn=self.collate)  # fmt: skip
+        return ResumableDataLoader(
+            self.train_graphs,
+            trainer=self.trainer,
+            sampler=sampler,
+            batch_size=self.batch_size,
+            collate_fn=self.collate,
+        )
 
     def val_dataloader(self) -> DataLoader:
         return DataLoader(self.val_graphs, batch_size=self.batch_size, collate_fn=self.collate)

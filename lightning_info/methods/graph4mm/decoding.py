@@ -45,7 +45,12 @@ def greedy_decode(
         if bool(done.all()) or step == max_new_tokens - 1:
             break
         mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
-        out = lm(input_ids=token[:, None], attention_mask=mask, position_ids=next_pos,
-                 use_cache=True, **{cache_keyword: output_cache(out)})  # fmt: skip
+        out = lm(
+            input_ids=token[:, None],
+            attention_mask=mask,
+            position_ids=next_pos,
+            use_cache=True,
+            **{cache_keyword: output_cache(out)},
+        )
         next_pos = next_pos + 1
     return torch.stack(tokens, dim=1)

@@ -28,11 +28,15 @@ class SmallConvEncoder(nn.Module):
         in_channels = require_int(in_channels, "in_channels", 1)
         channels = require_int(channels, "channels", 1)
         self.net = nn.Sequential(
-            nn.Conv2d(in_channels, channels // 2 or 1, 3, padding=1), nn.GELU(),
-            nn.Conv2d(channels // 2 or 1, channels, 3, padding=1, stride=2), nn.GELU(),
-            nn.AdaptiveAvgPool2d(4), nn.Flatten(),
-            nn.Linear(16 * channels, dim), nn.LayerNorm(dim),
-        )  # fmt: skip
+            nn.Conv2d(in_channels, channels // 2 or 1, 3, padding=1),
+            nn.GELU(),
+            nn.Conv2d(channels // 2 or 1, channels, 3, padding=1, stride=2),
+            nn.GELU(),
+            nn.AdaptiveAvgPool2d(4),
+            nn.Flatten(),
+            nn.Linear(16 * channels, dim),
+            nn.LayerNorm(dim),
+        )
 
     def forward(self, images: Tensor) -> Tensor:
         return self.net(images)

@@ -71,8 +71,14 @@ def variant_qformer(
     require_choice(variant, "variant", VARIANTS)
     if variant == "text_only":
         return None
-    return MMQFormer(dim, num_queries=num_queries, layers=layers, heads=heads, ffn_mult=ffn_mult,
-                     hop=dict(hop or {}) if variant == "graph4mm" else None)  # fmt: skip
+    return MMQFormer(
+        dim,
+        num_queries=num_queries,
+        layers=layers,
+        heads=heads,
+        ffn_mult=ffn_mult,
+        hop=dict(hop or {}) if variant == "graph4mm" else None,
+    )
 
 
 class Graph4MM(LightningModule):
@@ -152,8 +158,11 @@ class Graph4MM(LightningModule):
             self.image_encoder = build_image_encoder(image_encoder, frozen=freeze_image_encoder)
             image_width = self.image_encoder.out_dim
             self.null_image = nn.Parameter(torch.zeros(1, 1, image_width))  # "no image" token
-            widths = (image_width, None if variant == "image_only" else width + image_width + 2,
-                      width)  # fmt: skip
+            widths = (
+                image_width,
+                None if variant == "image_only" else width + image_width + 2,
+                width,
+            )
             qformer = variant_qformer(variant) if qformer is None else qformer
             if getattr(qformer, "built", True) is False:
                 qformer.build(*widths)
@@ -228,8 +237,9 @@ class Graph4MM(LightningModule):
         rows, masks = [], []
         for b, slot in enumerate(batch["query_position"].tolist()):
             rows.append(torch.cat([embeds[b, :slot], queries[b], embeds[b, slot + 1 :]]))
-            masks.append(torch.cat([mask[b, :slot], mask.new_ones(queries.shape[1]),
-                                    mask[b, slot + 1 :]]))  # fmt: skip
+            masks.append(
+                torch.cat([mask[b, :slot], mask.new_ones(queries.shape[1]), mask[b, slot + 1 :]])
+            )
         return torch.stack(rows), torch.stack(masks)
 
     def forward(

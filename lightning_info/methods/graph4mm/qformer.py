@@ -41,8 +41,9 @@ class _Layer(nn.Module):
         self.joint_attn = (
             nn.MultiheadAttention(dim, heads, batch_first=True) if hop is None else None
         )
-        self.ffn = nn.Sequential(nn.Linear(dim, ffn_mult * dim), nn.GELU(),
-                                 nn.Linear(ffn_mult * dim, dim))  # fmt: skip
+        self.ffn = nn.Sequential(
+            nn.Linear(dim, ffn_mult * dim), nn.GELU(), nn.Linear(ffn_mult * dim, dim)
+        )
         self.norms = nn.ModuleList(nn.LayerNorm(dim) for _ in range(4))
 
     def forward(self, q, image, image_mask, text, text_mask, joint_graph):
@@ -54,8 +55,9 @@ class _Layer(nn.Module):
             mixed = self.hop(joint, joint_graph)
         else:
             keep = torch.cat([torch.ones_like(q[..., 0], dtype=torch.bool), text_mask], dim=1)
-            mixed = self.joint_attn(joint, joint, joint, key_padding_mask=~keep,
-                                    need_weights=False)[0]  # fmt: skip
+            mixed = self.joint_attn(
+                joint, joint, joint, key_padding_mask=~keep, need_weights=False
+            )[0]
         joint = self.norms[2](joint + mixed)
         q, text = joint[:, : q.shape[1]], joint[:, q.shape[1] :]
         return self.norms[3](q + self.ffn(q)), text
@@ -151,12 +153,14 @@ class MMQFormer(nn.Module):
         if adjacency.dim() == 2:
             adjacency = adjacency.expand(b, n, n)
         if adjacency.shape != (b, n, n):
-            raise ValueError(f"adjacency must be ({n}, {n}) or ({b}, {n}, {n}), got "
-                             f"{tuple(adjacency.shape)}")  # fmt: skip
+            raise ValueError(
+                f"adjacency must be ({n}, {n}) or ({b}, {n}, {n}), got {tuple(adjacency.shape)}"
+            )
         graph = torch.ones(b, m + n, m + n, dtype=torch.bool, device=text_mask.device)
         graph[:, m:, m:] = adjacency.bool()
-        keep = torch.cat([torch.ones(b, m, dtype=torch.bool, device=text_mask.device),
-                          text_mask], dim=1)  # fmt: skip
+        keep = torch.cat(
+            [torch.ones(b, m, dtype=torch.bool, device=text_mask.device), text_mask], dim=1
+        )
         return graph & keep[:, None, :] & keep[:, :, None]
 
     def forward(
@@ -172,8 +176,10 @@ class MMQFormer(nn.Module):
         ``(B, Nt, Nt)``) when ``hop`` is set; returns ``(B, num_queries, out_dim)``. ``text``
         is ``None`` exactly when the Q-Former was built with ``text_dim=None``."""
         if not self.built:
-            raise ValueError("this MMQFormer has no widths yet: call build(image_dim, text_dim, "
-                             "out_dim) first (Graph4MM does)")  # fmt: skip
+            raise ValueError(
+                "this MMQFormer has no widths yet: call build(image_dim, text_dim, "
+                "out_dim) first (Graph4MM does)"
+            )
         if (text is None) != (self.text_in is None):
             raise ValueError("pass text-node features exactly when the Q-Former has a text_dim")
         if text is None:  # the joint attention runs over the queries alone

@@ -69,8 +69,13 @@ def bayes_label_accuracy(graphs, captioned_only: bool = False) -> float:
     total = 0.0
     for graph in graphs:
         if captioned_only:
-            words = [w for v in graph.neighbours() if not bool(graph.has_image[v])
-                     for w in graph.texts[v].split() if w in DIGIT_WORDS]  # fmt: skip
+            words = [
+                w
+                for v in graph.neighbours()
+                if not bool(graph.has_image[v])
+                for w in graph.texts[v].split()
+                if w in DIGIT_WORDS
+            ]
         else:
             words = graph.target.split()
         counts = Counter(DIGIT_WORDS.index(w) for w in words)
@@ -119,8 +124,9 @@ def model_options(settings: dict[str, Any]) -> dict[str, Any]:
     if isinstance(settings.get("optimizer"), dict):
         settings["optimizer"] = AdamWOptions(**settings["optimizer"])
     if isinstance(settings.get("qformer"), dict):
-        settings["qformer"] = variant_qformer(settings.get("variant", "graph4mm"),
-                                              **settings["qformer"])  # fmt: skip
+        settings["qformer"] = variant_qformer(
+            settings.get("variant", "graph4mm"), **settings["qformer"]
+        )
     return settings
 
 
@@ -145,9 +151,14 @@ def domain_corpus(data, count: int, seed: int) -> list[tuple[str, str]]:
     from lightning_info.methods.graph4mm.datamodule import MultimodalGraphDataModule
 
     captioned = MultimodalGraphDataModule(
-        tokenizer=data.tokenizer, num_train=count, num_val=1, num_test=0,
-        digits=replace(data.digits, text_node_rate=1.0), prompt=data.prompt, seed=seed,
-    )  # fmt: skip
+        tokenizer=data.tokenizer,
+        num_train=count,
+        num_val=1,
+        num_test=0,
+        digits=replace(data.digits, text_node_rate=1.0),
+        prompt=data.prompt,
+        seed=seed,
+    )
     return [(captioned.prompt_text(g), " " + g.target) for g in captioned.train_graphs]
 
 
@@ -172,11 +183,17 @@ def pretrain_language_model(data, job: dict[str, Any]):
         return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 
     size = job["lm"]
-    model = tiny_causal_lm(tokenizer, n_layer=size["layers"], n_embd=size["width"],
-                           n_head=size["heads"], seed=job["seed"])  # fmt: skip
+    model = tiny_causal_lm(
+        tokenizer,
+        n_layer=size["layers"],
+        n_embd=size["width"],
+        n_head=size["heads"],
+        seed=job["seed"],
+    )
     loader = DataLoader(rows, batch_size=32, shuffle=True, collate_fn=collate)
-    return fit_causal_lm(model, loader, epochs=job["lm_epochs"], lr=job["lm_lr"], seed=job["seed"],
-                         root=job["root"])  # fmt: skip
+    return fit_causal_lm(
+        model, loader, epochs=job["lm_epochs"], lr=job["lm_lr"], seed=job["seed"], root=job["root"]
+    )
 
 
 def run_arm(job: dict[str, Any]) -> dict[str, Any]:
@@ -198,27 +215,44 @@ def run_arm(job: dict[str, Any]) -> dict[str, Any]:
         def on_validation_end(self, trainer, module):  # after the module logged ROUGE-L
             if not trainer.sanity_checking:
                 m = trainer.callback_metrics
-                self.points.append((trainer.current_epoch + 1, float(m["val/rougeL"]),
-                                    float(m["val/accuracy"])))  # fmt: skip
+                self.points.append(
+                    (trainer.current_epoch + 1, float(m["val/rougeL"]), float(m["val/accuracy"]))
+                )
 
     curves = Curves()
     seed_everything(job["seed"], verbose=False)
-    trainer = Trainer(max_epochs=job["epochs"], accelerator="auto", devices=1, logger=False,
-                      enable_checkpointing=False, enable_progress_bar=False,
-                      enable_model_summary=False, num_sanity_val_steps=0,
-                      check_val_every_n_epoch=job["val_every"], callbacks=[curves],
-                      gradient_clip_val=job["clip"],
-                      default_root_dir=job["root"])  # fmt: skip
+    trainer = Trainer(
+        max_epochs=job["epochs"],
+        accelerator="auto",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        check_val_every_n_epoch=job["val_every"],
+        callbacks=[curves],
+        gradient_clip_val=job["clip"],
+        default_root_dir=job["root"],
+    )
     start = time.perf_counter()
     trainer.fit(model, datamodule=data)
     seconds = time.perf_counter() - start
     scores = trainer.test(model, datamodule=data, verbose=False)[0]
     generated = model.generate(data.collate(data.test_graphs[:1]))[0]
-    bayes = {"all": bayes_label_accuracy(data.test_graphs),
-             "captioned": bayes_label_accuracy(data.test_graphs, captioned_only=True)}  # fmt: skip
-    return {"arm": job["arm"], "seed": job["seed"], "fit_seconds": seconds, "bayes": bayes,
-            "scores": {k: float(v) for k, v in scores.items()}, "curves": curves.points,
-            "example": {"target": data.test_graphs[0].target, "generated": generated}}  # fmt: skip
+    bayes = {
+        "all": bayes_label_accuracy(data.test_graphs),
+        "captioned": bayes_label_accuracy(data.test_graphs, captioned_only=True),
+    }
+    return {
+        "arm": job["arm"],
+        "seed": job["seed"],
+        "fit_seconds": seconds,
+        "bayes": bayes,
+        "scores": {k: float(v) for k, v in scores.items()},
+        "curves": curves.points,
+        "example": {"target": data.test_graphs[0].target, "generated": generated},
+    }
 
 
 @dataclass
@@ -275,25 +309,42 @@ class Graph4MMStudy(Study):
     def run(self, cli=None) -> StudyResult:
         root = str(cli.output_dir) if cli is not None else None
         jobs = [
-            {"arm": name, "arm_settings": settings, "seed": seed, "data": self.data,
-             "model": self.model, "lm": self.lm, "lm_epochs": self.lm_epochs,
-             "lm_lr": self.lm_lr, "corpus": self.corpus, "epochs": self.epochs,
-             "val_every": self.val_every, "clip": self.gradient_clip_val,
-             "threads": self.threads, "root": root}
+            {
+                "arm": name,
+                "arm_settings": settings,
+                "seed": seed,
+                "data": self.data,
+                "model": self.model,
+                "lm": self.lm,
+                "lm_epochs": self.lm_epochs,
+                "lm_lr": self.lm_lr,
+                "corpus": self.corpus,
+                "epochs": self.epochs,
+                "val_every": self.val_every,
+                "clip": self.gradient_clip_val,
+                "threads": self.threads,
+                "root": root,
+            }
             for seed in self.seeds
             for name, settings in self.arms.items()
-        ]  # fmt: skip
+        ]
 
         def describe(r: dict[str, Any]) -> str:
             s = r["scores"]
-            return (f"{r['arm']} seed={r['seed']}: ROUGE-L {s['test/rougeL']:.3f}, exact "
-                    f"{s['test/exact_match']:.3f}, label accuracy {s['test/accuracy']:.3f}; "
-                    f"'{r['example']['generated']}' for '{r['example']['target']}'")  # fmt: skip
+            return (
+                f"{r['arm']} seed={r['seed']}: ROUGE-L {s['test/rougeL']:.3f}, exact "
+                f"{s['test/exact_match']:.3f}, label accuracy {s['test/accuracy']:.3f}; "
+                f"'{r['example']['generated']}' for '{r['example']['target']}'"
+            )
 
         records = run_jobs(run_arm, jobs, self.workers, describe)
         title = "neighbours' digit words (generation) and the centre's digit (classification)"
-        return StudyResult({title: self._table(records)}, {"scores": self._figure(records)},
-                           records, self._line_plots(records))  # fmt: skip
+        return StudyResult(
+            {title: self._table(records)},
+            {"scores": self._figure(records)},
+            records,
+            self._line_plots(records),
+        )
 
     def _runs(self, records, arm):
         return [r for r in records if r["arm"] == arm]
@@ -303,9 +354,13 @@ class Graph4MMStudy(Study):
         rows = []
         for arm in self.arms:
             runs = self._runs(records, arm)
-            rows.append([LABELS.get(arm, arm),
-                         *(mean_std([r["scores"][key] for r in runs]) for key in METRICS),
-                         f"{sum(r['fit_seconds'] for r in runs) / len(runs):.0f}"])  # fmt: skip
+            rows.append(
+                [
+                    LABELS.get(arm, arm),
+                    *(mean_std([r["scores"][key] for r in runs]) for key in METRICS),
+                    f"{sum(r['fit_seconds'] for r in runs) / len(runs):.0f}",
+                ]
+            )
         first = [r for r in records if r["arm"] == next(iter(self.arms))]  # one per seed
         for key, name in (
             ("all", "Bayes from every neighbour's digit (reference)"),
@@ -337,10 +392,17 @@ class Graph4MMStudy(Study):
             runs = self._runs(records, arm)
             values = np.array([[r["scores"][key] for key in METRICS] for r in runs])
             std = values.std(0, ddof=1) if len(runs) > 1 else np.zeros(len(METRICS))
-            axis.bar(np.arange(len(METRICS)) + i * width, values.mean(0), width, yerr=std,
-                     label=LABELS.get(arm, arm), capsize=2)  # fmt: skip
-        axis.set_xticks(np.arange(len(METRICS)) + width * (len(self.arms) - 1) / 2,
-                        list(METRICS.values()))  # fmt: skip
+            axis.bar(
+                np.arange(len(METRICS)) + i * width,
+                values.mean(0),
+                width,
+                yerr=std,
+                label=LABELS.get(arm, arm),
+                capsize=2,
+            )
+        axis.set_xticks(
+            np.arange(len(METRICS)) + width * (len(self.arms) - 1) / 2, list(METRICS.values())
+        )
         axis.set(ylim=(0, 1), ylabel="test score (mean ± std over seeds)")
         axis.legend(fontsize=7)
         figure.tight_layout()

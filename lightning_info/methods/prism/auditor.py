@@ -271,8 +271,10 @@ def _world_shadow_diagnostics(
             "not more of the shadow's data.",
             stacklevel=3,
         )
-    return {SHARE_WORLD_ABOVE_SHADOW: float((log_ratio > 0).mean()),
-            MEDIAN_LOG_WORLD_OVER_SHADOW: median}  # fmt: skip
+    return {
+        SHARE_WORLD_ABOVE_SHADOW: float((log_ratio > 0).mean()),
+        MEDIAN_LOG_WORLD_OVER_SHADOW: median,
+    }
 
 
 def check_attack_set(attack_set: Any) -> None:

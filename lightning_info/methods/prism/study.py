@@ -80,9 +80,14 @@ def _loader(texts: Sequence[str], tokenizer, batch_size: int, seed: int) -> Data
 
 
 def train_tiny_lm(
-    records, tokenizer, epochs: int, study: PrismStudy, seed: int, root: str,
+    records,
+    tokenizer,
+    epochs: int,
+    study: PrismStudy,
+    seed: int,
+    root: str,
     template: str = PROMPT_TEMPLATE,
-):  # fmt: skip
+):
     """A tiny GPT-2 fine-tuned on ``record_texts`` of ``records`` (in ``template``) for
     ``epochs`` epochs."""
     texts = [text for record in records for text in record_texts(record, template)]
@@ -106,18 +111,29 @@ def prism_study(study: PrismStudy, root: str) -> tuple[list[str], list[list]]:
     template = PROMPT_TEMPLATE
     if study.world == "prior":
         # the same conditions, no profile structure (uniform draws), another note format
-        world_records = synthetic_records(len(world_records), seed=study.seed + 1,
-                                          profile_weight=1.0, second_profile=0.0)  # fmt: skip
+        world_records = synthetic_records(
+            len(world_records), seed=study.seed + 1, profile_weight=1.0, second_profile=0.0
+        )
         template = WORLD_TEMPLATE
     texts = [text for record in records for text in record_texts(record)]
     texts += [text for record in world_records for text in record_texts(record, template)]
     tokenizer = train_bpe_tokenizer(texts + list(UNSEEN_FRAGMENTS), vocab_size=study.vocab_size)
-    world = train_tiny_lm(world_records, tokenizer, study.reference_epochs, study, 2, root,
-                          template)  # fmt: skip
+    world = train_tiny_lm(
+        world_records, tokenizer, study.reference_epochs, study, 2, root, template
+    )
     shadow = train_tiny_lm(shadow_records, tokenizer, study.reference_epochs, study, 1, root)
     attack = build_attack_set(members, non_members, seed=study.seed)
-    columns = ["target epochs", "attack", "AUC", "AUC vs non-members", "AUC vs unseen",
-               "TPR@2%FPR", "TPR@5%FPR", "p_w > p_s", "median log(p_w/p_s) seen"]  # fmt: skip
+    columns = [
+        "target epochs",
+        "attack",
+        "AUC",
+        "AUC vs non-members",
+        "AUC vs unseen",
+        "TPR@2%FPR",
+        "TPR@5%FPR",
+        "p_w > p_s",
+        "median log(p_w/p_s) seen",
+    ]
     rows = []
     for epochs in study.target_epochs:
         target = train_tiny_lm(members, tokenizer, epochs, study, 0, root)
@@ -137,7 +153,7 @@ def prism_study(study: PrismStudy, root: str) -> tuple[list[str], list[list]]:
                         "tpr@2%fpr",
                         "tpr@5%fpr",
                     )
-                ]  # fmt: skip
+                ]
                 + [f"{share:.3f}", f"{median:.3f}"]
             )
         rank_zero_info(f"PRISM study: target trained {epochs} epochs audited")

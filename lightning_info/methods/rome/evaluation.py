@@ -103,8 +103,9 @@ def attacked_predictions(
             x_adv = fgsm(net, x, goal, eps, targeted=targeted)
         else:
             radius, norm = (eps, "linf") if name == "pgd" else (eps_l2, "l2")
-            x_adv = pgd(net, x, goal, radius, steps=steps, norm=norm, targeted=targeted,
-                        generator=generator)  # fmt: skip
+            x_adv = pgd(
+                net, x, goal, radius, steps=steps, norm=norm, targeted=targeted, generator=generator
+            )
         with torch.no_grad():
             predictions[name] = net(x_adv).argmax(1)
     return predictions

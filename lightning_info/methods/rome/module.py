@@ -347,9 +347,11 @@ class ROMEDistillation(pl.LightningModule):
             check_target_shift(shift, k) for shift in self.evaluation_options.target_shifts
         ]
         self.targeted_scores = nn.ModuleDict(
-            {f"{shift:+d}": ImprovedRobustnessRatio(eval_attacks)
-             for shift in self.eval_target_shifts}
-        )  # fmt: skip
+            {
+                f"{shift:+d}": ImprovedRobustnessRatio(eval_attacks)
+                for shift in self.eval_target_shifts
+            }
+        )
         self._evaluation: dict[str, nn.Module] = {}
 
     # ---------------------------------------------------------------- data and networks

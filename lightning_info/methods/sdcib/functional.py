@@ -53,8 +53,9 @@ def prior_kl(h: Tensor, generator: torch.Generator | None = None) -> Tensor:
     """``KL(softmax(eps) || softmax(h))`` averaged over the batch, ``eps ~ N(0, I)`` of ``h``'s
     shape: the compression term of (SD) for one view and layer."""
     eps = torch.randn(h.shape, generator=generator, dtype=h.dtype).to(h.device)
-    return F.kl_div(F.log_softmax(h, dim=1), F.log_softmax(eps, dim=1), log_target=True,
-                    reduction="batchmean")  # fmt: skip
+    return F.kl_div(
+        F.log_softmax(h, dim=1), F.log_softmax(eps, dim=1), log_target=True, reduction="batchmean"
+    )
 
 
 def assignment_mi(critic: Critic, c: Tensor, h: Tensor) -> Tensor:
@@ -129,8 +130,9 @@ def sdcib_loss(
                 continue
             for k in kept:
                 views_term = views_term + nt_xent(layers[i][k], layers[j][k], temperature)
-            clusters = clusters + cluster_contrast(assignments[i], assignments[j],
-                                                   cluster_temperature)  # fmt: skip
+            clusters = clusters + cluster_contrast(
+                assignments[i], assignments[j], cluster_temperature
+            )
     total = alpha * (prior - beta * information) + (1 - alpha) * (views_term + clusters)
     return SDCIBLoss(total, prior, information, views_term, clusters)
 

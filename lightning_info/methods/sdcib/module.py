@@ -70,8 +70,9 @@ class ViewEncoder(nn.Module):
 class _Critic(nn.Module):
     def __init__(self, clusters: int, width: int, hidden: int) -> None:
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(clusters + width, hidden), nn.ReLU(),
-                                 nn.Linear(hidden, 1))  # fmt: skip
+        self.net = nn.Sequential(
+            nn.Linear(clusters + width, hidden), nn.ReLU(), nn.Linear(hidden, 1)
+        )
 
     def forward(self, c: Tensor, h: Tensor) -> Tensor:
         return self.net(torch.cat([c, h], dim=1)).squeeze(1)

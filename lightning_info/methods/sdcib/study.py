@@ -148,8 +148,9 @@ class ViewsClusteringStudy(Study):
             )
         for (source, method), values in scores.items():
             label = "k-means (views joined)" if method == "kmeans" else "SDCIB"
-            rows.append([source, label, *(mean_std([v[m] for v in values]) for m in METRICS),
-                         len(values)])  # fmt: skip
+            rows.append(
+                [source, label, *(mean_std([v[m] for v in values]) for m in METRICS), len(values)]
+            )
         rows.sort(key=lambda row: list(self.sources).index(row[0]))
         columns = ["data", "method", *METRICS, "seeds"]
         records = {f"{s}/{m}": v for (s, m), v in scores.items()}
@@ -163,11 +164,15 @@ class ViewsClusteringStudy(Study):
         for arm, label in self.grid_arms.items():
             for source in self.sources:
                 values = {
-                    m: [r.value for r in cli.results
-                        if r.arm == arm and str(r.grid_value) == source and r.metric == f"test/{m}"]
+                    m: [
+                        r.value
+                        for r in cli.results
+                        if r.arm == arm and str(r.grid_value) == source and r.metric == f"test/{m}"
+                    ]
                     for m in METRICS
-                }  # fmt: skip
+                }
                 if values["acc"]:
-                    rows.append([source, label, *(mean_std(values[m]) for m in METRICS),
-                                 len(values["acc"])])  # fmt: skip
+                    rows.append(
+                        [source, label, *(mean_std(values[m]) for m in METRICS), len(values["acc"])]
+                    )
         return rows

@@ -158,13 +158,15 @@ class SmoothedInformationMonitor(Callback):
         if self._due(trainer) and self.probe is None:
             self._attach()
 
-    def on_validation_batch_start(self, trainer: Trainer, pl_module: LightningModule,
-                                  *args: Any) -> None:  # fmt: skip
+    def on_validation_batch_start(
+        self, trainer: Trainer, pl_module: LightningModule, *args: Any
+    ) -> None:
         if self._linears and self.probe is None:
             self._start_trace()
 
-    def on_validation_batch_end(self, trainer: Trainer, pl_module: LightningModule,
-                                *args: Any) -> None:  # fmt: skip
+    def on_validation_batch_end(
+        self, trainer: Trainer, pl_module: LightningModule, *args: Any
+    ) -> None:
         if self._trace is not None:
             self._finish_trace(pl_module, keep_rows=self._due(trainer))
 
@@ -249,9 +251,9 @@ class SmoothedInformationMonitor(Callback):
             self._trace.append((name, self._rows(f"input_of_{name}", value)))
 
         for name, module in self._linears.items():
-            self._tracers.append(module.register_forward_pre_hook(
-                lambda m, args, name=name: record(name, args[0])
-            ))  # fmt: skip
+            self._tracers.append(
+                module.register_forward_pre_hook(lambda m, args, name=name: record(name, args[0]))
+            )
 
     def _stop_trace(self) -> None:
         self._remove(self._tracers)

@@ -49,8 +49,9 @@ def _accuracy_by_hand(module, data, loader) -> float:
     hits = []
     for batch in loader:
         with torch.no_grad():
-            logits = module.model(input_ids=batch["input_ids"],
-                                  attention_mask=batch["attention_mask"]).logits  # fmt: skip
+            logits = module.model(
+                input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+            ).logits
         for row in range(batch["input_ids"].shape[0]):
             for pos in range(1, batch["input_ids"].shape[1]):
                 target = int(batch["labels"][row, pos])

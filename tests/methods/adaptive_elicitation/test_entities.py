@@ -65,8 +65,11 @@ def test_json_lines_with_missing_answers_and_answer_names(tmp_path):
 
 def test_data_module_splits_by_entity_and_by_question(tmp_path):
     data = tiny.data(held_out_questions=[1, 4])
-    splits = [set(data.train_entities.tolist()), set(data.val_entities.tolist()),
-              set(data.test_entities.tolist())]  # fmt: skip
+    splits = [
+        set(data.train_entities.tolist()),
+        set(data.val_entities.tolist()),
+        set(data.test_entities.tolist()),
+    ]
     assert sum(map(len, splits)) == data.table.answers.shape[0]
     assert not (splits[0] & splits[1]) and not (splits[0] & splits[2])
     bank = data.bank
@@ -90,9 +93,13 @@ def test_data_module_splits_by_entity_and_by_question(tmp_path):
     with pytest.raises(TypeError, match="`latent` must be a LatentWorldOptions"):
         tiny.data(latent={"num_questions": tiny.NUM_QUESTIONS})
     path = tmp_path / "entities.jsonl"
-    path.write_text("".join(json.dumps({"answers": {f"q{i}": "Yes" if (i + n) % 3 else "No"
-                                                    for i in range(4)}}) + "\n"
-                            for n in range(12)))  # fmt: skip
+    path.write_text(
+        "".join(
+            json.dumps({"answers": {f"q{i}": "Yes" if (i + n) % 3 else "No" for i in range(4)}})
+            + "\n"
+            for n in range(12)
+        )
+    )
     users = tiny.data(source=str(path), num_val=2, num_test=2)
     assert users.table.answers.shape == (12, 4) and len(users.train_entities) == 8
     batch = next(iter(users.train_dataloader()))

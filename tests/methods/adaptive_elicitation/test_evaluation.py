@@ -43,10 +43,12 @@ def test_random_curves_are_seeded_and_missing_answers_are_skipped():
     world = LatentTypeWorld.sample(num_types=3, num_questions=6, seed=12)
     model = ExactPosteriorModel(world)
     _, answers = world.sample_entities(5, seed=4)
-    one = elicitation_curves("random", model, answers, [0, 1, 2, 3], [4, 5], 2,
-                             rng=random.Random(7))  # fmt: skip
-    two = elicitation_curves("random", model, answers, [0, 1, 2, 3], [4, 5], 2,
-                             rng=random.Random(7))  # fmt: skip
+    one = elicitation_curves(
+        "random", model, answers, [0, 1, 2, 3], [4, 5], 2, rng=random.Random(7)
+    )
+    two = elicitation_curves(
+        "random", model, answers, [0, 1, 2, 3], [4, 5], 2, rng=random.Random(7)
+    )
     assert torch.equal(one["nll"], two["nll"])
     holes = answers.clone()
     holes[0, 5] = -1  # entity 0's second target is unanswered: scored on the first alone

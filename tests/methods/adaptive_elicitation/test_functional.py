@@ -39,8 +39,13 @@ def _mutual_information(world, context, d, t):
     """I(Y_d; Y_t | C) from the joint p(y_d, y_t | C) = sum_k p(k|C) theta_kd theta_kt."""
     post = _posterior(world, context)
     answers = range(world.num_answers)
-    joint = {(a, b): sum(post[k] * float(world.theta[k, d, a] * world.theta[k, t, b])
-                         for k in range(len(post))) for a in answers for b in answers}  # fmt: skip
+    joint = {
+        (a, b): sum(
+            post[k] * float(world.theta[k, d, a] * world.theta[k, t, b]) for k in range(len(post))
+        )
+        for a in answers
+        for b in answers
+    }
     pd = {a: sum(joint[a, b] for b in answers) for a in answers}
     pt = {b: sum(joint[a, b] for a in answers) for b in answers}
     return sum(p * math.log(p / (pd[a] * pt[b])) for (a, b), p in joint.items() if p > 0)
@@ -50,8 +55,10 @@ def _entropy_of_targets(world, context, targets):
     post = _posterior(world, context)
     total = 0.0
     for t in targets:
-        p = [sum(post[k] * float(world.theta[k, t, y]) for k in range(len(post)))
-             for y in range(world.num_answers)]  # fmt: skip
+        p = [
+            sum(post[k] * float(world.theta[k, t, y]) for k in range(len(post)))
+            for y in range(world.num_answers)
+        ]
         total -= sum(x * math.log(x) for x in p if x > 0)
     return total / len(targets)
 
@@ -69,8 +76,9 @@ def test_eig_of_the_exact_model_is_the_mutual_information_by_enumeration(seed):
             sum(_mutual_information(world, context, d, t) for t in targets) / len(targets)
             for d in candidates
         ]
-        torch.testing.assert_close(eig, torch.tensor(expected, dtype=torch.float64),
-                                   rtol=0, atol=1e-9)  # fmt: skip
+        torch.testing.assert_close(
+            eig, torch.tensor(expected, dtype=torch.float64), rtol=0, atol=1e-9
+        )
 
 
 def test_eig_is_non_negative_and_zero_for_questions_independent_of_the_type():
@@ -144,8 +152,9 @@ def test_lookahead_matches_a_brute_force_greedy_rollout():
                 for y in range(world.num_answers)
             )
             expected.append(prior - after)
-        torch.testing.assert_close(scores, torch.tensor(expected, dtype=torch.float64),
-                                   rtol=0, atol=1e-9)  # fmt: skip
+        torch.testing.assert_close(
+            scores, torch.tensor(expected, dtype=torch.float64), rtol=0, atol=1e-9
+        )
     # more questions ahead never leave more uncertainty in expectation
     two = lookahead_scores(model, context, candidates, targets, 2)
     assert bool(
@@ -167,8 +176,10 @@ def test_policies_pick_their_argmax_and_refuse_bad_input():
         == candidates[int(own.argmax())]
     )
     assert select_question("lookahead", model, context, candidates, targets) in candidates
-    picks = {select_question("random", model, context, candidates, targets, random.Random(s))
-             for s in range(30)}  # fmt: skip
+    picks = {
+        select_question("random", model, context, candidates, targets, random.Random(s))
+        for s in range(30)
+    }
     assert picks == set(candidates)
     with pytest.raises(ValueError, match="already answered"):
         expected_information_gain(model, context, [0, 1], targets)
@@ -213,8 +224,9 @@ def test_batched_scores_equal_one_context_at_a_time_with_ragged_candidates():
             assert bool(torch.isinf(batched[b, len(own) :]).all())
     for policy in ("eig", "lookahead", "max_entropy"):
         picks = select_questions(policy, model, contexts, candidates, targets)
-        assert picks == [select_question(policy, model, c, own, targets)
-                         for c, own in zip(contexts, candidates)]  # fmt: skip
+        assert picks == [
+            select_question(policy, model, c, own, targets) for c, own in zip(contexts, candidates)
+        ]
     with pytest.raises(ValueError, match="one candidate list per context"):
         batched_information_gain(model, contexts, candidates[:2], targets)
 
@@ -225,6 +237,7 @@ def test_lookahead_takes_two_predictive_calls_per_greedy_level():
     model = _Counting(world)
     for depth in (2, 3):
         model.calls.clear()
-        batched_lookahead_scores(model, [[(0, 0)], [(1, 2)]], [[1, 2, 3, 4], [2, 3, 4, 5]],
-                                 [6, 7], depth)  # fmt: skip
+        batched_lookahead_scores(
+            model, [[(0, 0)], [(1, 2)]], [[1, 2, 3, 4], [2, 3, 4, 5]], [6, 7], depth
+        )
         assert len(model.calls) == 2 * depth - 1

@@ -32,8 +32,10 @@ def test_blocks_and_labels(bank_and_model):
     bank, _ = bank_and_model
     ids, labels = encode_entity(bank, [(2, 1), (0, 0)])
     text = bank.tokenizer.decode(ids)
-    assert text == (f"{QUESTIONS[2]}{ANSWER}<A1>{END_OF_BLOCK}"
-                    f"{QUESTIONS[0]}{ANSWER}<A0>{END_OF_BLOCK}{END_OF_ENTITY}")  # fmt: skip
+    assert text == (
+        f"{QUESTIONS[2]}{ANSWER}<A1>{END_OF_BLOCK}"
+        f"{QUESTIONS[0]}{ANSWER}<A0>{END_OF_BLOCK}{END_OF_ENTITY}"
+    )
     kept = [(i, y) for i, y in enumerate(labels) if y != -100]
     assert [y for _, y in kept] == [bank.answer_ids[1], bank.answer_ids[0]]
     assert all(ids[i] == y and ids[i - 1] == bank.answer_id for i, y in kept)
@@ -43,9 +45,15 @@ def _llama(bank):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(bank.tokenizer), hidden_size=16, intermediate_size=32,
-                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
-                         max_position_embeddings=128)  # fmt: skip
+    config = LlamaConfig(
+        vocab_size=len(bank.tokenizer),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+    )
     return LlamaForCausalLM(config).eval()
 
 

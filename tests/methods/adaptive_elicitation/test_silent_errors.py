@@ -31,52 +31,139 @@ ANSWERS = WORLD.sample_entities(6, seed=1)[1]
 RANGE = r"out of range: it must be in 0\.\.4"
 
 BAD_INPUT = [
-    pytest.param(lambda: LatentTypeWorld.sample(concentration=math.nan), ValueError,
-                 "`concentration` must be finite", id="world-concentration-nan"),
-    pytest.param(lambda: LatentTypeWorld.sample(concentration=0.0), ValueError,
-                 "`concentration` must be > 0", id="world-concentration-zero"),
-    pytest.param(lambda: LatentTypeWorld.sample(num_questions=2.5), TypeError,
-                 "`num_questions` must be an int", id="world-questions-float"),
-    pytest.param(lambda: LatentTypeWorld.sample(seed=-1), ValueError, "`seed` must be >= 0",
-                 id="world-seed-negative"),
-    pytest.param(lambda: LatentWorldOptions(concentration=math.nan), ValueError,
-                 "`concentration` must be finite", id="world-options-concentration-nan"),
-    pytest.param(lambda: LatentWorldOptions(num_questions=3, uninformative=4), ValueError,
-                 r"uninformative must be in \[0, 3\]", id="world-options-uninformative"),
-    pytest.param(lambda: LatentWorldOptions(num_entities=0), ValueError,
-                 "`num_entities` must be >= 1", id="world-options-no-entities"),
-    pytest.param(lambda: DigitQuestionOptions(region=3), ValueError,
-                 "region must divide the digits' 8 pixels", id="digits-options-region"),
-    pytest.param(lambda: DigitQuestionOptions(threshold=1.0), ValueError,
-                 r"`threshold` must lie in \[0, 1\)", id="digits-options-threshold"),
-    pytest.param(lambda: expected_information_gain(MODEL, [], [0, -1], [2]), ValueError,
-                 f"candidate question -1 is {RANGE}", id="eig-negative-candidate"),
-    pytest.param(lambda: expected_information_gain(MODEL, [], [0, 5], [2]), ValueError,
-                 f"candidate question 5 is {RANGE}", id="eig-candidate-past-the-end"),
-    pytest.param(lambda: expected_information_gain(MODEL, [], [0, 1], [-2]), ValueError,
-                 f"target question -2 is {RANGE}", id="eig-negative-target"),
-    pytest.param(lambda: expected_information_gain(MODEL, [(-1, 0)], [0], [2]), ValueError,
-                 f"context question -1 is {RANGE}", id="eig-negative-context-question"),
-    pytest.param(lambda: expected_information_gain(MODEL, [(3, 3)], [0], [2]), ValueError,
-                 r"answer to context question 3: 3 is out of range: it must be in 0\.\.2",
-                 id="eig-context-answer-past-the-end"),
-    pytest.param(lambda: expected_information_gain(MODEL, [], [0, 1.0], [2]), TypeError,
-                 "candidate question 1.0 is not an index", id="eig-float-candidate"),
-    pytest.param(lambda: select_questions("eig", MODEL, [[], []], [[0, 1], [1, -1]], [2]),
-                 ValueError, f"candidate question -1 is {RANGE}", id="select-negative"),
-    pytest.param(lambda: select_questions("random", MODEL, [[]], [[0, 7]], [2]), ValueError,
-                 f"candidate question 7 is {RANGE}", id="select-random-past-the-end"),
-    pytest.param(lambda: batched_lookahead_scores(MODEL, [[]], [[0, -3]], [2]), ValueError,
-                 f"candidate question -3 is {RANGE}", id="lookahead-negative"),
-    pytest.param(lambda: elicitation_curves("eig", MODEL, ANSWERS, [0, 1, -1], [3], 1),
-                 ValueError, f"candidate question -1 is {RANGE}", id="curves-negative"),
-    pytest.param(lambda: EmpiricalPredictiveModel(ANSWERS.double(), 3), TypeError,
-                 "answers must be integer", id="empirical-float-answers"),
-    pytest.param(lambda: EmpiricalPredictiveModel(ANSWERS - 2, 3), ValueError,
-                 r"answers must be in 0\.\.2, or -1", id="empirical-answers-below-minus-one"),
-    pytest.param(lambda: EmpiricalPredictiveModel(ANSWERS, 3, smoothing=math.nan), ValueError,
-                 "`smoothing` must be finite", id="empirical-smoothing-nan"),
-]  # fmt: skip
+    pytest.param(
+        lambda: LatentTypeWorld.sample(concentration=math.nan),
+        ValueError,
+        "`concentration` must be finite",
+        id="world-concentration-nan",
+    ),
+    pytest.param(
+        lambda: LatentTypeWorld.sample(concentration=0.0),
+        ValueError,
+        "`concentration` must be > 0",
+        id="world-concentration-zero",
+    ),
+    pytest.param(
+        lambda: LatentTypeWorld.sample(num_questions=2.5),
+        TypeError,
+        "`num_questions` must be an int",
+        id="world-questions-float",
+    ),
+    pytest.param(
+        lambda: LatentTypeWorld.sample(seed=-1),
+        ValueError,
+        "`seed` must be >= 0",
+        id="world-seed-negative",
+    ),
+    pytest.param(
+        lambda: LatentWorldOptions(concentration=math.nan),
+        ValueError,
+        "`concentration` must be finite",
+        id="world-options-concentration-nan",
+    ),
+    pytest.param(
+        lambda: LatentWorldOptions(num_questions=3, uninformative=4),
+        ValueError,
+        r"uninformative must be in \[0, 3\]",
+        id="world-options-uninformative",
+    ),
+    pytest.param(
+        lambda: LatentWorldOptions(num_entities=0),
+        ValueError,
+        "`num_entities` must be >= 1",
+        id="world-options-no-entities",
+    ),
+    pytest.param(
+        lambda: DigitQuestionOptions(region=3),
+        ValueError,
+        "region must divide the digits' 8 pixels",
+        id="digits-options-region",
+    ),
+    pytest.param(
+        lambda: DigitQuestionOptions(threshold=1.0),
+        ValueError,
+        r"`threshold` must lie in \[0, 1\)",
+        id="digits-options-threshold",
+    ),
+    pytest.param(
+        lambda: expected_information_gain(MODEL, [], [0, -1], [2]),
+        ValueError,
+        f"candidate question -1 is {RANGE}",
+        id="eig-negative-candidate",
+    ),
+    pytest.param(
+        lambda: expected_information_gain(MODEL, [], [0, 5], [2]),
+        ValueError,
+        f"candidate question 5 is {RANGE}",
+        id="eig-candidate-past-the-end",
+    ),
+    pytest.param(
+        lambda: expected_information_gain(MODEL, [], [0, 1], [-2]),
+        ValueError,
+        f"target question -2 is {RANGE}",
+        id="eig-negative-target",
+    ),
+    pytest.param(
+        lambda: expected_information_gain(MODEL, [(-1, 0)], [0], [2]),
+        ValueError,
+        f"context question -1 is {RANGE}",
+        id="eig-negative-context-question",
+    ),
+    pytest.param(
+        lambda: expected_information_gain(MODEL, [(3, 3)], [0], [2]),
+        ValueError,
+        r"answer to context question 3: 3 is out of range: it must be in 0\.\.2",
+        id="eig-context-answer-past-the-end",
+    ),
+    pytest.param(
+        lambda: expected_information_gain(MODEL, [], [0, 1.0], [2]),
+        TypeError,
+        "candidate question 1.0 is not an index",
+        id="eig-float-candidate",
+    ),
+    pytest.param(
+        lambda: select_questions("eig", MODEL, [[], []], [[0, 1], [1, -1]], [2]),
+        ValueError,
+        f"candidate question -1 is {RANGE}",
+        id="select-negative",
+    ),
+    pytest.param(
+        lambda: select_questions("random", MODEL, [[]], [[0, 7]], [2]),
+        ValueError,
+        f"candidate question 7 is {RANGE}",
+        id="select-random-past-the-end",
+    ),
+    pytest.param(
+        lambda: batched_lookahead_scores(MODEL, [[]], [[0, -3]], [2]),
+        ValueError,
+        f"candidate question -3 is {RANGE}",
+        id="lookahead-negative",
+    ),
+    pytest.param(
+        lambda: elicitation_curves("eig", MODEL, ANSWERS, [0, 1, -1], [3], 1),
+        ValueError,
+        f"candidate question -1 is {RANGE}",
+        id="curves-negative",
+    ),
+    pytest.param(
+        lambda: EmpiricalPredictiveModel(ANSWERS.double(), 3),
+        TypeError,
+        "answers must be integer",
+        id="empirical-float-answers",
+    ),
+    pytest.param(
+        lambda: EmpiricalPredictiveModel(ANSWERS - 2, 3),
+        ValueError,
+        r"answers must be in 0\.\.2, or -1",
+        id="empirical-answers-below-minus-one",
+    ),
+    pytest.param(
+        lambda: EmpiricalPredictiveModel(ANSWERS, 3, smoothing=math.nan),
+        ValueError,
+        "`smoothing` must be finite",
+        id="empirical-smoothing-nan",
+    ),
+]
 
 
 def test_the_last_question_is_its_own_eig_not_a_negative_alias():
@@ -86,8 +173,9 @@ def test_the_last_question_is_its_own_eig_not_a_negative_alias():
     prior = MODEL.predictive([[(0, 1)]], [2, 3])[0]
     h = lambda p: float(-(p * p.log()).sum(-1).mean())  # noqa: E731
     answer = MODEL.predictive([[(0, 1)]], [4])[0, 0]
-    after = sum(float(answer[y]) * h(MODEL.predictive([[(0, 1), (4, y)]], [2, 3])[0])
-                for y in range(3))  # fmt: skip
+    after = sum(
+        float(answer[y]) * h(MODEL.predictive([[(0, 1), (4, y)]], [2, 3])[0]) for y in range(3)
+    )
     assert float(eig[1]) == pytest.approx(h(prior) - after, abs=1e-12)
     assert select_questions("max_entropy", MODEL, [[]], [[0, 4]], [2])[0] in (0, 4)
     numpy_index = expected_information_gain(MODEL, [], [torch.tensor(4).numpy()[()]], [2])

@@ -41,30 +41,70 @@ MARKS = from_edges(3, directed=[(0, 1)], bidirected=[(1, 2)])
 RANGE = r"names node {}, but the graph has nodes 0\.\.{}"
 
 BAD_INPUT = [
-    pytest.param(lambda: mag_from_dag(_dag(), [4]), ValueError,
-                 "`latent` " + RANGE.format(4, 3), id="mag-latent-past-the-end"),
-    pytest.param(lambda: mag_from_dag(_dag(), [-1]), ValueError,
-                 "`latent` " + RANGE.format(-1, 3), id="mag-latent-negative"),
-    pytest.param(lambda: mag_from_dag(_dag(), [3.0]), TypeError,
-                 "`latent` must hold integer node indices, got 3.0", id="mag-latent-float"),
-    pytest.param(lambda: mag_from_dag(_dag(), [True]), TypeError,
-                 "`latent` must hold integer node indices, got True", id="mag-latent-bool"),
-    pytest.param(lambda: _pag([7]), ValueError, "`latent` " + RANGE.format(7, 3),
-                 id="pag-latent-past-the-end"),
-    pytest.param(lambda: m_separated(MARKS, 0, -1), ValueError, "`y` " + RANGE.format(-1, 2),
-                 id="m-separated-negative"),
-    pytest.param(lambda: m_separated(MARKS, 0, 2, [5]), ValueError,
-                 "`z` " + RANGE.format(5, 2), id="m-separated-past-the-end"),
-    pytest.param(lambda: m_separated(MARKS, "0", 2), TypeError,
-                 "`x` must hold integer node indices", id="m-separated-string"),
-    pytest.param(lambda: from_edges(3, directed=[(0, -1)]), ValueError,
-                 "`edge` " + RANGE.format(-1, 2), id="from-edges-negative"),
-    pytest.param(lambda: from_edges(3.0), TypeError, "`num_nodes` must be an int",
-                 id="from-edges-float-size"),
-    pytest.param(lambda: _data("either"), TypeError,
-                 r"`hidden` must be a list of node names; write hidden=\['either'\]",
-                 id="datamodule-hidden-string"),
-]  # fmt: skip
+    pytest.param(
+        lambda: mag_from_dag(_dag(), [4]),
+        ValueError,
+        "`latent` " + RANGE.format(4, 3),
+        id="mag-latent-past-the-end",
+    ),
+    pytest.param(
+        lambda: mag_from_dag(_dag(), [-1]),
+        ValueError,
+        "`latent` " + RANGE.format(-1, 3),
+        id="mag-latent-negative",
+    ),
+    pytest.param(
+        lambda: mag_from_dag(_dag(), [3.0]),
+        TypeError,
+        "`latent` must hold integer node indices, got 3.0",
+        id="mag-latent-float",
+    ),
+    pytest.param(
+        lambda: mag_from_dag(_dag(), [True]),
+        TypeError,
+        "`latent` must hold integer node indices, got True",
+        id="mag-latent-bool",
+    ),
+    pytest.param(
+        lambda: _pag([7]),
+        ValueError,
+        "`latent` " + RANGE.format(7, 3),
+        id="pag-latent-past-the-end",
+    ),
+    pytest.param(
+        lambda: m_separated(MARKS, 0, -1),
+        ValueError,
+        "`y` " + RANGE.format(-1, 2),
+        id="m-separated-negative",
+    ),
+    pytest.param(
+        lambda: m_separated(MARKS, 0, 2, [5]),
+        ValueError,
+        "`z` " + RANGE.format(5, 2),
+        id="m-separated-past-the-end",
+    ),
+    pytest.param(
+        lambda: m_separated(MARKS, "0", 2),
+        TypeError,
+        "`x` must hold integer node indices",
+        id="m-separated-string",
+    ),
+    pytest.param(
+        lambda: from_edges(3, directed=[(0, -1)]),
+        ValueError,
+        "`edge` " + RANGE.format(-1, 2),
+        id="from-edges-negative",
+    ),
+    pytest.param(
+        lambda: from_edges(3.0), TypeError, "`num_nodes` must be an int", id="from-edges-float-size"
+    ),
+    pytest.param(
+        lambda: _data("either"),
+        TypeError,
+        r"`hidden` must be a list of node names; write hidden=\['either'\]",
+        id="datamodule-hidden-string",
+    ),
+]
 
 
 def test_the_last_node_as_latent_is_marginalised():

@@ -155,12 +155,17 @@ def test_chain_enumerates_reachable_pairs():
     }
     # states 0/2 are the sign of goal up/down, 1/3 the junction; observation 4 is the blank
     assert windows == {
-        (0, (4, 0)), (2, (4, 1)),  # reset
-        (0, (0, 0)), (2, (1, 1)),  # waited at the sign
-        (1, (0, 3)), (3, (1, 3)),  # reached the junction from the sign
-        (1, (3, 3)), (3, (3, 3)),  # waited at the junction: the aliased window
-        (0, (3, 0)), (2, (3, 1)),  # restarted after a choice
-    }  # fmt: skip
+        (0, (4, 0)),
+        (2, (4, 1)),  # reset
+        (0, (0, 0)),
+        (2, (1, 1)),  # waited at the sign
+        (1, (0, 3)),
+        (3, (1, 3)),  # reached the junction from the sign
+        (1, (3, 3)),
+        (3, (3, 3)),  # waited at the junction: the aliased window
+        (0, (3, 0)),
+        (2, (3, 1)),  # restarted after a choice
+    }
     np.testing.assert_allclose(chain.transition.sum(axis=2), 1.0, atol=1e-12)
     assert chain.initial.sum() == pytest.approx(1.0)
 

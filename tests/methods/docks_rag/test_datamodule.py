@@ -98,8 +98,14 @@ def test_reads_docred_files(tmp_path):
     for name, documents in (("train.json", train), ("dev.json", dev)):
         (tmp_path / name).write_text(json.dumps(documents))
     (tmp_path / "rel_info.json").write_text(json.dumps(RELATIONS))
-    files = {k: str(tmp_path / f) for k, f in (("train_file", "train.json"),
-             ("dev_file", "dev.json"), ("rel_info_file", "rel_info.json"))}  # fmt: skip
+    files = {
+        k: str(tmp_path / f)
+        for k, f in (
+            ("train_file", "train.json"),
+            ("dev_file", "dev.json"),
+            ("rel_info_file", "rel_info.json"),
+        )
+    }
     module = tiny.data(source=DocREDSource(**files), prompt=HybridPromptOptions(use_kg=False))
     module.setup("fit")
     assert module.dev_documents == dev and module.relations == RELATIONS

@@ -33,8 +33,9 @@ RELATION_IDS = list(RELATIONS)
 
 def _graphs(documents, dim=8, seed=0):
     rng = np.random.default_rng(seed)
-    return [document_graph(d, rng.normal(size=(len(d["sents"]), dim)), RELATION_IDS)
-            for d in documents]  # fmt: skip
+    return [
+        document_graph(d, rng.normal(size=(len(d["sents"]), dim)), RELATION_IDS) for d in documents
+    ]
 
 
 def test_document_graph_shapes_and_targets():

@@ -28,7 +28,7 @@ GOLD = [
             [_mention("Paris")],
             [_mention("France", 0, (3, 4))],
             [_mention("Seine", 1, (1, 2))],
-        ],  # fmt: skip
+        ],
         "labels": [
             {"h": 0, "t": 1, "r": "P17", "evidence": [0]},
             {"h": 2, "t": 1, "r": "P17", "evidence": [0, 1]},
@@ -63,15 +63,25 @@ def test_counts_and_scores_match_the_hand_worked_example():
     assert facts == {("Paris", "France", "P17")}
     counts = count_facts(PREDICTIONS, GOLD, facts)
     assert counts == {
-        "correct": 2, "predicted": 4, "gold": 3, "correct_in_train": 1,
-        "correct_evidence": 2, "predicted_evidence": 3, "gold_evidence": 4,
-    }  # fmt: skip
+        "correct": 2,
+        "predicted": 4,
+        "gold": 3,
+        "correct_in_train": 1,
+        "correct_evidence": 2,
+        "predicted_evidence": 3,
+        "gold_evidence": 4,
+    }
     scores = docred_scores(PREDICTIONS, GOLD, facts)
     expected = {
-        "precision": 1 / 2, "recall": 2 / 3, "f1": 4 / 7,
-        "ign_precision": 1 / 3, "ign_f1": 4 / 9,
-        "evidence_precision": 2 / 3, "evidence_recall": 1 / 2, "evidence_f1": 4 / 7,
-    }  # fmt: skip
+        "precision": 1 / 2,
+        "recall": 2 / 3,
+        "f1": 4 / 7,
+        "ign_precision": 1 / 3,
+        "ign_f1": 4 / 9,
+        "evidence_precision": 2 / 3,
+        "evidence_recall": 1 / 2,
+        "evidence_f1": 4 / 7,
+    }
     assert scores == pytest.approx(expected, abs=1e-12)
     # without training facts Ign F1 is F1; with no predictions everything is 0
     plain = docred_scores(PREDICTIONS, GOLD)
@@ -81,8 +91,13 @@ def test_counts_and_scores_match_the_hand_worked_example():
 
 def test_a_fact_is_in_train_through_any_mention_pair():
     # "he" -> "Alice" with P26 in training makes B's correct prediction "in train"
-    train = [{**TRAIN[0], "vertexSet": [[_mention("he")], [_mention("Alice", 0, (1, 2))]],
-              "labels": [{"h": 0, "t": 1, "r": "P26", "evidence": []}]}]  # fmt: skip
+    train = [
+        {
+            **TRAIN[0],
+            "vertexSet": [[_mention("he")], [_mention("Alice", 0, (1, 2))]],
+            "labels": [{"h": 0, "t": 1, "r": "P26", "evidence": []}],
+        }
+    ]
     counts = count_facts(PREDICTIONS, GOLD, train_fact_names(train))
     assert counts["correct_in_train"] == 1
     # the same names with another relation do not count
@@ -123,7 +138,7 @@ def test_the_reader_refuses_what_would_be_mis_scored(tmp_path):
         "evidence sentences": {
             **GOLD[0],
             "labels": [{"h": 0, "t": 1, "r": "P17", "evidence": [5]}],
-        },  # fmt: skip
+        },
     }
     for message, document in cases.items():
         path = tmp_path / "bad.json"

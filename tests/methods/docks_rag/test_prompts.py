@@ -87,8 +87,9 @@ def test_subgraph_keeps_the_neighbourhood_and_drops_the_queried_pair_both_ways()
 
 def test_prompt_parts_by_hand():
     gold = [(label["h"], label["r"], label["t"]) for label in DOC["labels"]]
-    prompt = hybrid_prompt(DOC, (0, 1), RELATIONS, kg_triples=gold, retrieved=[2, 0],
-                           retrieved_triples=gold)  # fmt: skip
+    prompt = hybrid_prompt(
+        DOC, (0, 1), RELATIONS, kg_triples=gold, retrieved=[2, 0], retrieved_triples=gold
+    )
     assert prompt.splitlines() == [
         "Document: Ann Lee was born in Oslo . Lee works for Acme . Acme is in Oslo .",
         "Graph: Ann Lee | employer | Acme; Acme | headquarters location | Oslo",
@@ -109,8 +110,14 @@ def test_no_prompt_states_the_answer_of_its_own_pair():
         gold = [(label["h"], label["r"], label["t"]) for label in d["labels"]]
         every_sentence = list(range(len(d["sents"])))
         for h, t in entity_pairs(d):
-            prompt = hybrid_prompt(d, (h, t), RELATIONS, kg_triples=gold,
-                                   retrieved=every_sentence, retrieved_triples=gold)  # fmt: skip
+            prompt = hybrid_prompt(
+                d,
+                (h, t),
+                RELATIONS,
+                kg_triples=gold,
+                retrieved=every_sentence,
+                retrieved_triples=gold,
+            )
             for r in pair_relations(d).get((h, t), ()):
                 answers += 1
                 for line in serialise_triples(d, [(h, r, t), (t, r, h)], RELATIONS):

@@ -41,9 +41,14 @@ def test_a_repeated_gold_label_is_scored_as_the_official_scorer_does(tmp_path):
     # by hand: 2 distinct facts; gold evidence 1 + 2 + 2 = 5 (every listing, list lengths);
     # predicted evidence 2 + 1 = 3; correct evidence 1 + 1 = 2
     assert count_facts(PREDICTIONS, gold) == {
-        "correct": 2, "predicted": 2, "gold": 2, "correct_in_train": 0,
-        "correct_evidence": 2, "predicted_evidence": 3, "gold_evidence": 5,
-    }  # fmt: skip
+        "correct": 2,
+        "predicted": 2,
+        "gold": 2,
+        "correct_in_train": 0,
+        "correct_evidence": 2,
+        "predicted_evidence": 3,
+        "gold_evidence": 5,
+    }
     scores = docred_scores(PREDICTIONS, gold)
     assert scores["f1"] == pytest.approx(1.0, abs=1e-12)
     assert scores["evidence_precision"] == pytest.approx(2 / 3, abs=1e-12)

@@ -22,10 +22,12 @@ from tests.methods.docks_rag import tiny
 DOCUMENT = {
     "title": "A",
     "sents": [["Paris", "is", "in", "France"]],
-    "vertexSet": [[{"name": "Paris", "sent_id": 0, "pos": [0, 1], "type": "LOC"}],
-                  [{"name": "France", "sent_id": 0, "pos": [3, 4], "type": "LOC"}]],
+    "vertexSet": [
+        [{"name": "Paris", "sent_id": 0, "pos": [0, 1], "type": "LOC"}],
+        [{"name": "France", "sent_id": 0, "pos": [3, 4], "type": "LOC"}],
+    ],
     "labels": [{"h": 0, "t": 1, "r": "P17", "evidence": [0]}],
-}  # fmt: skip
+}
 INTS = r"convert them with int\(\.\.\.\)"
 
 
@@ -39,36 +41,82 @@ def _document(path, value):
 
 
 BAD_INPUT = [
-    pytest.param(lambda: check_document(_document(["labels", 0, "h"], "0")), TypeError,
-                 rf"document 'A': label .*: h is '0' \(str\); DocRED indices .*{INTS}",
-                 id="label-head-string"),
-    pytest.param(lambda: check_document(_document(["labels", 0, "t"], 1.0)), TypeError,
-                 r"label .*: t is 1\.0 \(float\)", id="label-tail-float"),
-    pytest.param(lambda: check_document(_document(["labels", 0, "evidence"], ["0"])), TypeError,
-                 r"evidence sentence is '0' \(str\)", id="evidence-string"),
-    pytest.param(lambda: check_document(_document(["vertexSet", 1, 0, "sent_id"], "0")),
-                 TypeError, r"mention 'France' of entity 1: sent_id is '0'",
-                 id="mention-sentence-string"),
-    pytest.param(lambda: check_predictions([{"title": "A", "h_idx": "0", "t_idx": 1, "r": "P17"}]),
-                 TypeError, rf"h_idx is '0' \(str\); entity indices are ints .*{INTS}",
-                 id="prediction-head-string"),
-    pytest.param(lambda: check_predictions([{"title": "A", "h_idx": 0, "t_idx": True, "r": "P17"}]),
-                 TypeError, r"t_idx is True \(bool\)", id="prediction-tail-bool"),
-    pytest.param(lambda: docred_scores([{"title": "A", "h_idx": "0", "t_idx": 1, "r": "P17"}], []),
-                 TypeError, r"h_idx", id="scorer-prediction-head-string"),
-    pytest.param(lambda: check_predictions([{"title": "A", "h_idx": 0, "r": "P17"}]), ValueError,
-                 r"lacks \['t_idx'\]", id="prediction-missing-tail"),
-    pytest.param(lambda: tiny.data(negatives_per_positive=math.nan), ValueError,
-                 "`negatives_per_positive` must be finite", id="datamodule-negatives-nan"),
-    pytest.param(lambda: DocKGOptions(tau=math.nan), ValueError, "`tau` must be finite",
-                 id="datamodule-tau-nan"),
-    pytest.param(lambda: DocKGOptions(kg_folds=1), ValueError, "`kg_folds` must be >= 2",
-                 id="datamodule-one-fold"),
-    pytest.param(lambda: DocREDSource(num_train=1), ValueError, "`num_train` must be >= 2",
-                 id="datamodule-one-training-document"),
-    pytest.param(lambda: tiny.data(seed=0.5), TypeError, "`seed` must be an int",
-                 id="datamodule-seed-float"),
-]  # fmt: skip
+    pytest.param(
+        lambda: check_document(_document(["labels", 0, "h"], "0")),
+        TypeError,
+        rf"document 'A': label .*: h is '0' \(str\); DocRED indices .*{INTS}",
+        id="label-head-string",
+    ),
+    pytest.param(
+        lambda: check_document(_document(["labels", 0, "t"], 1.0)),
+        TypeError,
+        r"label .*: t is 1\.0 \(float\)",
+        id="label-tail-float",
+    ),
+    pytest.param(
+        lambda: check_document(_document(["labels", 0, "evidence"], ["0"])),
+        TypeError,
+        r"evidence sentence is '0' \(str\)",
+        id="evidence-string",
+    ),
+    pytest.param(
+        lambda: check_document(_document(["vertexSet", 1, 0, "sent_id"], "0")),
+        TypeError,
+        r"mention 'France' of entity 1: sent_id is '0'",
+        id="mention-sentence-string",
+    ),
+    pytest.param(
+        lambda: check_predictions([{"title": "A", "h_idx": "0", "t_idx": 1, "r": "P17"}]),
+        TypeError,
+        rf"h_idx is '0' \(str\); entity indices are ints .*{INTS}",
+        id="prediction-head-string",
+    ),
+    pytest.param(
+        lambda: check_predictions([{"title": "A", "h_idx": 0, "t_idx": True, "r": "P17"}]),
+        TypeError,
+        r"t_idx is True \(bool\)",
+        id="prediction-tail-bool",
+    ),
+    pytest.param(
+        lambda: docred_scores([{"title": "A", "h_idx": "0", "t_idx": 1, "r": "P17"}], []),
+        TypeError,
+        r"h_idx",
+        id="scorer-prediction-head-string",
+    ),
+    pytest.param(
+        lambda: check_predictions([{"title": "A", "h_idx": 0, "r": "P17"}]),
+        ValueError,
+        r"lacks \['t_idx'\]",
+        id="prediction-missing-tail",
+    ),
+    pytest.param(
+        lambda: tiny.data(negatives_per_positive=math.nan),
+        ValueError,
+        "`negatives_per_positive` must be finite",
+        id="datamodule-negatives-nan",
+    ),
+    pytest.param(
+        lambda: DocKGOptions(tau=math.nan),
+        ValueError,
+        "`tau` must be finite",
+        id="datamodule-tau-nan",
+    ),
+    pytest.param(
+        lambda: DocKGOptions(kg_folds=1),
+        ValueError,
+        "`kg_folds` must be >= 2",
+        id="datamodule-one-fold",
+    ),
+    pytest.param(
+        lambda: DocREDSource(num_train=1),
+        ValueError,
+        "`num_train` must be >= 2",
+        id="datamodule-one-training-document",
+    ),
+    pytest.param(
+        lambda: tiny.data(seed=0.5), TypeError, "`seed` must be an int", id="datamodule-seed-float"
+    ),
+]
 
 
 def test_a_file_with_string_indices_is_refused_naming_the_document(tmp_path):
@@ -93,8 +141,10 @@ def test_docksrag_refuses_string_predictions_before_they_are_scored():
 
 def test_int_indices_still_score_by_hand():
     assert check_document(copy.deepcopy(DOCUMENT)) == DOCUMENT
-    predictions = [{"title": "A", "h_idx": np.int64(0), "t_idx": 1, "r": "P17"},
-                   {"title": "A", "h_idx": 1, "t_idx": 0, "r": "P17"}]  # fmt: skip
+    predictions = [
+        {"title": "A", "h_idx": np.int64(0), "t_idx": 1, "r": "P17"},
+        {"title": "A", "h_idx": 1, "t_idx": 0, "r": "P17"},
+    ]
     assert check_predictions(iter(predictions)) == predictions
     scores = docred_scores(predictions, [DOCUMENT])
     # 1 of 2 predictions correct, the one gold fact found: P = 1/2, R = 1, F1 = 2/3

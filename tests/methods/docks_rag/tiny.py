@@ -33,8 +33,13 @@ KNOWLEDGE = DocKGOptions(encoder="tfidf", encoder_dim=8, kg_steps=10)
 def data(batch_size: int = 8, **kwargs) -> DocREDDataModule:
     """The tiny data module; ``source``, ``prompt`` and ``knowledge`` default to the module's
     tiny options, the other arguments to ``DocREDDataModule``'s (``max_length`` 384)."""
-    kwargs = {"source": SOURCE, "prompt": PROMPT, "knowledge": KNOWLEDGE, "max_length": 384,
-              **kwargs}  # fmt: skip
+    kwargs = {
+        "source": SOURCE,
+        "prompt": PROMPT,
+        "knowledge": KNOWLEDGE,
+        "max_length": 384,
+        **kwargs,
+    }
     return DocREDDataModule(tokenizer(), batch_size=batch_size, **kwargs)
 
 

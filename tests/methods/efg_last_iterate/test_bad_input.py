@@ -28,29 +28,67 @@ def _kuhn():
 
 
 BAD_INPUT = [
-    pytest.param(lambda: TabularSolver(_kuhn(), eta=NAN), ValueError, "`eta` must be finite",
-                 id="solver-eta-nan"),
-    pytest.param(lambda: TabularSolver(_kuhn(), gamma=INF), ValueError, "`gamma` must be finite",
-                 id="solver-gamma-inf"),
-    pytest.param(lambda: TabularSolver(_kuhn(), "ix_omd", tau=NAN), ValueError,
-                 "`tau` must be finite", id="solver-tau-nan"),
-    pytest.param(lambda: TabularSolver(_kuhn(), eta="1"), TypeError, "`eta` must be a real",
-                 id="solver-eta-str"),
-    pytest.param(lambda: TabularSolver(_kuhn(), seed=1.5), TypeError, "`seed` must be an int",
-                 id="solver-seed-float"),
-    pytest.param(lambda: TabularSolver(_kuhn(), seed=-1), ValueError, "`seed` must be >= 0",
-                 id="solver-seed-negative"),
-    pytest.param(lambda: SolverRates(_kuhn(), "ix_omd", NAN, 0.1), ValueError,
-                 "`eta` must be finite", id="rates-eta-nan"),
-    pytest.param(lambda: LastIterateSolver(eta=NAN), ValueError, "`eta` must be finite",
-                 id="module-eta-nan"),
-    pytest.param(lambda: LastIterateSolver(gamma=-1.0), ValueError, "gamma >= 0",
-                 id="module-gamma-negative"),
-    pytest.param(lambda: LastIterateSolver(method="ix_omd", tau=0.1), ValueError,
-                 "no regulariser", id="module-tau-without-regulariser"),
-    pytest.param(lambda: LastIterateSolver(seed=NAN), TypeError, "`seed` must be an int",
-                 id="module-seed-nan"),
-]  # fmt: skip
+    pytest.param(
+        lambda: TabularSolver(_kuhn(), eta=NAN),
+        ValueError,
+        "`eta` must be finite",
+        id="solver-eta-nan",
+    ),
+    pytest.param(
+        lambda: TabularSolver(_kuhn(), gamma=INF),
+        ValueError,
+        "`gamma` must be finite",
+        id="solver-gamma-inf",
+    ),
+    pytest.param(
+        lambda: TabularSolver(_kuhn(), "ix_omd", tau=NAN),
+        ValueError,
+        "`tau` must be finite",
+        id="solver-tau-nan",
+    ),
+    pytest.param(
+        lambda: TabularSolver(_kuhn(), eta="1"),
+        TypeError,
+        "`eta` must be a real",
+        id="solver-eta-str",
+    ),
+    pytest.param(
+        lambda: TabularSolver(_kuhn(), seed=1.5),
+        TypeError,
+        "`seed` must be an int",
+        id="solver-seed-float",
+    ),
+    pytest.param(
+        lambda: TabularSolver(_kuhn(), seed=-1),
+        ValueError,
+        "`seed` must be >= 0",
+        id="solver-seed-negative",
+    ),
+    pytest.param(
+        lambda: SolverRates(_kuhn(), "ix_omd", NAN, 0.1),
+        ValueError,
+        "`eta` must be finite",
+        id="rates-eta-nan",
+    ),
+    pytest.param(
+        lambda: LastIterateSolver(eta=NAN), ValueError, "`eta` must be finite", id="module-eta-nan"
+    ),
+    pytest.param(
+        lambda: LastIterateSolver(gamma=-1.0), ValueError, "gamma >= 0", id="module-gamma-negative"
+    ),
+    pytest.param(
+        lambda: LastIterateSolver(method="ix_omd", tau=0.1),
+        ValueError,
+        "no regulariser",
+        id="module-tau-without-regulariser",
+    ),
+    pytest.param(
+        lambda: LastIterateSolver(seed=NAN),
+        TypeError,
+        "`seed` must be an int",
+        id="module-seed-nan",
+    ),
+]
 
 
 def test_boundary_rates_still_work():
@@ -61,8 +99,7 @@ def test_boundary_rates_still_work():
     LastIterateSolver(method="virtual_transition", eta=1e-9, gamma=0.0, tau=0.0, seed=0)
 
 
-QUIET = dict(logger=False, enable_progress_bar=False, enable_model_summary=False,
-             accelerator="cpu")  # fmt: skip
+QUIET = dict(logger=False, enable_progress_bar=False, enable_model_summary=False, accelerator="cpu")
 
 
 def test_a_checkpoint_of_another_game_is_refused_before_it_is_loaded(tmp_path):
@@ -75,14 +112,16 @@ def test_a_checkpoint_of_another_game_is_refused_before_it_is_loaded(tmp_path):
     leduc = LastIterateSolver(seed=1)
     resumed = Trainer(max_steps=4, default_root_dir=tmp_path, **QUIET)
     with pytest.raises(ValueError, match=r"of kuhn_poker\(\).*plays leduc_poker\(\)"):
-        resumed.fit(leduc, datamodule=GameEpisodesDataModule("leduc_poker", 4, 16),
-                    ckpt_path=checkpoint)  # fmt: skip
+        resumed.fit(
+            leduc, datamodule=GameEpisodesDataModule("leduc_poker", 4, 16), ckpt_path=checkpoint
+        )
     assert resumed.global_step == 0
     assert tuple(leduc.log_policy.shape) == (936, 3)  # Leduc's table, not Kuhn's
 
     # the same game resumes and continues
     again = LastIterateSolver(seed=1)
     continued = Trainer(max_steps=4, default_root_dir=tmp_path, **QUIET)
-    continued.fit(again, datamodule=GameEpisodesDataModule("kuhn_poker", 4, 16),
-                  ckpt_path=checkpoint)  # fmt: skip
+    continued.fit(
+        again, datamodule=GameEpisodesDataModule("kuhn_poker", 4, 16), ckpt_path=checkpoint
+    )
     assert continued.global_step == 4 and int(again.episodes) == 16

@@ -79,11 +79,19 @@ def kuhn_policy(kuhn, bet: dict[str, float]) -> torch.Tensor:
 def kuhn_equilibrium(kuhn, alpha: float) -> torch.Tensor:
     # Card 0 = J, 1 = Q, 2 = K. Player 0 at "c" and "cpb"; player 1 at "cp" and "cb".
     bet = {
-        "0": alpha, "1": 0.0, "2": 3 * alpha,
-        "0pb": 0.0, "1pb": alpha + 1 / 3, "2pb": 1.0,
-        "0p": 1 / 3, "1p": 0.0, "2p": 1.0,
-        "0b": 0.0, "1b": 1 / 3, "2b": 1.0,
-    }  # fmt: skip
+        "0": alpha,
+        "1": 0.0,
+        "2": 3 * alpha,
+        "0pb": 0.0,
+        "1pb": alpha + 1 / 3,
+        "2pb": 1.0,
+        "0p": 1 / 3,
+        "1p": 0.0,
+        "2p": 1.0,
+        "0b": 0.0,
+        "1b": 1 / 3,
+        "2b": 1.0,
+    }
     return kuhn_policy(kuhn, bet)
 
 
@@ -359,8 +367,11 @@ def virtual_transition_by_definition(tree) -> np.ndarray:
                 down(y)
 
     for i in (0, 1):
-        roots = [x for x in range(tree.num_infosets)
-                 if int(tree.parent_sequence[x]) < 0 and int(tree.player[x]) == i]  # fmt: skip
+        roots = [
+            x
+            for x in range(tree.num_infosets)
+            if int(tree.parent_sequence[x]) < 0 and int(tree.player[x]) == i
+        ]
         total = sum(c(x) for x in roots)
         for x in roots:
             p[x] = c(x) / total
@@ -529,8 +540,9 @@ def proximal_solve(tree, log_policy, losses, eta) -> torch.Tensor:
     # Start from pi_k's own logits.
     first = log_policy.gather(1, legal.to(torch.int8).argmax(1, keepdim=True).long())
     theta0 = (log_policy - first)[free].numpy()
-    result = minimize(objective, theta0, jac=True, method="BFGS",
-                      options={"gtol": 1e-12, "maxiter": 10_000})  # fmt: skip
+    result = minimize(
+        objective, theta0, jac=True, method="BFGS", options={"gtol": 1e-12, "maxiter": 10_000}
+    )
     return policy_of(torch.from_numpy(result.x)).exp()
 
 
@@ -570,25 +582,31 @@ def test_dilated_omd_step_keeps_infosets_of_loss_free_subtrees(name, kuhn, leduc
     children = children_of(tree)
 
     def subtree(x):
-        below = [subtree(y) for a in range(tree.num_actions)
-                 for y in children[x * tree.num_actions + a]]  # fmt: skip
+        below = [
+            subtree(y) for a in range(tree.num_actions) for y in children[x * tree.num_actions + a]
+        ]
         return [x, *(y for part in below for y in part)]
 
     # Clear the losses of each player's largest root subtree, and of an inner infoset's
     # subtree elsewhere (its ancestors still see losses and move).
     kept = []
     for i in (0, 1):
-        roots = [x for x in range(tree.num_infosets)
-                 if int(tree.parent_sequence[x]) < 0 and int(tree.player[x]) == i]  # fmt: skip
+        roots = [
+            x
+            for x in range(tree.num_infosets)
+            if int(tree.parent_sequence[x]) < 0 and int(tree.player[x]) == i
+        ]
         kept += max((subtree(r) for r in roots), key=len)
-    inner = [x for x in range(tree.num_infosets)
-             if int(tree.parent_sequence[x]) >= 0 and x not in kept]  # fmt: skip
+    inner = [
+        x for x in range(tree.num_infosets) if int(tree.parent_sequence[x]) >= 0 and x not in kept
+    ]
     kept += subtree(inner[-1])
     losses[kept] = 0.0
     new = F.dilated_omd_step(tree, log_policy, losses, eta)
     legal = tree.legal
-    torch.testing.assert_close(new[kept][legal[kept]], log_policy[kept][legal[kept]],
-                               rtol=0, atol=1e-12)  # fmt: skip
+    torch.testing.assert_close(
+        new[kept][legal[kept]], log_policy[kept][legal[kept]], rtol=0, atol=1e-12
+    )
     others = [x for x in range(tree.num_infosets) if x not in set(kept)]
     assert (new[others][legal[others]] - log_policy[others][legal[others]]).abs().max() > 1e-3
 
@@ -657,8 +675,10 @@ def test_solver_update_is_the_omd_step_on_the_regularised_losses(leduc):
     rates = F.Rates(eta, torch.zeros_like(eta), 0.0)
     torch.testing.assert_close(
         F.solver_update(leduc, log_policy, losses, rates, weight, 7),
-        F.dilated_omd_step(leduc, log_policy, losses, eta), rtol=0, atol=0,
-    )  # fmt: skip
+        F.dilated_omd_step(leduc, log_policy, losses, eta),
+        rtol=0,
+        atol=0,
+    )
     # tau > 0: the losses gain episodes * tau * (the negentropy gradient, by hand).
     plan = torch.from_numpy(hand_plan(leduc, log_policy.exp()))
     gradient = weight[:, None] * (torch.log(weight[:, None] * plan) + 1.0)

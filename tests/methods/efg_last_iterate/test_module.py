@@ -64,5 +64,9 @@ def test_a_table_of_another_game_is_refused(tmp_path):
     leduc = LastIterateSolver()
     leduc.load_state_dict(kuhn.state_dict())
     with pytest.raises(ValueError, match="another game"):
-        _fit(leduc, GameEpisodesDataModule("leduc_poker", 8, 16), max_steps=1,
-             default_root_dir=tmp_path)  # fmt: skip
+        _fit(
+            leduc,
+            GameEpisodesDataModule("leduc_poker", 8, 16),
+            max_steps=1,
+            default_root_dir=tmp_path,
+        )

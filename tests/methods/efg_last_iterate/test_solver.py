@@ -42,8 +42,10 @@ def test_defaults(kuhn):
         solver = TabularSolver(kuhn, method, seed=3)
         expected = DEFAULT_RATES[method]
         assert (solver.rates.eta, solver.rates.gamma, solver.rates.tau) == (
-            expected["eta"], expected["gamma"], 0.0
-        )  # fmt: skip
+            expected["eta"],
+            expected["gamma"],
+            0.0,
+        )
         assert solver.seed == 3
     solver = TabularSolver(kuhn, eta=0.5, gamma=0.2, tau=0.0)
     assert (solver.rates.eta, solver.rates.gamma, solver.rates.tau) == (0.5, 0.2, 0.0)
@@ -221,8 +223,9 @@ def test_steps_of_one_episode_are_the_per_episode_algorithm(method, rates, kuhn)
     expected = reference_run(kuhn, method, 11, 5, **rates)
     legal = kuhn.legal
     assert torch.isneginf(solver.log_policy[~legal]).all()
-    np.testing.assert_allclose(solver.log_policy[legal].numpy(), expected[legal.numpy()],
-                               rtol=0, atol=1e-10)  # fmt: skip
+    np.testing.assert_allclose(
+        solver.log_policy[legal].numpy(), expected[legal.numpy()], rtol=0, atol=1e-10
+    )
     moved = np.abs(np.exp(expected) - kuhn.uniform_policy().numpy()).max()
     assert moved > 1e-3
 
@@ -233,8 +236,9 @@ def test_steps_of_one_episode_on_leduc(leduc):
         solver.step(1)
     expected = reference_run(leduc, "virtual_transition", 2, 3)
     legal = leduc.legal
-    np.testing.assert_allclose(solver.log_policy[legal].numpy(), expected[legal.numpy()],
-                               rtol=0, atol=1e-10)  # fmt: skip
+    np.testing.assert_allclose(
+        solver.log_policy[legal].numpy(), expected[legal.numpy()], rtol=0, atol=1e-10
+    )
 
 
 # ------------------------------------------------------------------------------------ learning

@@ -30,9 +30,15 @@ class _Regression(LightningModule):
 
 def _fit(callbacks, accumulate=1):
     model = _Regression()
-    trainer = Trainer(max_epochs=2, callbacks=callbacks, logger=False, enable_checkpointing=False,
-                      enable_progress_bar=False, enable_model_summary=False,
-                      accumulate_grad_batches=accumulate)  # fmt: skip
+    trainer = Trainer(
+        max_epochs=2,
+        callbacks=callbacks,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        accumulate_grad_batches=accumulate,
+    )
     trainer.fit(model, DataLoader(TensorDataset(X, Y), batch_size=2))
     return model, trainer
 

@@ -77,9 +77,15 @@ def _by_hand(epochs=2):
 
 
 def _trainer(tmp_path, epochs, callbacks):
-    return Trainer(max_epochs=epochs, callbacks=callbacks, logger=False, accelerator="cpu",
-                   default_root_dir=tmp_path, enable_progress_bar=False,
-                   enable_model_summary=False)  # fmt: skip
+    return Trainer(
+        max_epochs=epochs,
+        callbacks=callbacks,
+        logger=False,
+        accelerator="cpu",
+        default_root_dir=tmp_path,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
 
 
 def _loader():

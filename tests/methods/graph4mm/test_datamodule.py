@@ -83,9 +83,17 @@ def test_splits_and_shuffling_are_seeded():
 
 
 def test_a_json_source_splits_by_a_seeded_permutation(tmp_path):
-    graphs = [{"nodes": [{"text": f"node {i}", "label": "a" if i % 2 else "b"},
-                         {"text": "neighbour", "image": [[0.5]]}],
-               "edges": [[0, 1]], "target": f"t{i}"} for i in range(10)]  # fmt: skip
+    graphs = [
+        {
+            "nodes": [
+                {"text": f"node {i}", "label": "a" if i % 2 else "b"},
+                {"text": "neighbour", "image": [[0.5]]},
+            ],
+            "edges": [[0, 1]],
+            "target": f"t{i}",
+        }
+        for i in range(10)
+    ]
     path = tmp_path / "graphs.json"
     path.write_text(json.dumps(graphs))
     dm = MultimodalGraphDataModule(tiny.tokenizer(), source=str(path), num_val=2, num_test=3)

@@ -19,9 +19,15 @@ from tests.methods.graph4mm import tiny
 def vit_folder(tmp_path_factory):
     from transformers import ViTConfig, ViTModel
 
-    config = ViTConfig(image_size=8, patch_size=4, num_channels=1, hidden_size=12,
-                       num_hidden_layers=1, num_attention_heads=2,
-                       intermediate_size=24)  # fmt: skip
+    config = ViTConfig(
+        image_size=8,
+        patch_size=4,
+        num_channels=1,
+        hidden_size=12,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=24,
+    )
     folder = tmp_path_factory.mktemp("vit")
     torch.manual_seed(0)
     ViTModel(config).save_pretrained(folder)

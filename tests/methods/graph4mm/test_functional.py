@@ -70,8 +70,9 @@ def test_the_edge_softmax_survives_where_renormalising_the_softmax_underflows():
     # row 0 puts nearly all its attention off the graph (on itself); its edges go to 1 and 2
     adjacency = torch.tensor([[0, 1, 1], [1, 0, 0], [1, 0, 0]])
     logits = torch.tensor([[[120.0, 1.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]])
-    reference = masked_softmax_transition(logits.double(), adjacency_mask(logits.double(),
-                                                                          adjacency))  # fmt: skip
+    reference = masked_softmax_transition(
+        logits.double(), adjacency_mask(logits.double(), adjacency)
+    )
     expected = torch.softmax(torch.tensor([1.0, 0.0], dtype=torch.float64), 0)
     torch.testing.assert_close(reference[0, 0, 1:], expected)
     logits.requires_grad_(True)

@@ -99,8 +99,11 @@ def test_a_users_json_graph_moves_its_centre_to_node_0(tmp_path):
         "edges": [[2, 0], [1, 2], [0, 3]],
         "centre": 2,
     }
-    other = {"nodes": [{"text": "x", "label": "travel"}, {"text": "y"}], "edges": [[0, 1]],
-             "target": "anything at all"}  # fmt: skip
+    other = {
+        "nodes": [{"text": "x", "label": "travel"}, {"text": "y"}],
+        "edges": [[0, 1]],
+        "target": "anything at all",
+    }
     (tmp_path / "graphs.json").write_text(json.dumps([graph, other]))
     graphs, classes = read_graphs_json(tmp_path / "graphs.json")
     assert classes == ["finance", "travel"]
@@ -144,5 +147,11 @@ def test_unknown_label_and_self_loops_are_refused(tmp_path):
     with pytest.raises(ValueError, match="not among the classes"):
         read_graphs_json(path, class_names=["x", "y"])
     with pytest.raises(ValueError, match="distinct node indices"):
-        MultimodalGraph(("a", "b"), torch.zeros(2, 1, 2, 2), torch.zeros(2, dtype=torch.bool),
-                        torch.tensor([[1, 1]]), 0, "")  # fmt: skip
+        MultimodalGraph(
+            ("a", "b"),
+            torch.zeros(2, 1, 2, 2),
+            torch.zeros(2, dtype=torch.bool),
+            torch.tensor([[1, 1]]),
+            0,
+            "",
+        )

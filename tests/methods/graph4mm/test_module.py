@@ -81,8 +81,11 @@ def test_each_variant_reads_what_it_should():
     ]:
         model = tiny.module(variant).eval()
         base = model(batch)[0]
-        for changed, reads in ((_rewired(batch), graph), (other_images, images),
-                               (other_texts, texts)):  # fmt: skip
+        for changed, reads in (
+            (_rewired(batch), graph),
+            (other_images, images),
+            (other_texts, texts),
+        ):
             moved = not torch.allclose(model(changed)[0], base, atol=1e-6)
             assert moved == reads, variant
 
@@ -91,9 +94,15 @@ def test_only_the_trainable_parts_train_and_the_lm_stays_frozen():
     for lora in (None, {"r": 2, "lora_alpha": 4, "target_modules": ["c_attn"]}):
         model = tiny.module(lora=lora)
         before = {k: v.clone() for k, v in model.state_dict().items()}
-        trainer = Trainer(max_steps=2, logger=False, enable_checkpointing=False,
-                          enable_progress_bar=False, enable_model_summary=False,
-                          num_sanity_val_steps=0, limit_val_batches=0)  # fmt: skip
+        trainer = Trainer(
+            max_steps=2,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            num_sanity_val_steps=0,
+            limit_val_batches=0,
+        )
         trainer.fit(model, tiny.data())
         after = model.state_dict()
         changed = {k for k in before if not torch.equal(before[k], after[k])}
@@ -117,8 +126,11 @@ def test_logged_metrics_equal_a_hand_computation():
         for batch in dm.test_dataloader():
             logits, hidden = model(batch)
             mask = batch["target_mask"].bool()
-            nll += float(torch.nn.functional.cross_entropy(logits[mask], batch["target_ids"][mask],
-                                                           reduction="sum"))  # fmt: skip
+            nll += float(
+                torch.nn.functional.cross_entropy(
+                    logits[mask], batch["target_ids"][mask], reduction="sum"
+                )
+            )
             tokens += int(mask.sum())
             hits += int((logits.argmax(-1) == batch["target_ids"])[mask].sum())
             correct += int((model.classifier(hidden).argmax(-1) == batch["label"]).sum())
@@ -168,8 +180,13 @@ def test_greedy_decode_with_padding_in_the_middle_equals_each_row_alone():
     with torch.no_grad():
         batch = greedy_decode(lm, torch.cat([prefix, embed(ids)], 1), mask, 6, eos_id=2)
         for i, r in enumerate(rows):
-            alone = greedy_decode(lm, torch.cat([prefix[i : i + 1], embed(r[None])], 1),
-                                  torch.ones(1, 2 + len(r)), 6, eos_id=2)  # fmt: skip
+            alone = greedy_decode(
+                lm,
+                torch.cat([prefix[i : i + 1], embed(r[None])], 1),
+                torch.ones(1, 2 + len(r)),
+                6,
+                eos_id=2,
+            )
             assert batch[i, : alone.shape[1]].tolist() == alone[0].tolist()
 
 
@@ -205,8 +222,9 @@ def test_an_injected_qformer_is_used_as_given():
     torch.manual_seed(0)
     built = MMQFormer(8, image_dim=8, text_dim=16 + 8 + 2, out_dim=16, num_queries=2, heads=2)
     model = tiny.module("agnostic", qformer=built)
-    assert model.qformer is built and model.query_tokens(_batch(tiny.data().train_graphs[:2])
-                                                         ).shape == (2, 2, 16)  # fmt: skip
+    assert model.qformer is built and model.query_tokens(
+        _batch(tiny.data().train_graphs[:2])
+    ).shape == (2, 2, 16)
     assert "qformer" not in model.hparams
 
 
@@ -243,17 +261,30 @@ def test_lightning_cli_injects_the_networks_and_reads_the_option_groups(tmp_path
     tiny.lm().save_pretrained(tmp_path)
     tiny.tokenizer().save_pretrained(tmp_path)
     package = "lightning_info.methods.graph4mm"
-    args = [f"--model.lm={tmp_path}", f"--model.image_encoder={package}.SmallConvEncoder",
-            "--model.image_encoder.dim=8", f"--model.qformer={package}.MMQFormer",
-            "--model.qformer.dim=16", "--model.qformer.heads=2",
-            "--model.qformer.hop={alpha: 0.2, steps: 3}", "--model.optimizer.lr=0.01",
-            "--data.num_train=24", "--data.num_val=8", "--data.num_test=8",
-            "--data.digits.homophily=0.5", "--trainer.logger=false"]  # fmt: skip
+    args = [
+        f"--model.lm={tmp_path}",
+        f"--model.image_encoder={package}.SmallConvEncoder",
+        "--model.image_encoder.dim=8",
+        f"--model.qformer={package}.MMQFormer",
+        "--model.qformer.dim=16",
+        "--model.qformer.heads=2",
+        "--model.qformer.hop={alpha: 0.2, steps: 3}",
+        "--model.optimizer.lr=0.01",
+        "--data.num_train=24",
+        "--data.num_val=8",
+        "--data.num_test=8",
+        "--data.digits.homophily=0.5",
+        "--trainer.logger=false",
+    ]
     cli = LightningCLI(Graph4MM, MultimodalGraphDataModule, run=False, args=args)
     assert cli.model.qformer.widths == (8, 16 + 8 + 2, 16)
     assert cli.model.qformer.hop == {"alpha": 0.2, "steps": 3}
     assert cli.model.optimizer_options == AdamWOptions(lr=0.01)
     assert cli.datamodule.digits.homophily == 0.5
     with pytest.raises(SystemExit):  # a variant outside the Literal is refused while parsing
-        LightningCLI(Graph4MM, MultimodalGraphDataModule, run=False,
-                     args=[f"--model.lm={tmp_path}", "--model.variant=hop"])  # fmt: skip
+        LightningCLI(
+            Graph4MM,
+            MultimodalGraphDataModule,
+            run=False,
+            args=[f"--model.lm={tmp_path}", "--model.variant=hop"],
+        )

@@ -14,8 +14,13 @@ HOP = {"alpha": 0.2, "steps": 3}
 
 def _former(hop=None):
     torch.manual_seed(0)
-    return MMQFormer(16, image_dim=6, text_dim=5, out_dim=12, num_queries=3, layers=2, heads=4,
-                     hop=hop).double().eval()  # fmt: skip
+    return (
+        MMQFormer(
+            16, image_dim=6, text_dim=5, out_dim=12, num_queries=3, layers=2, heads=4, hop=hop
+        )
+        .double()
+        .eval()
+    )
 
 
 def _inputs(seed=0, batch=2, images=4, nodes=5):
@@ -34,8 +39,7 @@ def test_queries_ignore_the_order_of_nodes_and_image_tokens(hop):
     assert out.shape == (2, 3, 12)
     nodes = torch.tensor([3, 0, 4, 1, 2])
     tokens = torch.tensor([2, 3, 1, 0])
-    permuted = former(image[:, tokens], text[:, nodes],
-                      adjacency=adjacency[:, nodes][:, :, nodes])  # fmt: skip
+    permuted = former(image[:, tokens], text[:, nodes], adjacency=adjacency[:, nodes][:, :, nodes])
     torch.testing.assert_close(permuted, out, rtol=1e-10, atol=1e-10)
 
 
@@ -51,8 +55,13 @@ def test_padded_nodes_and_tokens_change_nothing(hop):
     padded_graph[:, :5, :5] = adjacency
     image_mask = torch.arange(6) < 4
     text_mask = torch.arange(8) < 5
-    again = former(padded_image, padded_text, image_mask.expand(2, -1), text_mask.expand(2, -1),
-                   adjacency=padded_graph)  # fmt: skip
+    again = former(
+        padded_image,
+        padded_text,
+        image_mask.expand(2, -1),
+        text_mask.expand(2, -1),
+        adjacency=padded_graph,
+    )
     torch.testing.assert_close(again, out, rtol=1e-10, atol=1e-10)
 
 

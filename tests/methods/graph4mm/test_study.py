@@ -13,14 +13,20 @@ from lightning_info.methods.graph4mm.study import bayes_label_accuracy
 
 def _posterior_accuracy(graph, homophily, captioned_only):
     if captioned_only:
-        seen = [DIGIT_WORDS.index(w) for v in graph.neighbours() if not graph.has_image[v]
-                for w in graph.texts[v].split() if w in DIGIT_WORDS]  # fmt: skip
+        seen = [
+            DIGIT_WORDS.index(w)
+            for v in graph.neighbours()
+            if not graph.has_image[v]
+            for w in graph.texts[v].split()
+            if w in DIGIT_WORDS
+        ]
     else:
         seen = [DIGIT_WORDS.index(w) for w in graph.target.split()]
     likelihood = torch.ones(10, dtype=torch.float64)
     for y in seen:
-        likelihood *= torch.tensor([homophily * (y == c) + (1 - homophily) / 10
-                                    for c in range(10)], dtype=torch.float64)  # fmt: skip
+        likelihood *= torch.tensor(
+            [homophily * (y == c) + (1 - homophily) / 10 for c in range(10)], dtype=torch.float64
+        )
     best = torch.isclose(likelihood, likelihood.max(), rtol=1e-12)
     return float(best[graph.label]) / int(best.sum())
 

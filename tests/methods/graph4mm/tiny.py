@@ -36,6 +36,9 @@ def module(variant: str = "graph4mm", **kwargs) -> Graph4MM:
         kwargs["image_encoder"] = SmallConvEncoder(dim=8)
     if "qformer" not in kwargs and variant in VARIANTS:
         kwargs["qformer"] = variant_qformer(variant, dim=16, num_queries=3, layers=1, heads=2)
-    kwargs = {"optimizer": AdamWOptions(lr=1e-2, warmup_fraction=0.0, schedule_steps=20),
-              "max_new_tokens": 6, **kwargs}  # fmt: skip
+    kwargs = {
+        "optimizer": AdamWOptions(lr=1e-2, warmup_fraction=0.0, schedule_steps=20),
+        "max_new_tokens": 6,
+        **kwargs,
+    }
     return Graph4MM(model, tok, variant=variant, **kwargs)

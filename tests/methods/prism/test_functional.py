@@ -267,8 +267,13 @@ def test_end_to_end_audit_with_tiny_models(frag_tokenizer, records):
     kinds = np.asarray(attack.kinds)
     labels = np.asarray(attack.labels)
     for name, metrics in report.metrics.items():
-        assert set(metrics) == {"auc", "tpr@2%fpr", "tpr@5%fpr", "auc vs non-members",
-                                "auc vs unseen"}  # fmt: skip
+        assert set(metrics) == {
+            "auc",
+            "tpr@2%fpr",
+            "tpr@5%fpr",
+            "auc vs non-members",
+            "auc vs unseen",
+        }
         assert all(0.0 <= value <= 1.0 for value in metrics.values())
         for kind, key in (("non_member", "auc vs non-members"), ("unseen", "auc vs unseen")):
             keep = np.isin(kinds, ["member", kind])  # members against this kind alone
@@ -276,10 +281,12 @@ def test_end_to_end_audit_with_tiny_models(frag_tokenizer, records):
             assert metrics[key] == pytest.approx(expected, abs=1e-12)
     log_ratio = report.log_probs["world"] - report.log_probs["shadow"]
     seen = kinds != "unseen"
-    assert report.diagnostics == pytest.approx({
-        "share of queries with p_w > p_s": float((log_ratio > 0).mean()),
-        "median log(p_w / p_s), seen fragments": float(np.median(log_ratio[seen])),
-    })  # fmt: skip
+    assert report.diagnostics == pytest.approx(
+        {
+            "share of queries with p_w > p_s": float((log_ratio > 0).mean()),
+            "median log(p_w / p_s), seen fragments": float(np.median(log_ratio[seen])),
+        }
+    )
     assert all(len(s) == len(attack) for s in report.scores.values())
     assert len(report.scalars()) == 20 and "| data_aware" in str(report)
     assert "median log(p_w / p_s)" in str(report)

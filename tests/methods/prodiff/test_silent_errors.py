@@ -40,8 +40,11 @@ def test_a_bad_guidance_weight_is_refused(model, weight, exception, message):
 
 
 def test_weight_zero_is_the_conditional_sampler(model):
-    draw = lambda w: model.impute(_window(), guidance_weight=w,  # noqa: E731
-                                  generator=torch.Generator().manual_seed(3))  # fmt: skip
+    def draw(w):
+        return model.impute(
+            _window(), guidance_weight=w, generator=torch.Generator().manual_seed(3)
+        )
+
     unguided = draw(0)
     assert torch.isfinite(unguided).all()
     assert not torch.equal(unguided, draw(2.0))  # the guidance changes the sample

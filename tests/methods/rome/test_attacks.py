@@ -299,8 +299,9 @@ def test_targeted_attacks_reach_the_shifted_class_on_a_linear_model():
     x = torch.eye(3).repeat(4, 1) * 0.9 + 0.05
     y = torch.arange(3).repeat(4)
     for shift in (1, -1):
-        out = attacked_predictions(net, x, y, ["fgsm", "pgd"], eps=10.0, steps=5,
-                                   target_shift=shift, num_classes=3)  # fmt: skip
+        out = attacked_predictions(
+            net, x, y, ["fgsm", "pgd"], eps=10.0, steps=5, target_shift=shift, num_classes=3
+        )
         for name in ("fgsm", "pgd"):
             assert out[name].tolist() == ((y + shift) % 3).tolist(), (name, shift)
     with pytest.raises(ValueError, match="num_classes"):

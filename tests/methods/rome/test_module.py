@@ -350,11 +350,13 @@ def test_evaluate_distilled_reports_targeted_attacks_per_shift(digits):
     pick = torch.cat([torch.nonzero(y == c).flatten()[:5] for c in range(int(y.max()) + 1)])
     settings = {"epochs": 5, "seed": 0, "eps": 0.1, "attack_steps": 2}
     settings["net"] = partial(SmallConvNet, width=4)
-    result = evaluate_distilled(x[pick], y[pick], test_x[:60], test_y[:60], **settings,
-                                target_shifts=(1, -1))  # fmt: skip
+    result = evaluate_distilled(
+        x[pick], y[pick], test_x[:60], test_y[:60], **settings, target_shifts=(1, -1)
+    )
     untargeted = {"clean", "fgsm", "pgd", "pgd_l2", "rr", "i_rr"}
-    per_shift = {f"targeted{s}/{k}" for s in ("+1", "-1")
-                 for k in ("fgsm", "pgd", "pgd_l2", "rr", "i_rr")}  # fmt: skip
+    per_shift = {
+        f"targeted{s}/{k}" for s in ("+1", "-1") for k in ("fgsm", "pgd", "pgd_l2", "rr", "i_rr")
+    }
     assert set(result) == untargeted | per_shift
     for shift in ("+1", "-1"):  # I-RR by hand from the targeted accuracies
         asr = [result["clean"] - result[f"targeted{shift}/{a}"] for a in ("fgsm", "pgd", "pgd_l2")]
@@ -379,8 +381,14 @@ def test_injected_factories_build_the_pool_and_the_evaluation_network(digits, tm
     default = _small(x, y, net=None)
     assert default.nets[0].body[0].out_channels == 32  # SmallConvNet's own default width
     _WideHead.built.clear()
-    module = _small(x, y, net=_WideHead, eval_net=partial(SmallConvNet, width=2),
-                    pool={"num_nets": 2}, evaluation={"epochs": 1})  # fmt: skip
+    module = _small(
+        x,
+        y,
+        net=_WideHead,
+        eval_net=partial(SmallConvNet, width=2),
+        pool={"num_nets": 2},
+        evaluation={"epochs": 1},
+    )
     assert _WideHead.built == [(1, 5, 8)] * 2  # the data's channels, classes and image size
     assert all(type(net) is _WideHead for net in module.nets)
     # each pool member is a fresh draw, seeded by (seed, index)

@@ -31,8 +31,15 @@ def digits():
 
 def _pool_module(x, y, *, distillation=None, pool=None, **kwargs) -> ROMEDistillation:
     """A toy module whose pool grows and trains every step; the dicts override option fields."""
-    pool = {"num_nets": 2, "max_nets": 3, "add_every": 2, "refresh_every": 1,
-            "nets_per_refresh": 1, "train_steps": 2, **(pool or {})}  # fmt: skip
+    pool = {
+        "num_nets": 2,
+        "max_nets": 3,
+        "add_every": 2,
+        "refresh_every": 1,
+        "nets_per_refresh": 1,
+        "train_steps": 2,
+        **(pool or {}),
+    }
     distillation = {"real_batch": 24, **(distillation or {})}
     return small_rome(x, y, distillation=distillation, pool=pool, **kwargs)
 
@@ -182,12 +189,16 @@ def test_one_step_moves_pixels_by_lr_times_std_squared():
     x = 0.25 * y.float().view(-1, 1, 1, 1) + 0.3 * torch.rand(24, 2, 6, 6, generator=generator)
     lr = 0.05
     module = ROMEDistillation(
-        x, y, images_per_class=2, net=partial(SmallConvNet, width=4),
-        distillation=DistillationOptions(alpha=1.0, real_batch=8, lr=lr, momentum=0.0,
-                                         dsa_strategy=None),
+        x,
+        y,
+        images_per_class=2,
+        net=partial(SmallConvNet, width=4),
+        distillation=DistillationOptions(
+            alpha=1.0, real_batch=8, lr=lr, momentum=0.0, dsa_strategy=None
+        ),
         attack=AttackOptions(robust=False),
         pool=NetworkPoolOptions(num_nets=1, refresh_every=0, add_every=0),
-    )  # fmt: skip
+    )
     pixels = module.images.detach().clone().requires_grad_(True)
     net = module.nets[0]
     loss = sum(

@@ -83,12 +83,17 @@ def test_prior_kl_is_kl_of_softmaxes_with_the_generators_draw():
 
 def _case(views=3, layers=2, batch=6, clusters=3, width=4, seed=0):
     g = torch.Generator().manual_seed(seed)
-    hs = [[torch.randn(batch, width, generator=g).double() for _ in range(layers)]
-          for _ in range(views)]  # fmt: skip
-    cs = [torch.softmax(torch.randn(batch, clusters, generator=g), 1).double()
-          for _ in range(views)]  # fmt: skip
-    critics = [[_BilinearCritic(clusters, width, 10 * i + k).double() for k in range(layers)]
-               for i in range(views)]  # fmt: skip
+    hs = [
+        [torch.randn(batch, width, generator=g).double() for _ in range(layers)]
+        for _ in range(views)
+    ]
+    cs = [
+        torch.softmax(torch.randn(batch, clusters, generator=g), 1).double() for _ in range(views)
+    ]
+    critics = [
+        [_BilinearCritic(clusters, width, 10 * i + k).double() for k in range(layers)]
+        for i in range(views)
+    ]
     return hs, cs, critics
 
 
@@ -96,9 +101,17 @@ def _case(views=3, layers=2, batch=6, clusters=3, width=4, seed=0):
 def test_sdcib_loss_equals_the_sum_over_views_and_layers(deep):
     hs, cs, critics = _case()
     alpha, beta, tau, tau_c = 0.3, 2.0, 0.2, 0.5
-    loss = sdcib_loss(hs, cs, critics, alpha=alpha, beta=beta, temperature=tau,
-                      cluster_temperature=tau_c, deep=deep,
-                      generator=torch.Generator().manual_seed(7))  # fmt: skip
+    loss = sdcib_loss(
+        hs,
+        cs,
+        critics,
+        alpha=alpha,
+        beta=beta,
+        temperature=tau,
+        cluster_temperature=tau_c,
+        deep=deep,
+        generator=torch.Generator().manual_seed(7),
+    )
     layers = [0, 1] if deep else [1]
     g = torch.Generator().manual_seed(7)  # the prior draws, in the loss's order
     prior = information = views_term = clusters = 0.0

@@ -54,7 +54,7 @@ def test_data_module_standardises_each_view_and_keeps_the_labels_apart():
     assert data.view_dims == [32, 32, 32] and data.num_classes == 3 and data.num_views == 3
     for view in data.views:
         torch.testing.assert_close(view.mean(0), torch.zeros(32), atol=1e-5, rtol=0)
-    (views, y), = [next(iter(data.train_dataloader()))]  # fmt: skip
+    ((views, y),) = [next(iter(data.train_dataloader()))]
     assert len(views) == 3 and views[0].shape == (8, 32) and y.shape == (8,)
     with pytest.raises(ValueError, match="exceeds"):
         ClusteringViewsDataModule("synthetic", num_samples=10, batch_size=16)
@@ -78,9 +78,14 @@ def test_sdcib_separates_well_separated_synthetic_clusters():
     accuracies = []
     for seed in range(3):
         data = ClusteringViewsDataModule(
-            "synthetic", num_samples=150, latent_clusters=3, separation=6.0, noise=0.2,
-            batch_size=50, data_seed=seed,
-        )  # fmt: skip
+            "synthetic",
+            num_samples=150,
+            latent_clusters=3,
+            separation=6.0,
+            noise=0.2,
+            batch_size=50,
+            data_seed=seed,
+        )
         pl.seed_everything(seed)
         model = SDCIB(data.view_dims, 3, hidden=(32, 16), lr=3e-3, seed=seed)
         trainer = pl.Trainer(max_epochs=15, limit_val_batches=0, **QUIET)
@@ -94,8 +99,12 @@ def test_sdcib_separates_well_separated_synthetic_clusters():
 def test_aligned_vote_metric_accumulates_batches_like_one_call():
     g = torch.Generator().manual_seed(0)
     target = torch.randint(0, 3, (30,), generator=g)
-    views = [torch.softmax(torch.randn(30, 3, generator=g) + 4 * torch.nn.functional.one_hot(
-        target, 3), 1) for _ in range(2)]  # fmt: skip
+    views = [
+        torch.softmax(
+            torch.randn(30, 3, generator=g) + 4 * torch.nn.functional.one_hot(target, 3), 1
+        )
+        for _ in range(2)
+    ]
     metric = AlignedVoteClustering(2)
     for start in range(0, 30, 7):
         metric.update([v[start : start + 7] for v in views], target[start : start + 7])

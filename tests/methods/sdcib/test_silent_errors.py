@@ -13,29 +13,49 @@ VIEWS = [torch.randn(6, 3, generator=torch.Generator().manual_seed(0)), torch.ra
 FIX = r"map the classes to 0, 1, \.\.\."
 
 BAD_INPUT = [
-    pytest.param(lambda: TensorViewsDataModule(VIEWS, torch.full((6,), -1), batch_size=2),
-                 ValueError, r"`labels` must be class indices >= 0, got -1; " + FIX,
-                 id="all-minus-one"),
-    pytest.param(lambda: TensorViewsDataModule(VIEWS, torch.tensor([0, 1, 2, -1, 0, 1]),
-                                               batch_size=2),
-                 ValueError, "must be class indices >= 0, got -1", id="one-minus-one"),
-    pytest.param(lambda: TensorViewsDataModule(VIEWS, torch.tensor([0, 0.5, 1, 1, 2, 2.9]),
-                                               batch_size=2),
-                 TypeError, r"`labels` must be integer class indices, got dtype torch.float32",
-                 id="float-labels"),
-    pytest.param(lambda: TensorViewsDataModule(VIEWS, torch.arange(6) % 2 == 0, batch_size=2),
-                 TypeError, "must be integer class indices, got dtype torch.bool",
-                 id="bool-labels"),
-    pytest.param(lambda: MultiViewDataset(VIEWS, torch.tensor([0.0] * 6)), TypeError,
-                 "must be integer class indices", id="dataset-float-labels"),
-    pytest.param(lambda: check_views(VIEWS, torch.arange(5)), ValueError,
-                 r"`labels` must be a tensor of shape \(6,\)", id="wrong-length"),
-]  # fmt: skip
+    pytest.param(
+        lambda: TensorViewsDataModule(VIEWS, torch.full((6,), -1), batch_size=2),
+        ValueError,
+        r"`labels` must be class indices >= 0, got -1; " + FIX,
+        id="all-minus-one",
+    ),
+    pytest.param(
+        lambda: TensorViewsDataModule(VIEWS, torch.tensor([0, 1, 2, -1, 0, 1]), batch_size=2),
+        ValueError,
+        "must be class indices >= 0, got -1",
+        id="one-minus-one",
+    ),
+    pytest.param(
+        lambda: TensorViewsDataModule(VIEWS, torch.tensor([0, 0.5, 1, 1, 2, 2.9]), batch_size=2),
+        TypeError,
+        r"`labels` must be integer class indices, got dtype torch.float32",
+        id="float-labels",
+    ),
+    pytest.param(
+        lambda: TensorViewsDataModule(VIEWS, torch.arange(6) % 2 == 0, batch_size=2),
+        TypeError,
+        "must be integer class indices, got dtype torch.bool",
+        id="bool-labels",
+    ),
+    pytest.param(
+        lambda: MultiViewDataset(VIEWS, torch.tensor([0.0] * 6)),
+        TypeError,
+        "must be integer class indices",
+        id="dataset-float-labels",
+    ),
+    pytest.param(
+        lambda: check_views(VIEWS, torch.arange(5)),
+        ValueError,
+        r"`labels` must be a tensor of shape \(6,\)",
+        id="wrong-length",
+    ),
+]
 
 
 def test_valid_labels_count_their_classes():
-    data = TensorViewsDataModule(VIEWS, torch.tensor([0, 2, 2, 1, 0, 2], dtype=torch.int32),
-                                 batch_size=2)  # fmt: skip
+    data = TensorViewsDataModule(
+        VIEWS, torch.tensor([0, 2, 2, 1, 0, 2], dtype=torch.int32), batch_size=2
+    )
     assert data.num_classes == 3 and data.labels.dtype == torch.long
     assert data.labels.tolist() == [0, 2, 2, 1, 0, 2]
     one_class = TensorViewsDataModule(VIEWS, torch.zeros(6, dtype=torch.long), batch_size=6)

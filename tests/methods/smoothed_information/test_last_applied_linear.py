@@ -45,8 +45,13 @@ def _fit(layers, sanity_steps=0, model=None, **kwargs):
     monitor = SmoothedInformationMonitor(
         layers, t=0.5, max_dim=4, options=SmoothedEstimatorOptions(num_mc=128), **kwargs
     )
-    trainer = Trainer(max_epochs=1, limit_train_batches=2, num_sanity_val_steps=sanity_steps,
-                      callbacks=[monitor], **QUIET)  # fmt: skip
+    trainer = Trainer(
+        max_epochs=1,
+        limit_train_batches=2,
+        num_sanity_val_steps=sanity_steps,
+        callbacks=[monitor],
+        **QUIET,
+    )
     trainer.fit(model or HeadRegisteredFirst(), TinyDataModule())
     return trainer.callback_metrics, monitor
 
@@ -74,8 +79,9 @@ def test_the_default_on_a_probe_reads_the_heads_input():
     info = smoothed_information(
         features.double() @ projection, 0.5, SmoothedEstimatorOptions(num_mc=128)
     )
-    assert float(logged["info/input_of_head/J_t=0.5"]) == pytest.approx(float(info.fisher),
-                                                                        rel=1e-6)  # fmt: skip
+    assert float(logged["info/input_of_head/J_t=0.5"]) == pytest.approx(
+        float(info.fisher), rel=1e-6
+    )
 
 
 def test_no_linear_in_the_validation_step_is_refused_before_training():

@@ -22,11 +22,27 @@ from lightning_info.methods.train_test_overlap.functional import (
 # Separators, cased letters whose lowering depends on context (final sigma) or grows (dotted I),
 # combining marks, astral characters, and the Unicode whitespace that str.split() knows.
 ALPHABET = list("abcAB .,;()!?'\"-_\t\n") + [
-    "\u00a0", "\x1c", "\x1f", "\x85", "\u2028", "\u3000",
-    "Σ", "σ", "ς", "İ", "é", "e\u0301", "ß", "😀",
+    "\u00a0",
+    "\x1c",
+    "\x1f",
+    "\x85",
+    "\u2028",
+    "\u3000",
+    "Σ",
+    "σ",
+    "ς",
+    "İ",
+    "é",
+    "e\u0301",
+    "ß",
+    "😀",
     # tokens past the 8 bytes of a short key, ASCII and not, of one length or one prefix
-    "informational", "informatiomal", "characteristically", "ÉÉÉÉÉÉÉÉé", "abcdefgh",
-]  # fmt: skip
+    "informational",
+    "informatiomal",
+    "characteristically",
+    "ÉÉÉÉÉÉÉÉé",
+    "abcdefgh",
+]
 
 
 def _random_text(rng: random.Random) -> str:
@@ -114,8 +130,13 @@ def test_hash_table_equals_a_dict(size):
     keys = np.unique(np.concatenate([keys, [0, 1]]).astype(np.uint64)) if size else keys
     values = rng.permutation(keys.size)
     table = encoding.HashTable(keys, values)
-    queries = np.concatenate([keys, rng.integers(0, 1 << 63, 1000, dtype=np.uint64),
-                              np.arange(3 * size + 3, dtype=np.uint64)])  # fmt: skip
+    queries = np.concatenate(
+        [
+            keys,
+            rng.integers(0, 1 << 63, 1000, dtype=np.uint64),
+            np.arange(3 * size + 3, dtype=np.uint64),
+        ]
+    )
     lookup = dict(zip(keys.tolist(), values.tolist()))
     expected = [lookup.get(q, -1) for q in queries.tolist()]
     positions, found = table.find(queries)

@@ -613,8 +613,9 @@ def test_workers_read_at_most_two_chunks_each_ahead(workers):
             read.append(k)
             yield ["a b c"] * 3
 
-    scan = _count_chunks(index, endless_chunks(), workers.get("processes", 1),
-                         workers.get("threads", 1))  # fmt: skip
+    scan = _count_chunks(
+        index, endless_chunks(), workers.get("processes", 1), workers.get("threads", 1)
+    )
     first = list(islice(scan, 3))
     assert [c.documents for c in first] == [3, 3, 3]
     assert len(read) <= 3 + 2 * 2
