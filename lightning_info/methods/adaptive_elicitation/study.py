@@ -21,6 +21,7 @@ from typing import Any
 
 from lightning_info.core.logging import mean_std
 from lightning_info.core.plotting import pyplot
+from lightning_info.core.trainers import quiet_trainer
 from lightning_info.experiments.study import Study, StudyResult, run_jobs
 
 __all__ = ["ElicitationStudy", "run_world"]
@@ -37,7 +38,7 @@ LABELS = {
 def _train(job: dict[str, Any]):
     """The data module and the meta-trained LM of one world and seed."""
     import torch
-    from lightning.pytorch import Trainer, seed_everything
+    from lightning.pytorch import seed_everything
 
     from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
     from lightning_info.methods.adaptive_elicitation.datamodule import (
@@ -71,14 +72,10 @@ def _train(job: dict[str, Any]):
     )
     module = ElicitationLM(model, data.bank.answer_ids, lr=job["lr"], warmup_fraction=0.05)
     seed_everything(job["seed"], verbose=False)
-    trainer = Trainer(
+    trainer = quiet_trainer(
         max_epochs=job["epochs"],
         accelerator="auto",
         devices=1,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
         num_sanity_val_steps=0,
         check_val_every_n_epoch=job["epochs"],
         default_root_dir=job["root"],

@@ -20,6 +20,7 @@ from typing import Any
 
 from lightning_info.core.logging import mean_std
 from lightning_info.core.plotting import pyplot
+from lightning_info.core.trainers import quiet_trainer
 from lightning_info.experiments.study import Study, StudyResult, run_jobs
 
 VARIANTS = {
@@ -88,7 +89,7 @@ def run_variant(job: dict[str, Any]) -> dict[str, Any]:
     """One prompt variant and seed: tune, then the held-out F1 and Ign F1 (and, for the hybrid
     variant, the DocKG scorer's own scores)."""
     import torch
-    from lightning.pytorch import Trainer, seed_everything
+    from lightning.pytorch import seed_everything
 
     from lightning_info.methods.docks_rag.datamodule import (
         DocKGOptions,
@@ -110,14 +111,10 @@ def run_variant(job: dict[str, Any]) -> dict[str, Any]:
     data = DocREDDataModule(tokenizer, **settings)
     module = DocKSRAG(model, tokenizer, lora=job["lora"], lr=job["lr"])
     seed_everything(job["seed"], verbose=False)
-    trainer = Trainer(
+    trainer = quiet_trainer(
         max_epochs=job["epochs"],
         accelerator="auto",
         devices=1,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
         num_sanity_val_steps=0,
         limit_val_batches=0,
         default_root_dir=job["root"],

@@ -27,6 +27,7 @@ from typing import Any
 
 from lightning_info.core.logging import mean_std
 from lightning_info.core.plotting import pyplot
+from lightning_info.core.trainers import quiet_trainer
 from lightning_info.experiments.study import Study, StudyResult, run_jobs
 
 __all__ = [
@@ -201,7 +202,7 @@ def run_arm(job: dict[str, Any]) -> dict[str, Any]:
     import time
 
     import torch
-    from lightning.pytorch import Callback, Trainer, seed_everything
+    from lightning.pytorch import Callback, seed_everything
 
     torch.set_num_threads(job["threads"])
     data = build_data(job["data"], job["seed"])
@@ -221,14 +222,10 @@ def run_arm(job: dict[str, Any]) -> dict[str, Any]:
 
     curves = Curves()
     seed_everything(job["seed"], verbose=False)
-    trainer = Trainer(
+    trainer = quiet_trainer(
         max_epochs=job["epochs"],
         accelerator="auto",
         devices=1,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
         num_sanity_val_steps=0,
         check_val_every_n_epoch=job["val_every"],
         callbacks=[curves],
