@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 
 from lightning_info import CausalLMFineTuner, FisherSubsetDataModule
+from lightning_info.core.options import AdamWOptions
 from lightning_info.lm.corpus import instruction_dataset, stdlib_docstrings
 from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
 
@@ -35,7 +36,7 @@ def held_out():
 def finetuner(lora: bool = True) -> CausalLMFineTuner:
     model = tiny_causal_lm(tokenizer(), n_layer=1, n_embd=16, n_head=2, n_positions=256, seed=0)
     lora_args = {"r": 2, "lora_alpha": 4, "target_modules": ["c_attn"]} if lora else None
-    return CausalLMFineTuner(model, lr=1e-2, lora=lora_args)
+    return CausalLMFineTuner(model, optimizer=AdamWOptions(lr=1e-2), lora=lora_args)
 
 
 def subset_data(batch_size: int = 4, **kwargs) -> FisherSubsetDataModule:

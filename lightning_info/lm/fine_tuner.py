@@ -8,7 +8,7 @@ import torch
 from lightning.pytorch import LightningModule
 from torchmetrics import MeanMetric
 
-from lightning_info.core.validation import require_non_negative, require_positive
+from lightning_info.core.options import AdamWOptions
 
 
 class CausalLMFineTuner(LightningModule):
@@ -22,6 +22,8 @@ class CausalLMFineTuner(LightningModule):
     token-weighted mean NLL over the whole split (``val/loss``) and its exponential, the
     perplexity (``val/ppl``). With ``lora`` (a dict of ``peft.LoraConfig`` arguments, e.g.
     ``{"r": 8, "lora_alpha": 16, "target_modules": ["c_attn"]}``) only the LoRA adapters train.
+    ``optimizer`` is AdamW over the trainable weights, with a warmup-cosine schedule when its
+    ``warmup_fraction`` is set (:class:`~lightning_info.core.options.AdamWOptions`).
 
     The wrapped model is available as ``self.model``; :class:`FisherSubsetDataModule` embeds the
     pool with it when no other feature model is given.
@@ -30,13 +32,16 @@ class CausalLMFineTuner(LightningModule):
     def __init__(
         self,
         model: torch.nn.Module | str,
-        lr: float = 1e-3,
-        weight_decay: float = 0.0,
+        optimizer: AdamWOptions = AdamWOptions(),
         lora: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
-        self.lr = require_positive(lr, "lr")
-        self.weight_decay = require_non_negative(weight_decay, "weight_decay")
+        if not isinstance(optimizer, AdamWOptions):
+            raise TypeError(
+                f"`optimizer` must be an AdamWOptions, got {type(optimizer).__name__}: pass "
+                "AdamWOptions(lr=..., weight_decay=...) (in a YAML: `optimizer: {lr: ...}`)."
+            )
+        self.optimizer_options = optimizer
         if isinstance(model, str):
             from lightning_info.lm.tiny_lm import load_causal_lm
 
@@ -89,6 +94,6 @@ class CausalLMFineTuner(LightningModule):
     def on_test_epoch_end(self) -> None:
         self._log_perplexity(self.test_nll, "test")
 
-    def configure_optimizers(self) -> torch.optim.Optimizer:
+    def configure_optimizers(self) -> Any:
         params = [p for p in self.model.parameters() if p.requires_grad]
-        return torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay)
+        return self.optimizer_options.configure(params, self.trainer)

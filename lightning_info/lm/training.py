@@ -8,6 +8,7 @@ from typing import Any
 from lightning.pytorch import LightningDataModule, Trainer, seed_everything
 from torch.utils.data import DataLoader
 
+from lightning_info.core.options import AdamWOptions
 from lightning_info.lm.fine_tuner import CausalLMFineTuner
 
 
@@ -24,7 +25,7 @@ def fit_causal_lm(
     """Train ``model`` on ``data`` (a loader of causal-LM batches or a data module) for ``epochs``
     epochs from ``seed_everything(seed)``, on one device, without logger or checkpoints; returns
     the model in eval mode."""
-    module = CausalLMFineTuner(model, lr=lr)
+    module = CausalLMFineTuner(model, optimizer=AdamWOptions(lr=lr))
     seed_everything(seed, verbose=False)
     trainer = Trainer(
         max_epochs=epochs,

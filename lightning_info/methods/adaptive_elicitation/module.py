@@ -14,8 +14,7 @@ from typing import Any
 import torch
 from torchmetrics import MeanMetric
 
-from lightning_info.core.schedules import warmup_cosine_config
-from lightning_info.core.validation import require_fraction, require_int
+from lightning_info.core.options import AdamWOptions
 from lightning_info.lm.fine_tuner import CausalLMFineTuner
 
 __all__ = ["ElicitationLM"]
@@ -25,30 +24,21 @@ class ElicitationLM(CausalLMFineTuner):
     """``CausalLMFineTuner`` on block sequences, with answer accuracy; ``answer_ids`` are the
     answer tokens (``QuestionBank.answer_ids``), among which the accuracy's argmax is taken.
 
-    With ``warmup_fraction`` (of ``schedule_steps`` optimizer steps; ``None``: the trainer's
-    ``estimated_stepping_batches``, which change with ``max_epochs``, so fix ``schedule_steps``
-    to resume into a longer run) the learning rate warms up linearly and then decays along a
-    cosine (``core.schedules.warmup_cosine``); ``warmup_fraction=None`` keeps it constant. At
-    equal steps a small LM trained from scratch ends closer to the exact predictive with it
-    (the method card's measurements)."""
+    With ``optimizer.warmup_fraction`` (of ``optimizer.schedule_steps`` optimizer steps;
+    ``None``: the trainer's ``estimated_stepping_batches``, which change with ``max_epochs``, so
+    fix ``schedule_steps`` to resume into a longer run) the learning rate warms up linearly and
+    then decays along a cosine (``core.schedules.warmup_cosine``); ``warmup_fraction=None`` keeps
+    it constant. At equal steps a small LM trained from scratch ends closer to the exact
+    predictive with it (the method card's measurements)."""
 
     def __init__(
         self,
         model: torch.nn.Module | str,
         answer_ids: list[int],
-        lr: float = 1e-3,
-        weight_decay: float = 0.0,
+        optimizer: AdamWOptions = AdamWOptions(),
         lora: dict[str, Any] | None = None,
-        warmup_fraction: float | None = None,
-        schedule_steps: int | None = None,
     ) -> None:
-        super().__init__(model, lr=lr, weight_decay=weight_decay, lora=lora)
-        if warmup_fraction is not None:
-            require_fraction(warmup_fraction, "warmup_fraction")
-        self.warmup_fraction = warmup_fraction
-        self.schedule_steps = (
-            None if schedule_steps is None else require_int(schedule_steps, "schedule_steps", 1)
-        )
+        super().__init__(model, optimizer=optimizer, lora=lora)
         if not answer_ids:
             raise ValueError("answer_ids must name the answer tokens")
         self.answer_ids = list(answer_ids)
@@ -71,11 +61,3 @@ class ElicitationLM(CausalLMFineTuner):
     def test_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         output = self._evaluate(batch, self.test_nll, "test")
         self._answer_accuracy(batch, output, self.test_accuracy, "test")
-
-    def configure_optimizers(self) -> Any:
-        optimizer = super().configure_optimizers()
-        if self.warmup_fraction is None:
-            return optimizer
-        return warmup_cosine_config(
-            optimizer, self.trainer, self.warmup_fraction, self.schedule_steps
-        )

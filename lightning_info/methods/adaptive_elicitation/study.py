@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lightning_info.core.logging import mean_std
+from lightning_info.core.options import AdamWOptions
 from lightning_info.core.plotting import pyplot
 from lightning_info.core.trainers import quiet_trainer
 from lightning_info.experiments.study import Study, StudyResult, run_jobs
@@ -70,7 +71,8 @@ def _train(job: dict[str, Any]):
         n_head=size["heads"],
         seed=job["seed"],
     )
-    module = ElicitationLM(model, data.bank.answer_ids, lr=job["lr"], warmup_fraction=0.05)
+    optimizer = AdamWOptions(lr=job["lr"], warmup_fraction=0.05)
+    module = ElicitationLM(model, data.bank.answer_ids, optimizer=optimizer)
     seed_everything(job["seed"], verbose=False)
     trainer = quiet_trainer(
         max_epochs=job["epochs"],

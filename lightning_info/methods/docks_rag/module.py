@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from lightning_info.core.options import AdamWOptions
 from lightning_info.core.validation import require_int
 from lightning_info.lm.fine_tuner import CausalLMFineTuner
 from lightning_info.methods.docks_rag.decoding import LabelTrie, constrained_answers
@@ -24,6 +25,7 @@ __all__ = ["DocKSRAG"]
 
 DEFAULT_LORA = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0}
 """The paper's rank 16; peft picks the target modules of known architectures."""
+DOCKS_RAG_OPTIMIZER = AdamWOptions(lr=5e-5)
 
 
 class DocKSRAG(CausalLMFineTuner):
@@ -36,7 +38,7 @@ class DocKSRAG(CausalLMFineTuner):
         model: a causal LM module, or a Hugging Face name or path (``lm.tiny_lm.load_causal_lm``).
         tokenizer: the model's tokenizer (default: the data module's).
         lora: ``peft.LoraConfig`` arguments; ``None`` tunes every weight.
-        lr, weight_decay: AdamW's.
+        optimizer: AdamW's settings (the paper's learning rate 5e-5 by default).
         generation_batch_size: prompts decoded at once in evaluation.
 
     The relations, answer texts and training facts (for Ign F1) come from the trainer's
@@ -48,11 +50,10 @@ class DocKSRAG(CausalLMFineTuner):
         model: torch.nn.Module | str,
         tokenizer: Any = None,
         lora: dict[str, Any] | None = DEFAULT_LORA,
-        lr: float = 5e-5,
-        weight_decay: float = 0.0,
+        optimizer: AdamWOptions = DOCKS_RAG_OPTIMIZER,
         generation_batch_size: int = 64,
     ) -> None:
-        super().__init__(model, lr=lr, weight_decay=weight_decay, lora=lora)
+        super().__init__(model, optimizer=optimizer, lora=lora)
         self.generation_batch_size = require_int(generation_batch_size, "generation_batch_size", 1)
         self.tokenizer = tokenizer
         self.val_scores = DocREDScores()

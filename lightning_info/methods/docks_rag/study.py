@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lightning_info.core.logging import mean_std
+from lightning_info.core.options import AdamWOptions
 from lightning_info.core.plotting import pyplot
 from lightning_info.core.trainers import quiet_trainer
 from lightning_info.experiments.study import Study, StudyResult, run_jobs
@@ -109,7 +110,7 @@ def run_variant(job: dict[str, Any]) -> dict[str, Any]:
     settings["knowledge"] = DocKGOptions(**settings.get("knowledge", {}))
     model, tokenizer = _language_model(job)
     data = DocREDDataModule(tokenizer, **settings)
-    module = DocKSRAG(model, tokenizer, lora=job["lora"], lr=job["lr"])
+    module = DocKSRAG(model, tokenizer, lora=job["lora"], optimizer=AdamWOptions(lr=job["lr"]))
     seed_everything(job["seed"], verbose=False)
     trainer = quiet_trainer(
         max_epochs=job["epochs"],

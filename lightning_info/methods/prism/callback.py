@@ -52,7 +52,7 @@ class FragmentExtractionAudit(pl.Callback):
         shadow: ModelSpec,
         world_models: ModelSpec | Sequence[ModelSpec],
         tokenizer: Any = None,
-        options: FragmentAuditOptions = FragmentAuditOptions(),  # noqa: B008
+        options: FragmentAuditOptions = FragmentAuditOptions(),
         prefix: str = "prism",
     ) -> None:
         if isinstance(attack_set, (str, Path)):

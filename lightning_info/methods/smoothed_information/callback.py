@@ -80,7 +80,7 @@ class SmoothedInformationMonitor(Callback):
         max_dim: int | None = 16,
         max_samples: int | None = 1024,
         probe: Tensor | None = None,
-        options: SmoothedEstimatorOptions = SmoothedEstimatorOptions(num_mc=1024),  # noqa: B008
+        options: SmoothedEstimatorOptions = SmoothedEstimatorOptions(num_mc=1024),
         seed: int = 0,
         every_n_epochs: int = 1,
         log_prefix: str = "info",

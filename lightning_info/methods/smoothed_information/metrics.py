@@ -137,7 +137,7 @@ class _SmoothedMetric(SampleReservoir):
     def __init__(
         self,
         t: float | Sequence[float],
-        options: SmoothedEstimatorOptions = SmoothedEstimatorOptions(),  # noqa: B008
+        options: SmoothedEstimatorOptions = SmoothedEstimatorOptions(),
         *,
         max_samples: int | None = None,
         seed: int = 0,

@@ -106,7 +106,7 @@ class TrainTestOverlap(pl.Callback):
         input_field: Extractor = "input",
         references_field: Extractor = "references",
         id_field: str = "id",
-        options: OverlapOptions = OverlapOptions(progress=True),  # noqa: B008
+        options: OverlapOptions = OverlapOptions(progress=True),
         output_dir: str | None = None,
     ) -> None:
         self.options = check_overlap_options(options)

@@ -59,7 +59,7 @@ class _BatchCounter:
 def overlap_with_datasets(
     instances: Sequence[TestInstance],
     dataset: Any,
-    options: OverlapOptions = OverlapOptions(),  # noqa: B008
+    options: OverlapOptions = OverlapOptions(),
     text_field: str = "text",
     num_proc: int | None = None,
 ) -> OverlapReport:
@@ -102,7 +102,7 @@ def overlap_with_datasets(
 def overlap_with_dask(
     instances: Sequence[TestInstance],
     bag: Any,
-    options: OverlapOptions = OverlapOptions(),  # noqa: B008
+    options: OverlapOptions = OverlapOptions(),
 ) -> OverlapReport:
     """:func:`compute_overlap` over a ``dask.bag.Bag`` of documents, on the current Dask client
     (or Dask's default scheduler without one): each partition is counted where it lives, the

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 
+from lightning_info.core.options import AdamWOptions
 from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
 from lightning_info.methods.adaptive_elicitation.datamodule import (
     ElicitationDataModule,
@@ -30,4 +31,5 @@ def data(batch_size: int = 8, **kwargs) -> ElicitationDataModule:
 def module() -> ElicitationLM:
     bank = data().bank  # adds the block tokens to the shared tokenizer before the model is built
     model = tiny_causal_lm(_questions_tokenizer(), n_layer=1, n_embd=16, n_head=2, seed=0)
-    return ElicitationLM(model, bank.answer_ids, lr=1e-2, warmup_fraction=0.0, schedule_steps=20)
+    optimizer = AdamWOptions(lr=1e-2, warmup_fraction=0.0, schedule_steps=20)
+    return ElicitationLM(model, bank.answer_ids, optimizer=optimizer)

@@ -96,5 +96,5 @@ def test_needs_its_data_module(tmp_path):
     trainer = Trainer(fast_dev_run=True, default_root_dir=tmp_path, **QUIET)
     with pytest.raises(ValueError, match="DocREDDataModule"):
         trainer.fit(tiny.module(), datamodule=TinyDataModule())
-    with pytest.raises(ValueError, match="lr"):
-        tiny.module(lr=0.0)
+    with pytest.raises(TypeError, match="AdamWOptions"):
+        tiny.module(optimizer={"lr": 1e-3})

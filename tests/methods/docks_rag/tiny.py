@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 
+from lightning_info.core.options import AdamWOptions
 from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
 from lightning_info.methods.docks_rag.datamodule import (
     DocKGOptions,
@@ -49,4 +50,5 @@ def language_model(seed: int = 0):
 
 def module(lora: bool = True, **kwargs) -> DocKSRAG:
     lora_args = {"r": 2, "lora_alpha": 4, "lora_dropout": 0.0} if lora else None
-    return DocKSRAG(language_model(), lora=lora_args, **{"lr": 1e-2, **kwargs})
+    kwargs.setdefault("optimizer", AdamWOptions(lr=1e-2))
+    return DocKSRAG(language_model(), lora=lora_args, **kwargs)

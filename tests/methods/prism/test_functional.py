@@ -8,6 +8,7 @@ import torch
 from lightning.pytorch.loggers import Logger
 from sklearn.metrics import roc_auc_score, roc_curve
 
+from lightning_info.core.options import AdamWOptions
 from lightning_info.lm.fine_tuner import CausalLMFineTuner
 from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
 from lightning_info.methods.prism.auditor import (
@@ -355,7 +356,7 @@ def test_callback_audits_the_trained_model_at_fit_end(frag_tokenizer, records):
         enable_model_summary=False,
         accelerator="cpu",
     )
-    trainer.fit(CausalLMFineTuner(_lm(frag_tokenizer, 0), lr=1e-2), loader)
+    trainer.fit(CausalLMFineTuner(_lm(frag_tokenizer, 0), optimizer=AdamWOptions(lr=1e-2)), loader)
     assert callback.report is not None
     for attack_name in ATTACKS:
         assert 0.0 <= logger.metrics[f"prism/{attack_name}/auc"] <= 1.0
@@ -380,5 +381,5 @@ def test_callback_checks_tokenizer_and_target_before_training(frag_tokenizer, re
             max_steps=1, callbacks=[callback], logger=False, default_root_dir=tmp_path
         )
         with pytest.raises(error, match=message):
-            trainer.fit(CausalLMFineTuner(target, lr=1e-2), loader)
+            trainer.fit(CausalLMFineTuner(target, optimizer=AdamWOptions(lr=1e-2)), loader)
         assert trainer.global_step == 0
