@@ -66,6 +66,23 @@ def test_fast_dev_run_trains(case, tmp_path):
     assert changed, "one optimizer step left every weight unchanged"
 
 
+@pytest.mark.parametrize(
+    "case", [pytest.param(case, id=case.id) for case in PLUGINS if case.make_data is not None]
+)
+def test_a_logger_accepts_the_rows_hyperparameters(case):
+    """Lightning's loggers refuse a module and a data module that record one name with two
+    values (``Error while merging hparams``); the rows run with ``logger=False``, so check it."""
+    seed_everything(0)
+    model, data = case.make_model(), case.make_data(8)
+    shared = set(model.hparams_initial) & set(data.hparams_initial)
+    conflicts = {
+        name: (model.hparams_initial[name], data.hparams_initial[name])
+        for name in shared
+        if model.hparams_initial[name] != data.hparams_initial[name]
+    }
+    assert not conflicts, f"module vs data module hyperparameters: {conflicts}"
+
+
 _STRAIGHT: dict[str, tuple] = {}
 
 

@@ -14,8 +14,9 @@ Everything a LightningCLI accepts works (``--config``, ``--trainer.*``, ``--mode
 - the arms: ``compare.method_callbacks`` are added to ``trainer.callbacks`` in the method arm
   only; ``compare.baseline_data`` / ``compare.method_data`` override data-module arguments;
 - or any number of arms: ``compare.arms`` maps each arm's name to its overrides of ``model``,
-  ``data`` and ``trainer`` arguments (``{"ROME": {"model": {"robust": true}}, ...}``); the first
-  arm is the reference the others are compared with;
+  ``data`` and ``trainer`` arguments (``{"ROME": {"model": {"attack": {"robust": true}}}, ...}``:
+  a nested mapping changes the named fields of an option group or network and keeps the others,
+  :func:`merge_override`); the first arm is the reference the others are compared with;
 - ``compare.metric`` (or several, ``compare.metrics``): the test metrics in the results table.
 
 ``compare.grid_field`` names a data-module argument (``name``) or, with a prefix, a model one
@@ -163,6 +164,30 @@ def _paired_row(results, arms, grid_values, metric, several) -> list:
 
 SILENT_WANDB = {"settings": {"silent": True}}
 """``wandb.init`` arguments of a run without banner or run summary."""
+
+
+def merge_override(section: Namespace, key: str, value: Any) -> None:
+    """``section[key] = value``, where a mapping merges into the group it overrides field by field
+    (into the ``init_args`` of a ``class_path`` group unless it names another class), so that an
+    arm's ``model: {attack: {robust: false}}`` keeps the group's other fields. ``key`` may be
+    dotted (``attack.robust``)."""
+    current = section.get(key) if key in section else None
+    if isinstance(value, Namespace):
+        value = value.as_dict()
+    if not (isinstance(value, dict) and isinstance(current, Namespace)):
+        section[key] = value
+        return
+    fields = dict(value)
+    if "class_path" in current:
+        if fields.pop("class_path", current.class_path) != current.class_path:
+            section[key] = value  # another class: its own arguments only
+            return
+        fields = dict(fields.pop("init_args", {}), **fields)
+        if "init_args" not in current:
+            current.init_args = Namespace()
+        current = current.init_args
+    for name, item in fields.items():
+        merge_override(current, name, item)
 
 
 class ComparisonCLI(LightningCLI):
@@ -451,53 +476,54 @@ class ComparisonCLI(LightningCLI):
             )
         return arguments[name]
 
-    def _cell_data_args(self, config: Namespace, grid_value: Any, seed: int, arm: Arm) -> dict:
-        args = {**vars(self._data_args(config)), **arm.overrides.get("data", {})}
-        for target, value in (
-            (self._grid_target(config), grid_value),
-            (self._seed_target(config), seed),
-        ):
-            if target is not None and target[0] == "data":
-                args[target[1]] = value
-        return args
-
-    def _check_data_modules(self, config: Namespace, grid: list[Any]) -> None:
-        """Build every cell's data module first, so a bad value fails before any training."""
-        data = config.get("data")
-        if data is None:
-            return
-        data_class = self.datamodule_class
-        if "class_path" in data:
-            data_class = import_object(data.class_path)
-        for grid_value in grid:
-            for arm in self._arms:
-                seed = config.compare.seeds[0]
-                data_class(**self._cell_data_args(config, grid_value, seed, arm))
-
-    def _run_cell(
-        self, base: Namespace, grid_value: Any, seed: int, arm: Arm, metrics: list[str]
-    ) -> list[float]:
+    def _cell_config(self, base: Namespace, grid_value: Any, seed: int, arm: Arm) -> Namespace:
+        """The parsed config of one grid cell: ``base`` with the arm's overrides merged into its
+        sections, the grid value and the seed set, the method callbacks added."""
         config = copy.deepcopy(base)
-        data_args = self._data_args(config)
-        for key, value in self._cell_data_args(base, grid_value, seed, arm).items():
-            data_args[key] = value
-        model_args = self._init_args(config.model)
-        for key, value in arm.overrides.get("model", {}).items():
-            model_args[key] = value
+        sections = {"model": self._init_args(config.model), "trainer": config.trainer}
+        if config.get("data") is not None:
+            sections["data"] = self._data_args(config)
+        for section, overrides in arm.overrides.items():
+            if section == "data" and "data" not in sections:
+                raise ValueError(f"Arm {arm.name!r} overrides `data`, but the recipe has none.")
+            for key, value in overrides.items():
+                merge_override(sections[section], key, value)
         for target, value in (
             (self._grid_target(base), grid_value),
             (self._seed_target(base), seed),
         ):
-            if target is not None and target[0] == "model":
-                model_args[target[1]] = value
-        for key, value in arm.overrides.get("trainer", {}).items():
-            config.trainer[key] = value
+            if target is not None and target[0] in sections:
+                sections[target[0]][target[1]] = value
         config.seed_everything = seed
         if arm.with_method_callbacks:
             existing = config.trainer.callbacks or []
             if not isinstance(existing, list):
                 existing = [existing]
             config.trainer.callbacks = existing + list(config.compare.method_callbacks)
+        return config
+
+    def _check_data_modules(self, config: Namespace, grid: list[Any]) -> None:
+        """Build every cell's data module first, through the parser as the cell will build it,
+        so that a bad value fails before any training."""
+        if config.get("data") is None:
+            return
+        # The data section alone, parsed (types checked) and built as LightningCLI builds it;
+        # the recipe's links all run from the data module to the model.
+        parser = LightningArgumentParser(exit_on_error=False)
+        parser.add_lightning_class_args(
+            self.datamodule_class, "data", subclass_mode=self.subclass_mode_data
+        )
+        instantiate = getattr(parser, "instantiate", None) or parser.instantiate_classes  # 4.49+
+        for grid_value in grid:
+            for arm in self._arms:
+                cell = self._cell_config(config, grid_value, config.compare.seeds[0], arm)
+                parsed = parser.parse_object({"data": cell.data.as_dict()})
+                instantiate(parsed)
+
+    def _run_cell(
+        self, base: Namespace, grid_value: Any, seed: int, arm: Arm, metrics: list[str]
+    ) -> list[float]:
+        config = self._cell_config(base, grid_value, seed, arm)
         logger = config.trainer.logger
         if isinstance(logger, Namespace) and str(logger.get("class_path", "")).endswith(
             "WandbLogger"

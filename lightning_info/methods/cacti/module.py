@@ -127,7 +127,10 @@ class CACTI(pl.LightningModule):
         if network is not None and context_embeddings is None and context_dim is None:
             context_dim = getattr(network, "context_dim", None) if use_context else None
         context = self._context_buffer(context_embeddings, context_dim, use_context)
-        self.save_hyperparameters(ignore=["context_embeddings", "network"])
+        # The context width is recorded after the fact (a checkpoint rebuilds the buffer from it)
+        # and kept out of the logged hyperparameters: loggers refuse a `context_dim` that differs
+        # from the data module's (its TF-IDF width, or None here with use_context=False).
+        self.save_hyperparameters(ignore=["context_embeddings", "network", "context_dim"])
         self.hparams["context_dim"] = None if context is None else int(context.shape[1])
         self.use_context = context is not None
         if context is not None:

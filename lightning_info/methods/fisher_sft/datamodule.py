@@ -8,7 +8,6 @@ into pretraining text, a fine-tuning pool ("Explain <name>." -> docstring) and a
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -85,10 +84,7 @@ class PromptResponseColumns:
 
 
 def _instance(value: Any, name: str, kind: type) -> Any:
-    """``value`` as a ``kind``: one already, or its fields as a parsed config group (the
-    ``argparse.Namespace`` that ``ComparisonCLI`` checks a recipe's data module with)."""
-    if isinstance(value, argparse.Namespace):
-        return kind(**vars(value))
+    """``value``, checked to be a ``kind`` (LightningCLI builds the option groups of a YAML)."""
     if not isinstance(value, kind):
         raise TypeError(f"`{name}` must be a {kind.__name__}, got {type(value).__name__}.")
     return value

@@ -356,8 +356,10 @@ class ProDiff(pl.LightningModule):
             diffusion.num_steps, diffusion.beta_start, diffusion.beta_end
         )
         self.seed = require_int(seed, "seed", 0)
+        # recorded as resolved (also when read from the networks): loggers compare it with the
+        # data module's window_length
+        window_length = self.window_length
         self.save_hyperparameters(ignore=["denoiser", "condition", "encoder"])
-        self.hparams["window_length"] = self.window_length  # also when read from the networks
 
         self.unet = TrajectoryUNet(self.window_length) if denoiser is None else denoiser
         width = getattr(self.unet, "embed_dim", None)

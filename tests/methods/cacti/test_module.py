@@ -220,3 +220,31 @@ def test_a_network_refuses_to_be_called_without_its_context():
         model.network(values, observed, positions, padding)
     with pytest.raises(ValueError, match="built without context tokens"):
         tiny(context=False).network(values, observed, positions, padding, torch.ones(7, 5))
+
+
+@pytest.mark.parametrize("use_context", [True, False])
+def test_fits_with_a_logger_beside_its_data_module(tmp_path, use_context):
+    """The module's context width (the embeddings', or none) may differ from the data module's
+    requested ``context_dim``: a logger must not refuse the pair's hyperparameters."""
+    from lightning.pytorch.loggers import CSVLogger
+
+    from lightning_info.methods.cacti import TabularImputationDataModule
+
+    data = TabularImputationDataModule("wine", context="tfidf", batch_size=32)  # context_dim 32
+    width = data.context_embeddings.shape[1]
+    network = CACTINetwork(data.num_columns, width if use_context else None, **TINY)
+    model = CACTI(
+        data.num_columns, data.context_embeddings, use_context=use_context, network=network
+    )
+    trainer = pl.Trainer(
+        max_steps=1,
+        limit_val_batches=1,
+        logger=CSVLogger(tmp_path),
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        enable_checkpointing=False,
+    )
+    trainer.fit(model, datamodule=data)
+    logged = (tmp_path / "lightning_logs" / "version_0" / "hparams.yaml").read_text()
+    assert "context_dim: 32" in logged  # the data module's, logged once
+    assert model.hparams.context_dim == (width if use_context else None)

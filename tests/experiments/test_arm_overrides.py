@@ -1,0 +1,136 @@
+"""An arm of ``ComparisonCLI`` overrides fields of a nested option group or of an injected network
+and keeps the group's other fields; every cell's data module is built through the parser, option
+groups included, before any training."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import pytest
+from jsonargparse import Namespace
+from lightning.pytorch import LightningModule, Trainer
+from torch import nn
+
+from lightning_info.core.options import AdamWOptions
+from lightning_info.experiments import ComparisonCLI
+from lightning_info.experiments.cli import merge_override
+from tests.tiny import TinyDataModule
+
+
+@pytest.fixture(autouse=True)
+def _argv_and_tmp_path(monkeypatch, tmp_path):
+    monkeypatch.setattr(sys, "argv", ["recipe"])
+    monkeypatch.chdir(tmp_path)
+
+
+def test_a_mapping_merges_into_an_option_group_and_keeps_its_other_fields():
+    section = Namespace(optimizer=Namespace(lr=0.1, weight_decay=0.0), hidden=8)
+    merge_override(section, "optimizer", {"weight_decay": 0.5})
+    assert section.optimizer == Namespace(lr=0.1, weight_decay=0.5)
+    merge_override(section, "optimizer.lr", 0.2)  # a dotted name sets one field
+    assert section.optimizer == Namespace(lr=0.2, weight_decay=0.5)
+    merge_override(section, "hidden", 16)
+    assert section.hidden == 16
+
+
+def test_a_mapping_merges_into_the_init_args_of_the_same_class():
+    linear = "torch.nn.Linear"
+    args = Namespace(in_features=6, out_features=3, bias=True)
+    section = Namespace(network=Namespace(class_path=linear, init_args=args.clone()))
+    merge_override(section, "network", {"init_args": {"bias": False}})
+    assert section.network.init_args == Namespace(in_features=6, out_features=3, bias=False)
+    merge_override(section, "network", {"class_path": linear, "out_features": 4})
+    assert section.network.class_path == linear
+    assert section.network.init_args == Namespace(in_features=6, out_features=4, bias=False)
+
+
+def test_another_class_replaces_the_group():
+    args = Namespace(in_features=6, out_features=3)
+    section = Namespace(network=Namespace(class_path="torch.nn.Linear", init_args=args))
+    other = {"class_path": "torch.nn.Identity", "init_args": {}}
+    merge_override(section, "network", other)
+    assert section.network == other
+
+
+class NetworkClassifier(LightningModule):
+    """A classifier built from an injected network and an ``AdamWOptions`` group."""
+
+    def __init__(
+        self, network: nn.Module | None = None, optimizer: AdamWOptions = AdamWOptions()
+    ) -> None:
+        super().__init__()
+        self.network = network if network is not None else nn.Linear(6, 3)
+        self.optimizer_options = optimizer
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return nn.functional.cross_entropy(self.network(x), y)
+
+    def test_step(self, batch, batch_idx):
+        x, y = batch
+        accuracy = (self.network(x).argmax(-1) == y).float().mean()
+        self.log("test/acc", accuracy)
+
+    def configure_optimizers(self):
+        return self.optimizer_options.configure(self.parameters(), self.trainer)
+
+
+ARMS = (
+    "--compare.arms={base: {}, "
+    "other: {model: {optimizer: {weight_decay: 0.5}, network: {init_args: {bias: false}}}}}"
+)
+QUIET = [
+    "--trainer.logger=false",
+    "--trainer.max_epochs=1",
+    "--trainer.enable_progress_bar=false",
+    "--trainer.enable_checkpointing=false",
+    "--compare.seeds=[0]",
+    "--compare.metric=test/acc",
+]
+
+
+def test_an_arm_changes_one_field_of_a_group_and_of_a_network(tmp_path):
+    network = "{class_path: torch.nn.Linear, init_args: {in_features: 6, out_features: 3}}"
+    args = QUIET + [
+        ARMS,
+        f"--compare.output_dir={tmp_path}",
+        "--model.optimizer={lr: 0.1, weight_decay: 0.0}",
+        f"--model.network={network}",
+    ]
+    cli = ComparisonCLI(NetworkClassifier, TinyDataModule, args=args)
+    cli.run()
+    # the last cell is the `other` arm: its model is the one left on the CLI
+    assert cli.model.optimizer_options == AdamWOptions(lr=0.1, weight_decay=0.5)
+    assert isinstance(cli.model.network, nn.Linear) and cli.model.network.bias is None
+    assert cli.model.network.out_features == 3
+    assert [r.arm for r in cli.results] == ["base", "other"]
+
+
+@dataclass(frozen=True)
+class SizeOptions:
+    num_samples: int = 64
+
+    def __post_init__(self) -> None:
+        if self.num_samples < 1:
+            raise ValueError(f"`num_samples` must be at least 1, got {self.num_samples}.")
+
+
+class OptionsDataModule(TinyDataModule):
+    """``TinyDataModule`` with its size in an option group."""
+
+    def __init__(self, sizes: SizeOptions = SizeOptions(), batch_size: int = 8) -> None:
+        super().__init__(batch_size=batch_size, num_samples=sizes.num_samples)
+
+
+def test_a_bad_option_of_an_arms_data_group_fails_before_any_training(tmp_path, monkeypatch):
+    def no_training(*args, **kwargs):
+        raise AssertionError("a cell trained before the bad arm was found")
+
+    monkeypatch.setattr(Trainer, "fit", no_training)
+    arms = "--compare.arms={good: {}, bad: {data: {sizes: {num_samples: 0}}}}"
+    grid = ["--compare.grid_field=batch_size", "--compare.grid=[4, 8]"]
+    args = QUIET + grid + [arms, f"--compare.output_dir={tmp_path}"]
+    cli = ComparisonCLI(NetworkClassifier, OptionsDataModule, args=args)
+    with pytest.raises(ValueError, match="num_samples"):
+        cli.run()
