@@ -24,11 +24,13 @@ Before timing, the script asserts that the three agree (max abs difference <= 1e
 Seconds are the median of ``--repeats`` (3) runs; the ratios are each way's seconds over the
 shared-context batched one's. Torch runs with
 ``--threads`` threads (default 1). ``--quick``: a tiny model, few questions, one repeat.
+``--json PATH`` also writes the results with the header (``benchmarks/harness.py``).
 
 Usage::
 
     python benchmarks/adaptive_elicitation_eig.py [--quick] [--width 256] [--layers 4]
         [--questions 64] [--answers 4] [--context 5] [--targets 5] [--batch-size 256]
+        [--threads 1] [--json PATH]
 """
 
 from __future__ import annotations
@@ -37,9 +39,9 @@ import argparse
 import warnings
 
 import torch
+from harness import benchmark_parser, format_ratio, header, median_time, print_header, write_json
 
 from lightning_info.core.logging import markdown_table
-from lightning_info.core.timing import format_ratio, median_time
 from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
 from lightning_info.methods.adaptive_elicitation.functional import (
     entropy,
@@ -50,8 +52,7 @@ from lightning_info.methods.adaptive_elicitation.sequences import LMPredictive, 
 
 
 def parse(args=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = benchmark_parser(__doc__.split("\n\n")[0], threads=1)
     parser.add_argument("--width", type=int, default=256)
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--heads", type=int, default=4)
@@ -61,7 +62,6 @@ def parse(args=None) -> argparse.Namespace:
     parser.add_argument("--targets", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parsed = parser.parse_args(args)
     if parsed.quick:
@@ -91,7 +91,9 @@ def per_pair_information_gain(lm: LMPredictive, context, candidates, targets) ->
 
 def main(args=None) -> dict:
     options = parse(args)
-    torch.set_num_threads(options.threads)
+    if options.threads > 0:
+        torch.set_num_threads(options.threads)
+    head = header(options)
     warnings.filterwarnings("ignore")
     texts = [f"Region {r} dark?" for r in range(options.questions)]
     tokenizer = train_bpe_tokenizer(texts * 5, vocab_size=400)
@@ -131,19 +133,23 @@ def main(args=None) -> dict:
     rows = [
         [names[n], f"{seconds[n]:.3f} s", format_ratio(seconds[n], seconds["shared"])] for n in ways
     ]
+    print_header(head)
     print(
         f"GPT-2 width {options.width}, {options.layers} layers; {len(candidates)} candidates x "
         f"{options.answers} answers x {options.targets} targets, context {options.context}, "
         f"batch {options.batch_size}, {options.threads} thread(s); max |diff| {difference:.1e}"
     )
     print(markdown_table(["EIG of all candidates", "seconds", "vs shared context"], rows))
-    return {
+    result = {
         "seconds": seconds,
         "speedup": {n: seconds[n] / seconds["shared"] for n in ("whole", "per_pair")},
         "max_difference": difference,
         "candidates": len(candidates),
         "options": vars(options),
     }
+    if options.json:
+        write_json(options.json, head, result)
+    return result
 
 
 if __name__ == "__main__":

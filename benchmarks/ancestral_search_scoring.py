@@ -39,15 +39,18 @@ against recomputing every one, and wall time against causal-learn's FCI at equal
   computed in that N's first search run; the median of 3 leaves that run out.)
 
 Data generation (sampling and the oracle PAG) is never timed; causal-learn's progress prints are
-captured. The header gives numpy's, causal-learn's and pgmpy's versions and the 1-minute load
-average at the start; the last lines the whole run's seconds, then the results as one JSON line.
-``--quick``: Asia (8 nodes), N 2000, sizes 500 2000, one repeat.
+captured. The header (``benchmarks/harness.py``) gives the date, the 1-minute load average at the
+start, the CPU count, the torch threads, python's, torch's and numpy's versions, then
+causal-learn's and pgmpy's; the last lines the whole run's seconds, then the results as one JSON
+line (``--json PATH`` also writes them to a file). ``--threads`` sets torch's threads (default 0:
+torch's default); the search itself is numpy. ``--quick``: Asia (8 nodes), N 2000, sizes 500
+2000, one repeat.
 
 Usage::
 
     python benchmarks/ancestral_search_scoring.py [--quick] [--network alarm]
         [--hidden-fraction 0.1] [--num-samples 5000] [--sizes 1000 5000 20000] [--repeats 3]
-        [--seed 0] [--method nml] [--alpha 0.05]
+        [--seed 0] [--method nml] [--alpha 0.05] [--threads 0] [--json PATH]
 """
 
 from __future__ import annotations
@@ -56,16 +59,24 @@ import argparse
 import contextlib
 import io
 import json
-import os
 import statistics
 import time
 import warnings
 from importlib import metadata
 
 import numpy as np
+from harness import (
+    benchmark_parser,
+    document,
+    format_ratio,
+    header,
+    median_time,
+    print_header,
+    write_json,
+)
 
 from lightning_info.core.logging import markdown_table
-from lightning_info.core.timing import format_ratio, median_time
+from lightning_info.core.threads import torch_threads
 from lightning_info.methods.ancestral_search.datamodule import BayesianNetworkDataModule
 from lightning_info.methods.ancestral_search.functional import (
     BIDIRECTED,
@@ -87,8 +98,7 @@ MAX_MOVES = 1000
 
 
 def parse(args=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = benchmark_parser(__doc__.split("\n\n")[0], threads=0)
     parser.add_argument("--network", default="alarm")
     parser.add_argument("--hidden-fraction", type=float, default=0.1)
     parser.add_argument("--num-samples", type=int, default=5000)
@@ -269,8 +279,14 @@ def size_row(data, options) -> dict:
 
 def main(args=None) -> dict:
     options = parse(args)
+    with torch_threads(options.threads):
+        return _run(options)
+
+
+def _run(options: argparse.Namespace) -> dict:
     start = time.perf_counter()
-    load = f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "n/a"
+    head = header(options)
+    load = head["load_average"]
     warnings.filterwarnings("ignore")
     datasets: dict[int, BayesianNetworkDataModule] = {}
 
@@ -293,13 +309,15 @@ def main(args=None) -> dict:
         name: metadata.version(dist)
         for name, dist in (("numpy", "numpy"), ("causal-learn", "causal-learn"), ("pgmpy", "pgmpy"))
     }
-    print(
-        " | ".join(f"{name} {version}" for name, version in versions.items())
-        + f" | load average {load} | {options.network} ({len(data.dag_names)} nodes), "
-        f"{options.hidden_fraction:g} hidden, seed {options.seed} | scoring at "
-        f"N = {options.num_samples} ({len(data.names)} observed, hidden {data.hidden}) | sizes "
-        f"{' '.join(str(n) for n in options.sizes)} | {options.method.upper()} scores, FCI G^2 "
-        f"alpha {options.alpha:g} | {options.repeats} repeat(s), median"
+    print_header(
+        head,
+        *(f"{name} {version}" for name, version in versions.items() if name != "numpy"),
+        f"{options.network} ({len(data.dag_names)} nodes), {options.hidden_fraction:g} hidden, "
+        f"seed {options.seed}",
+        f"scoring at N = {options.num_samples} ({len(data.names)} observed, hidden {data.hidden})",
+        f"sizes {' '.join(str(n) for n in options.sizes)}",
+        f"{options.method.upper()} scores, FCI G^2 alpha {options.alpha:g}",
+        f"{options.repeats} repeat(s), median",
     )
     cached, recomputed = score_results["cached"], score_results["recomputed"]
     print(
@@ -387,6 +405,9 @@ def main(args=None) -> dict:
         "seconds": elapsed,
         "options": vars(options),
     }
+    result = document(head, result)
+    if options.json:
+        write_json(options.json, head, result)
     print(json.dumps(result))
     return result
 

@@ -13,12 +13,14 @@ one-row-at-a-time procedure, and an epoch of training against IterativeImputer's
   on) on the table's training split, the median epoch of ``--epochs``, against sklearn's
   ``IterativeImputer(max_iter=10)`` fit on the same rows (median of ``--repeats``).
 
-Torch runs with ``--threads`` threads (default 1). ``--quick``: small sizes, one repeat.
+Torch runs with ``--threads`` threads (default 1). ``--quick``: small sizes, one repeat. The
+last line is the results as one JSON object; ``--json PATH`` also writes them to a file, with the
+header (``benchmarks/harness.py``).
 
 Usage::
 
     python benchmarks/cacti_inference.py [--quick] [--table breast_cancer] [--rows 4096]
-        [--batch-size 256] [--epochs 5] [--repeats 3] [--threads 1]
+        [--batch-size 256] [--epochs 5] [--repeats 3] [--threads 1] [--json PATH]
 """
 
 from __future__ import annotations
@@ -32,16 +34,23 @@ import warnings
 import lightning.pytorch as pl
 import numpy as np
 import torch
+from harness import (
+    benchmark_parser,
+    document,
+    format_ratio,
+    header,
+    median_time,
+    print_header,
+    write_json,
+)
 
 from lightning_info.core.logging import markdown_table
-from lightning_info.core.timing import format_ratio, median_time
 from lightning_info.core.trainers import quiet_trainer
 from lightning_info.methods.cacti import CACTI, CACTINetwork, TabularImputationDataModule
 
 
 def parse(args=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = benchmark_parser(__doc__.split("\n\n")[0], threads=1)
     parser.add_argument("--table", default="breast_cancer")
     parser.add_argument("--rows", type=int, default=4096)
     parser.add_argument("--batch-size", type=int, default=256)
@@ -50,7 +59,6 @@ def parse(args=None) -> argparse.Namespace:
     parser.add_argument("--decoder-depth", type=int, default=4)
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parsed = parser.parse_args(args)
     if parsed.quick:
@@ -97,7 +105,9 @@ class EpochTimer(pl.Callback):
 
 def main(args=None) -> dict:
     options = parse(args)
-    torch.set_num_threads(options.threads)
+    if options.threads > 0:
+        torch.set_num_threads(options.threads)
+    head = header(options)
     warnings.filterwarnings("ignore")
     data = TabularImputationDataModule(
         options.table, mechanism="mcar", context="tfidf", data_seed=options.seed
@@ -165,6 +175,7 @@ def main(args=None) -> dict:
         ],
         ["IterativeImputer(max_iter=10).fit", f"{iterative:.3f} s", "1x"],
     ]
+    print_header(head)
     print(
         f"CACTI D={options.embed_dim} encoder {options.encoder_depth} decoder "
         f"{options.decoder_depth}, {options.table} ({data.num_columns} columns), "
@@ -182,6 +193,9 @@ def main(args=None) -> dict:
         "max_difference": difference,
         "options": vars(options),
     }
+    result = document(head, result)
+    if options.json:
+        write_json(options.json, head, result)
     print(json.dumps(result))
     return result
 

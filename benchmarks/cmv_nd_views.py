@@ -26,20 +26,20 @@ script asserts that CMV-ND equals a networkx BFS reference on a small SBM (every
 several chunk sizes, directed and undirected.
 
 ``--quick`` runs one 2,000-node graph at ``K = 2`` with one repeat, measured in this process (no
-fresh interpreters), in a few seconds.
+fresh interpreters), in a few seconds. ``--json PATH`` also writes the measured cells with the
+header (``benchmarks/harness.py``).
 
 Usage::
 
     python benchmarks/cmv_nd_views.py [--quick] [--nodes 100000 1000000] [--hops 2 3]
         [--degree 4] [--feature-dim 32] [--missing-rate 0.6] [--repeats 3] [--bfs-sample 200]
-        [--chunk-size 16384] [--threads 0] [--seed 0]
+        [--chunk-size 16384] [--threads 0] [--seed 0] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -49,10 +49,18 @@ from typing import Any
 import numpy as np
 import scipy
 import torch
+from harness import (
+    benchmark_parser,
+    format_ratio,
+    header,
+    peak_memory,
+    print_header,
+    run_measurement,
+    write_json,
+)
 
 from lightning_info.core.logging import markdown_table
 from lightning_info.core.threads import torch_threads
-from lightning_info.core.timing import format_ratio, peak_memory, run_measurement
 from lightning_info.methods.cmv_nd.datamodule import missing_mask, stochastic_block_model
 from lightning_info.methods.cmv_nd.functional import (
     graph_adjacency,
@@ -187,8 +195,9 @@ def reference_check(seed: int) -> float:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="2,000 nodes, K = 2, in-process")
+    parser = benchmark_parser(
+        __doc__.split("\n\n")[0], threads=0, quick_help="2,000 nodes, K = 2, in-process"
+    )
     parser.add_argument("--nodes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--hops", type=int, nargs="+", default=[2, 3])
     parser.add_argument("--degree", type=float, default=4.0, help="average degree of the SBM")
@@ -197,7 +206,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=3, help="fresh processes per cell")
     parser.add_argument("--bfs-sample", type=int, default=200, help="nodes timed with networkx")
     parser.add_argument("--chunk-size", type=int, default=16384)
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.quick:
@@ -218,14 +226,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(json.dumps(job(json.loads(argv[1]))))
         return {}
     args = parse_args(argv)
+    with torch_threads(args.threads):
+        head = header(args)
     gap = reference_check(args.seed)
-    load = f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "n/a"
-    print(
-        f"torch {torch.__version__} | scipy {scipy.__version__} | torch threads "
-        f"{args.threads or torch.get_num_threads()} | load average {load} | SBM average degree "
-        f"{args.degree:g}, 8 classes, feature dim {args.feature_dim}, missing rate "
-        f"{args.missing_rate:g} | {'in-process' if args.quick else 'fresh processes'}, "
-        f"median of {args.repeats}"
+    print_header(
+        head,
+        f"scipy {scipy.__version__}",
+        f"SBM average degree {args.degree:g}, 8 classes, feature dim {args.feature_dim}, "
+        f"missing rate {args.missing_rate:g}",
+        f"{'in-process' if args.quick else 'fresh processes'}, median of {args.repeats}",
     )
     print(
         f"check: CMV-ND == networkx BFS on a 400-node SBM, K = 3, chunks 7/64/16384, "
@@ -286,7 +295,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "max gap to BFS (sample)",
     ]
     print(markdown_table(columns, rows))
-    return {"check_gap": gap, "cells": cells}
+    result = {"check_gap": gap, "cells": cells}
+    if args.json:
+        write_json(args.json, head, result)
+    return result
 
 
 if __name__ == "__main__":

@@ -25,30 +25,30 @@ Every method runs in ``--dtype`` (float32 by default); accuracy is the relative 
 which the tests check against ``torch.autograd.functional.hessian`` to 1e-10. Times are medians
 over ``--repeats`` runs of ``time.perf_counter`` after one untimed warm-up, the methods
 interleaved; ``x DF`` is a method's time over DF's in the same run. torch runs with ``--threads``
-threads, one by default (see ``benchmarks/README.md`` on shared cores).
+threads, one by default (see ``benchmarks/README.md`` on shared cores). ``--json PATH`` also
+writes the results with the header (``benchmarks/harness.py``).
 
 Usage::
 
     python benchmarks/diffusion_fisher.py [--sizes 256 1024 4096] [--dims 2 16 64]
         [--batch 128] [--t 0.5] [--repeats 5] [--seed 0] [--dtype float32] [--threads 1]
-        [--quick]
+        [--quick] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+from harness import benchmark_parser, format_ratio, header, print_header, timed, write_json
 from torch import Tensor
 
 from lightning_info.core.logging import markdown_table
 from lightning_info.core.threads import torch_threads
-from lightning_info.core.timing import format_ratio, timed
 from lightning_info.diffusion.noise_schedules import VPSchedule
 from lightning_info.methods.diffusion_fisher.functional import (
     diffusion_fisher_mvp,
@@ -176,7 +176,11 @@ def _rows(results: list[dict[str, Any]], kind: str, methods: Sequence[str]) -> l
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = benchmark_parser(
+        __doc__.split("\n\n")[0],
+        threads=1,
+        quick_help="N = 64, d in {2, 8}, batch 16, 1 repeat (a smoke run)",
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[256, 1024, 4096])
     parser.add_argument("--dims", type=int, nargs="+", default=[2, 16, 64])
     parser.add_argument("--batch", type=int, default=128, help="query points")
@@ -184,12 +188,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dtype", choices=["float32", "float64"], default="float32")
-    parser.add_argument(
-        "--threads", type=int, default=1, help="torch threads; 0 keeps torch's default"
-    )
-    parser.add_argument(
-        "--quick", action="store_true", help="N = 64, d in {2, 8}, batch 16, 1 repeat (a smoke run)"
-    )
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.dims, args.batch, args.repeats = [64], [2, 8], 16, 1
@@ -205,15 +203,19 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:
-    load = f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "n/a"
+    head = header(args)
+    load = head["load_average"]
     dtype = getattr(torch, args.dtype)
     schedule = VPSchedule()
     alpha, sigma = float(schedule.alpha(args.t)), float(schedule.sigma(args.t))
-    print(
-        f"torch {torch.__version__} | threads {torch.get_num_threads()} | load average {load} | "
-        f"N {args.sizes} x d {args.dims} | batch {args.batch} | VP t={args.t:g} "
-        f"(alpha {alpha:.3f}, sigma {sigma:.3f}) | {args.dtype} | {args.repeats} repeats (median) "
-        f"| seed {args.seed}"
+    print_header(
+        head,
+        f"N {args.sizes} x d {args.dims}",
+        f"batch {args.batch}",
+        f"VP t={args.t:g} (alpha {alpha:.3f}, sigma {sigma:.3f})",
+        args.dtype,
+        f"{args.repeats} repeats (median)",
+        f"seed {args.seed}",
     )
     print()
     start = time.perf_counter()
@@ -233,7 +235,10 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     elapsed = time.perf_counter() - start
     print()
     print(f"measured in {elapsed:.1f} s")
-    return {"header": {"load_average": load, **vars(args)}, "results": results}
+    result = {"header": {"load_average": load, **vars(args)}, "results": results}
+    if args.json:
+        write_json(args.json, head, result)
+    return result
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

@@ -5,7 +5,7 @@ OpenSpiel's, and the NashConv reached at equal episodes with and without batchin
 The learners are ``TabularSolver`` (``lightning_info/methods/efg_last_iterate``) with each method
 of ``METHODS`` (``virtual_transition``, ``ix_omd``, ``balanced_omd``) at its ``DEFAULT_RATES``,
 seed ``--seed`` (0), on the games ``--games`` (``kuhn_poker``, ``leduc_poker``). Every timing runs
-on one torch thread (``torch.set_num_threads(1)``).
+on ``--threads`` torch threads (default 1: one thread).
 
 - ``throughput``: episodes per second of three ways to play episodes and update the policy:
 
@@ -60,17 +60,19 @@ on one torch thread (``torch.set_num_threads(1)``).
   table gives a row at that count (all columns) as well as the row at the budget (batch 1: "-").
   Seconds of each run (NashConv evaluations excluded) are reported alongside.
 
-The header gives torch's, numpy's and OpenSpiel's versions, the thread count and the 1-minute
-load average at the start; the last lines the whole run's seconds, then the results as one JSON
-line. ``--quick``: batch sizes 4 16, 20 check episodes, 100 loop episodes, 20 ``step(1)``
-episodes, 5 batched updates, one repeat, budgets 256 / 128 episodes, loop work 1e5.
+The header (``benchmarks/harness.py``) gives the date, the 1-minute load average at the start,
+the CPU count, the thread count, python's, torch's, numpy's and OpenSpiel's versions; the last
+lines the whole run's seconds, then the results as one JSON line (``--json PATH`` also writes
+them to a file). ``--quick``: batch sizes 4 16, 20 check episodes, 100 loop episodes, 20
+``step(1)`` episodes, 5 batched updates, one repeat, budgets 256 / 128 episodes, loop work 1e5.
 
 Usage::
 
     python benchmarks/efg_last_iterate.py [--quick] [--games kuhn_poker leduc_poker]
         [--batch-sizes 64 256 1024] [--check-episodes 50] [--loop-episodes 2000]
         [--step-episodes 300] [--batch-updates 30] [--repeats 3] [--no-accuracy]
-        [--budget 200000] [--leduc-budget 100000] [--loop-work 1e7] [--seed 0]
+        [--budget 200000] [--leduc-budget 100000] [--loop-work 1e7] [--seed 0] [--threads 1]
+        [--json PATH]
 """
 
 from __future__ import annotations
@@ -78,15 +80,24 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import statistics
 import time
 from importlib import metadata
 
 import torch
+from harness import (
+    benchmark_parser,
+    document,
+    format_ratio,
+    header,
+    median_time,
+    print_header,
+    timed,
+    write_json,
+)
 
 from lightning_info.core.logging import markdown_table
-from lightning_info.core.timing import format_ratio, median_time, timed
+from lightning_info.core.threads import torch_threads
 from lightning_info.methods.efg_last_iterate import functional as F
 from lightning_info.methods.efg_last_iterate import game as G
 from lightning_info.methods.efg_last_iterate.solver import DEFAULT_RATES, TabularSolver
@@ -96,8 +107,7 @@ UNIFORM_CHUNK = 4096
 
 
 def parse(args=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = benchmark_parser(__doc__.split("\n\n")[0], threads=1)
     parser.add_argument("--games", nargs="+", default=["kuhn_poker", "leduc_poker"])
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[64, 256, 1024])
     parser.add_argument("--check-episodes", type=int, default=50)
@@ -452,9 +462,14 @@ def accuracy(tree: G.GameTree, game: str, method: str, options) -> list[dict]:
 # ------------------------------------------------------------------------------------ main
 def main(args=None) -> dict:
     options = parse(args)
+    with torch_threads(options.threads):
+        return _run(options)
+
+
+def _run(options: argparse.Namespace) -> dict:
     start = time.perf_counter()
-    load = f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "n/a"
-    torch.set_num_threads(1)
+    head = header(options)
+    load = head["load_average"]
     trees = {name: G.game_tree(name) for name in options.games}
     checks = {
         name: {method: check(tree, method, options) for method in F.METHODS}
@@ -481,10 +496,13 @@ def main(args=None) -> dict:
         f"{name} ({tree.num_infosets:,} infosets, {len(tree.kind):,} histories)"
         for name, tree in trees.items()
     )
-    print(
-        " | ".join(f"{name} {version}" for name, version in versions.items())
-        + f" | threads {torch.get_num_threads()} | load average {load} | {games} | seed "
-        f"{options.seed} | DEFAULT_RATES | {options.repeats} repeat(s), median"
+    print_header(
+        head,
+        f"open_spiel {versions['open_spiel']}",
+        games,
+        f"seed {options.seed}",
+        "DEFAULT_RATES",
+        f"{options.repeats} repeat(s), median",
     )
     worst = max(d for per_game in checks.values() for d in per_game.values())
     print(
@@ -492,7 +510,9 @@ def main(args=None) -> dict:
         f"{options.check_episodes} episodes for every game and method (max |difference| "
         f"{worst:.2g} <= 1e-9): ok\n"
     )
-    print("episodes per second of the update (one torch thread):\n")
+    threads = torch.get_num_threads()
+    on = "one torch thread" if threads == 1 else f"{threads} torch threads"
+    print(f"episodes per second of the update ({on}):\n")
     rows = [
         [
             r["game"],
@@ -601,6 +621,9 @@ def main(args=None) -> dict:
         "seconds": elapsed,
         "options": vars(options),
     }
+    result = document(head, result)
+    if options.json:
+        write_json(options.json, head, result)
     print(json.dumps(result))
     return result
 

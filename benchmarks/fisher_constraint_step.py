@@ -15,17 +15,22 @@ transform and ``optimizer.step``; not data loading). The first ``--warmup`` step
 discarded and the median of the rest is taken; each configuration runs ``--repeats`` times,
 interleaved with the others, and the median of those medians is reported.
 
+torch runs with ``--threads`` threads (default 0: torch's default). ``--quick``: 3 timed steps
+after 1 warm-up, one repeat, ``num_filters=4, depth=3``. ``--json PATH`` also writes the results
+with the header (``benchmarks/harness.py``).
+
 Usage::
 
-    python benchmarks/fisher_constraint_step.py [--dataset BasicMotions] [--steps 30]
+    python benchmarks/fisher_constraint_step.py [--quick] [--dataset BasicMotions] [--steps 30]
         [--warmup 5] [--batch-size 64] [--repeats 3] [--num-filters 32] [--depth 6]
+        [--threads 0] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
-import os
 import statistics
 import time
 import warnings
@@ -35,6 +40,7 @@ from typing import Any
 
 import lightning.pytorch as pl
 import torch
+from harness import benchmark_parser, header, print_header, write_json
 from lightning.pytorch import Callback, LightningModule, Trainer
 from torch import Tensor
 from torch.nn import functional as F
@@ -47,6 +53,7 @@ from lightning_info import (
     UCRUEADataModule,
 )
 from lightning_info.core.logging import markdown_table
+from lightning_info.core.threads import torch_threads
 
 METHODS = ("plain", "constraint", "penalty", "sam")
 PASSES = {
@@ -201,7 +208,11 @@ class MethodResult:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = benchmark_parser(
+        __doc__.split("\n\n")[0],
+        threads=0,
+        quick_help="3 timed steps after 1 warm-up, 1 repeat, num_filters 4, depth 3",
+    )
     parser.add_argument("--dataset", default="BasicMotions")
     parser.add_argument("--steps", type=int, default=30, help="timed steps per run")
     parser.add_argument("--warmup", type=int, default=5, help="untimed steps at the start")
@@ -211,6 +222,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--depth", type=int, default=6)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.quick:
+        args.steps, args.warmup, args.repeats, args.num_filters, args.depth = 3, 1, 1, 4, 3
     for name in ("steps", "repeats", "batch_size", "num_filters", "depth"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
@@ -220,9 +233,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, MethodResult]:
-    """Run the benchmark, print the table and the final losses, return the results by method."""
+    """Run the benchmark, print the table and the final losses, return the results by method.
+
+    torch runs with ``--threads`` threads (``0``: torch's default) and gets its former thread
+    count back on return.
+    """
     args = parse_args(argv)
-    load = f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "n/a"
+    with torch_threads(args.threads):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> dict[str, MethodResult]:
+    head = header(args)
     data = UCRUEADataModule(
         name=args.dataset, batch_size=args.batch_size, val_fraction=0.0, seed=args.seed
     )
@@ -251,13 +273,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, MethodResult]:
         for r in results.values()
     ]
     used = sorted(set().union(*(r.batch_sizes for r in results.values())))
-    print(
+    print_header(
+        head,
         f"dataset {args.dataset} ({data.num_channels} channels x {data.series_length}, "
-        f"{data.num_classes} classes, {data.num_train} training series) | "
-        f"batch size {'/'.join(map(str, used))} (requested {args.batch_size}) | "
-        f"threads {torch.get_num_threads()} | torch {torch.__version__} | load average {load} | "
-        f"InceptionTime num_filters={args.num_filters} depth={args.depth} | "
-        f"{args.steps} timed steps after {args.warmup} warm-up, {args.repeats} repeats"
+        f"{data.num_classes} classes, {data.num_train} training series)",
+        f"batch size {'/'.join(map(str, used))} (requested {args.batch_size})",
+        f"InceptionTime num_filters={args.num_filters} depth={args.depth}",
+        f"{args.steps} timed steps after {args.warmup} warm-up, {args.repeats} repeats",
     )
     print()
     print(markdown_table(["method", "ms/step (median)", "ratio vs plain", "passes per step"], rows))
@@ -268,6 +290,23 @@ def main(argv: Sequence[str] | None = None) -> dict[str, MethodResult]:
         f"Training-set cross-entropy (eval mode) after {steps} steps, median over repeats: "
         f"{losses} (initialisation: {initial_loss:.4f})"
     )
+    if args.json:
+        write_json(
+            args.json,
+            head,
+            {
+                "batch_sizes": used,
+                "initial_loss": initial_loss,
+                "methods": {
+                    m: {
+                        **dataclasses.asdict(r),
+                        "ms_per_step": r.ms_per_step,
+                        "final_loss": r.final_loss,
+                    }
+                    for m, r in results.items()
+                },
+            },
+        )
     return results
 
 

@@ -53,13 +53,18 @@ with ``--threads`` threads, one by default: on a machine whose cores other proce
 multi-threaded OpenMP kernels wait for descheduled threads and their times stop measuring the
 method.
 
+``--quick``: pools of 30 and 50 examples of 3 tokens in ``d = 6``, budget 8, one repeat, 2
+baseline seeds; no width or LLM-scale table (no fresh processes). ``--json PATH`` also writes the
+results with the header (``benchmarks/harness.py``).
+
 Usage::
 
-    python benchmarks/fisher_sft_selection.py [--pool-sizes 500 1000 2000] [--tokens 16]
+    python benchmarks/fisher_sft_selection.py [--quick] [--pool-sizes 500 1000 2000] [--tokens 16]
         [--dim 64] [--budget 100] [--widths 64 256 1024 4096] [--width-pool-size 400]
         [--width-tokens 8] [--width-budget 30] [--large-pool-sizes 20000] [--large-dim 4096]
         [--large-budget 500] [--baseline-limit 120] [--repeats 3] [--seed 0] [--lam 1.0]
         [--baseline-seeds 5] [--threads 1] [--textbook-limit 60] [--kernel-limit-gb 4]
+        [--json PATH]
 """
 
 from __future__ import annotations
@@ -67,7 +72,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import statistics
 import sys
 import time
@@ -76,12 +80,21 @@ from typing import Any
 
 import numpy as np
 import torch
+from harness import (
+    benchmark_parser,
+    format_ratio,
+    header,
+    peak_memory,
+    print_header,
+    run_measurement,
+    timed,
+    write_json,
+)
 from torch import Tensor
 
 from lightning_info.core.blocks import TokenBlocks
 from lightning_info.core.logging import markdown_table
 from lightning_info.core.threads import torch_threads
-from lightning_info.core.timing import format_ratio, peak_memory, run_measurement, timed
 from lightning_info.methods.fisher_sft.functional import Selection, fisher_greedy_select
 from lightning_info.methods.fisher_sft.sampler import select_subset
 
@@ -391,7 +404,11 @@ def measure_in_fresh_process(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = benchmark_parser(
+        __doc__.split("\n\n")[0],
+        threads=1,
+        quick_help="tiny pools (N 30 and 50, d 6); no width or LLM-scale table",
+    )
     parser.add_argument("--pool-sizes", type=int, nargs="+", default=[500, 1000, 2000])
     parser.add_argument("--tokens", type=int, default=16, help="token rows per example")
     parser.add_argument("--dim", type=int, default=64, help="feature dimension d")
@@ -415,15 +432,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lam", type=float, default=1.0, help="ridge lambda of F(S)")
     parser.add_argument("--baseline-seeds", type=int, default=5, help="seeds of random/k-center")
     parser.add_argument(
-        "--threads", type=int, default=1, help="torch threads; 0 keeps torch's default"
-    )
-    parser.add_argument(
         "--textbook-limit", type=float, default=60.0, help="seconds after which textbook is skipped"
     )
     parser.add_argument(
         "--kernel-limit-gb", type=float, default=4.0, help="largest submodlib kernel to build"
     )
     args = parser.parse_args(argv)
+    if args.quick:
+        args.pool_sizes, args.tokens, args.dim, args.budget = [30, 50], 3, 6, 8
+        args.repeats, args.baseline_seeds, args.widths, args.large_pool_sizes = 1, 2, [], []
     for name in (
         "tokens",
         "dim",
@@ -551,6 +568,8 @@ def _table_by_width(args: argparse.Namespace) -> list[dict[str, Any]]:
             lazy = measure_in_fresh_process({**spec, "method": "lazy"})
             vectorised = measure_in_fresh_process({**spec, "method": "vectorised"})
             rows.append({"pool": pool, "dim": dim, "lazy": lazy, "vectorised": vectorised})
+    if not rows:
+        return rows
     print(
         f"2. Width axis: N = {args.width_pool_size}, {args.width_tokens} tokens, budget "
         f"{args.width_budget}, each method in a fresh process, its seconds the median of "
@@ -700,17 +719,14 @@ def _table_against_submodlib(args: argparse.Namespace) -> list[dict[str, Any]] |
 
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:
-    load = f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "n/a"
-    header = {
+    head = header(args)
+    own_header = {
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
-        "load_average": load,
+        "load_average": head["load_average"],
         **vars(args),
     }
-    print(
-        f"torch {torch.__version__} | threads {torch.get_num_threads()} | load average {load} | "
-        f"lam {args.lam:g} | float64 | seed {args.seed}"
-    )
+    print_header(head, f"lam {args.lam:g}", "float64", f"seed {args.seed}")
     print()
     timing = _table_by_pool_size(args)
     widths = _table_by_width(args)
@@ -732,14 +748,17 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         for name, v in objectives.items()
     ]
     print(markdown_table(["selection", "F(S) - F(empty)", "fraction of greedy"], rows))
-    return {
-        "header": header,
+    result = {
+        "header": own_header,
         "timing": timing,
         "widths": widths,
         "large": large,
         "submodlib": submodlib_rows,
         "objective": objectives,
     }
+    if args.json:
+        write_json(args.json, head, result)
+    return result
 
 
 if __name__ == "__main__":

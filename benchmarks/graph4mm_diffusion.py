@@ -29,7 +29,7 @@ ways agree (max abs difference <= 1e-9 relative to the largest entry) and that t
 with the float64 ones to 1e-4 relative.
 
 Timing (float32): seconds are the median of ``--repeats`` (5) samples from
-``lightning_info.core.timing.median_time``; a sample runs the way enough times to last about
+``median_time`` (``benchmarks/harness.py``); a sample runs the way enough times to last about
 20 ms (one call when a call takes longer) and is divided by that count, so microsecond calls at
 small ``N`` are not dominated by the timer. Ratios are each way's seconds over the sparse
 products'.
@@ -44,11 +44,13 @@ handles), so the numbers are the tensor memory each way needs, a lower bound on 
 holds. The table also gives the bytes of ``T`` itself in each layout.
 
 Torch runs with ``--threads`` threads (default 1). ``--quick``: ``N`` = 32 and 64, one repeat.
+``--json PATH`` also writes the results with the header (``benchmarks/harness.py``).
 
 Usage::
 
     python benchmarks/graph4mm_diffusion.py [--quick] [--sizes 64 256 1024 4096] [--dim 64]
         [--degree 8] [--alpha 0.1] [--steps 4] [--repeats 5] [--threads 1] [--seed 0]
+        [--json PATH]
 """
 
 from __future__ import annotations
@@ -59,11 +61,11 @@ import warnings
 from collections.abc import Callable
 
 import torch
+from harness import benchmark_parser, format_ratio, header, median_time, print_header, write_json
 from torch import Tensor
 from torch.profiler import ProfilerActivity, profile
 
 from lightning_info.core.logging import markdown_table
-from lightning_info.core.timing import format_ratio, median_time
 from lightning_info.methods.graph4mm.functional import diffuse, masked_transition, ppr_weights
 
 WAYS = ("sparse", "dense", "power", "solve")
@@ -78,15 +80,13 @@ SAMPLE_SECONDS = 0.02
 
 
 def parse(args=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = benchmark_parser(__doc__.split("\n\n")[0], threads=1)
     parser.add_argument("--sizes", type=int, nargs="+", default=[64, 256, 1024, 4096])
     parser.add_argument("--dim", type=int, default=64)
     parser.add_argument("--degree", type=float, default=8.0)
     parser.add_argument("--alpha", type=float, default=0.1)
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parsed = parser.parse_args(args)
     if parsed.quick:
@@ -245,7 +245,9 @@ def mib(nbytes: int) -> str:
 
 def main(args=None) -> list[dict]:
     options = parse(args)
-    torch.set_num_threads(options.threads)
+    if options.threads > 0:
+        torch.set_num_threads(options.threads)
+    head = header(options)
     warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
     results = [measure(n, options) for n in options.sizes]
     rows = [
@@ -263,10 +265,13 @@ def main(args=None) -> list[dict]:
         + [f"{NAMES[name]} peak MiB" for name in WAYS]
         + ["T MiB sparse / dense"]
     )
-    print(
-        f"torch {torch.__version__} | {options.threads} thread(s) | D {options.dim} | "
-        f"average degree {options.degree:g} | alpha {options.alpha:g} | K {options.steps} | "
-        f"float32, median of {options.repeats}"
+    print_header(
+        head,
+        f"D {options.dim}",
+        f"average degree {options.degree:g}",
+        f"alpha {options.alpha:g}",
+        f"K {options.steps}",
+        f"float32, median of {options.repeats}",
     )
     print(
         "check (float64): truncated ways agree to "
@@ -275,6 +280,8 @@ def main(args=None) -> list[dict]:
         f"{max(r['float32_difference'] for r in results):.1e} (relative)"
     )
     print(markdown_table(columns, rows))
+    if options.json:
+        write_json(options.json, head, results)
     return results
 
 

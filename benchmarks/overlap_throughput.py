@@ -35,24 +35,28 @@ held before it (``VmHWM`` after resetting it, Linux): the same at every size if 
 by a chunk. With ``--num-proc`` the largest file is also saved as a ``datasets`` dataset and
 scanned by ``datasets.map`` in that many processes.
 
+Here ``--threads`` is the thread count of the threaded row (default 2), not torch's: no torch
+kernel runs. ``--quick``: 200k tokens, one repeat. ``--json PATH`` also writes the results with
+the header (``benchmarks/harness.py``).
+
 Usage::
 
     python benchmarks/overlap_throughput.py [--quick] [--tokens 2500000] [--n 13]
         [--instances 500] [--perturb 0.05] [--repeats 3] [--seed 0] [--threads 2]
-        [--stream-mb 100 1000] [--num-proc 2] [--stream-dir DIR]
+        [--stream-mb 100 1000] [--num-proc 2] [--stream-dir DIR] [--json PATH]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from harness import benchmark_parser, header, median_time, peak_memory, print_header, write_json
+
 from lightning_info.core.logging import markdown_table
-from lightning_info.core.timing import median_time, peak_memory
 from lightning_info.lm.corpus import stdlib_docstrings
 from lightning_info.methods.train_test_overlap.functional import (
     NgramIndex,
@@ -122,11 +126,12 @@ def write_json_lines(path: Path, corpus: list[str], megabytes: float) -> int:
     return count
 
 
-def streaming_table(args, instances, corpus) -> None:
-    """Scan JSON-lines files of ``--stream-mb`` MB from disk: time, MB/s, peak memory."""
+def streaming_table(args, instances, corpus) -> list[dict]:
+    """Scan JSON-lines files of ``--stream-mb`` MB from disk: time, MB/s, peak memory; returns
+    one dict per scan."""
     from lightning_info.methods.train_test_overlap.files import iter_training_texts
 
-    rows = []
+    rows, scans = [], []
     with tempfile.TemporaryDirectory(dir=args.stream_dir) as folder:
         path = None
         for megabytes in args.stream_mb:
@@ -141,6 +146,7 @@ def streaming_table(args, instances, corpus) -> None:
             )
             size = path.stat().st_size / 1e6
             assert report.num_documents == documents
+            scans.append(_scan("stream JSON lines", size, documents, seconds, extra))
             rows.append(
                 [
                     "stream JSON lines",
@@ -168,9 +174,11 @@ def streaming_table(args, instances, corpus) -> None:
                 )
             )
             size = path.stat().st_size / 1e6
+            name = f"datasets.map, {args.num_proc} processes"
+            scans.append(_scan(name, size, len(dataset), seconds, extra))
             rows.append(
                 [
-                    f"datasets.map, {args.num_proc} processes",
+                    name,
                     f"{size:.0f}",
                     len(dataset),
                     f"{seconds:.1f}",
@@ -184,25 +192,50 @@ def streaming_table(args, instances, corpus) -> None:
     )
     columns = ["scan", "MB", "documents", "seconds", "MB/s", "peak GB beyond"]
     print(markdown_table(columns, rows))
+    return scans
+
+
+def _scan(name: str, megabytes: float, documents: int, seconds: float, extra) -> dict:
+    return {
+        "scan": name,
+        "megabytes": megabytes,
+        "documents": documents,
+        "seconds": seconds,
+        "megabytes_per_second": megabytes / seconds,
+        "peak_gb_beyond": extra,
+    }
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     """Run the measurements and print their tables; returns the throughput of each method."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="200k tokens, one repeat")
+    parser = benchmark_parser(
+        __doc__.split("\n\n")[0],
+        threads=2,
+        threads_help="threads of the threaded row (default 2); torch's are left alone",
+        quick_help="200k tokens, one repeat",
+    )
     parser.add_argument("--tokens", type=int, default=2_500_000)
     parser.add_argument("--n", type=int, default=13)
     parser.add_argument("--instances", type=int, default=500)
     parser.add_argument("--perturb", type=float, default=0.05)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=2, help="threads of the threaded row")
     parser.add_argument("--stream-mb", type=float, nargs="*", default=[], help="file sizes")
     parser.add_argument("--num-proc", type=int, default=0, help="datasets.map processes")
     parser.add_argument("--stream-dir", default=None, help="folder for the streamed files")
     args = parser.parse_args(argv)
     if args.quick:
         args.tokens, args.repeats = 200_000, 1
+    head = header(args)
+    print_header(
+        head,
+        f"n {args.n}",
+        f"{args.instances} instances",
+        f"perturb {args.perturb:g}",
+        f"threaded row {args.threads} threads",
+        f"median of {args.repeats}",
+        f"seed {args.seed}",
+    )
 
     texts = [t for _, t in stdlib_docstrings()]
     held_out = texts[::2][: args.instances]
@@ -290,9 +323,30 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         f"\ninstances with input overlap: {dirty:.3f} (a quarter planted, each copy with "
         f"{args.perturb:.0%} of words replaced; inputs shorter than n tokens cannot match)"
     )
-    if args.stream_mb:
-        streaming_table(args, instances, corpus)
-    return {name: rate for name, _, rate in rows}
+    scans = streaming_table(args, instances, corpus) if args.stream_mb else []
+    rates = {name: rate for name, _, rate in rows}
+    if args.json:
+        write_json(
+            args.json,
+            head,
+            {
+                "documents": len(corpus),
+                "tokens": num_tokens,
+                "instances": len(instances),
+                "methods": [
+                    {
+                        "method": name,
+                        "seconds": t,
+                        "tokens_per_second": rate,
+                        "speedup_vs_naive": t_naive / t,
+                    }
+                    for name, t, rate in rows
+                ],
+                "input_overlap": dirty,
+                "streaming": scans,
+            },
+        )
+    return rates
 
 
 if __name__ == "__main__":

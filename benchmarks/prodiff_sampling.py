@@ -30,31 +30,39 @@
   ``tc@1km`` and ``tc_mean``; linear interpolation between the endpoints
   (``linear_interpolation(batch["raw"])``) is the reference row.
 
-The header gives the torch version, the thread count and the 1-minute load average at the start;
-the last line the whole run's seconds, then the results as one JSON line. ``--quick``: 256
-trajectories, 2 epochs, batch 16, a schedule of ``T = 50`` steps (``num_steps=50``), DDIM over
-10 of them, one repeat.
+The header (``benchmarks/harness.py``) gives the date, the 1-minute load average at the start,
+the CPU count, the thread count and python's, torch's and numpy's versions; the last lines the
+whole run's seconds, then the results as one JSON line (``--json PATH`` also writes them to a
+file). ``--quick``: 256 trajectories, 2 epochs, batch 16, a schedule of ``T = 50`` steps
+(``num_steps=50``), DDIM over 10 of them, one repeat.
 
 Usage::
 
     python benchmarks/prodiff_sampling.py [--quick] [--paper-size] [--epochs 60]
         [--num-trajectories 2048] [--train-batch-size 128] [--batch-size 256] [--ddim-steps 50]
-        [--diffusion-steps 500] [--repeats 3] [--threads 1] [--seed 0]
+        [--diffusion-steps 500] [--repeats 3] [--threads 1] [--seed 0] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 import warnings
 
 import lightning.pytorch as pl
 import torch
+from harness import (
+    benchmark_parser,
+    document,
+    format_ratio,
+    header,
+    median_time,
+    print_header,
+    write_json,
+)
 
 from lightning_info.core.logging import markdown_table
-from lightning_info.core.timing import format_ratio, median_time
 from lightning_info.core.trainers import quiet_trainer
 from lightning_info.methods.prodiff import (
     SyntheticCity,
@@ -84,8 +92,7 @@ SCORES = ("mtd", "maxtd", "tc@1km", "tc_mean")
 
 
 def parse(args=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = benchmark_parser(__doc__.split("\n\n")[0], threads=1)
     parser.add_argument("--paper-size", action="store_true")
     parser.add_argument("--epochs", type=int, default=60)
     parser.add_argument("--num-trajectories", type=int, default=2048)
@@ -94,7 +101,6 @@ def parse(args=None) -> argparse.Namespace:
     parser.add_argument("--ddim-steps", type=int, default=50)
     parser.add_argument("--diffusion-steps", type=int, default=500)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parsed = parser.parse_args(args)
     if parsed.quick:
@@ -185,8 +191,10 @@ def accuracy(model: ProDiff, test: dict[str, torch.Tensor], options) -> dict[str
 def main(args=None) -> dict:
     options = parse(args)
     start = time.perf_counter()
-    torch.set_num_threads(options.threads)
-    load = f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "n/a"
+    if options.threads > 0:
+        torch.set_num_threads(options.threads)
+    head = header(options)
+    load = head["load_average"]
     pl.seed_everything(options.seed, verbose=False)
     data = TrajectoryDataModule(
         "synthetic",
@@ -256,12 +264,15 @@ def main(args=None) -> dict:
         if options.paper_size
         else f"{options.epochs} epochs in {train_seconds:.0f} s, final train loss {train_loss:.4f}"
     )
-    print(
-        f"torch {torch.__version__} | threads {torch.get_num_threads()} | load average {load} | "
-        f"{size} ({parameters:,} parameters), {trained} | synthetic city, "
-        f"{len(data.splits['train'])} / {len(test['window'])} train / test windows of {WINDOW} | "
-        f"T = {total}, guidance w = {model.guidance.weight:g} ({calls} UNet calls a step) | "
-        f"batch {options.batch_size} | {options.repeats} repeat(s), median | seed {options.seed}"
+    print_header(
+        head,
+        f"{size} ({parameters:,} parameters), {trained}",
+        f"synthetic city, {len(data.splits['train'])} / {len(test['window'])} train / test "
+        f"windows of {WINDOW}",
+        f"T = {total}, guidance w = {model.guidance.weight:g} ({calls} UNet calls a step)",
+        f"batch {options.batch_size}",
+        f"{options.repeats} repeat(s), median",
+        f"seed {options.seed}",
     )
     print("sanity: endpoints bit for bit (DDIM, DDPM), DDIM eta 0 repeats from its seed: ok\n")
     rows = [
@@ -319,6 +330,9 @@ def main(args=None) -> dict:
         "seconds": elapsed,
         "options": vars(options),
     }
+    result = document(head, result)
+    if options.json:
+        write_json(options.json, head, result)
     print(json.dumps(result))
     return result
 

@@ -46,31 +46,31 @@ mean error (bias) over ``--seeds`` seeds and the median over seeds of ``time.per
 call, the methods interleaved on the same data; ``x de Bruijn`` is a method's median time over
 that of ``ours de Bruijn`` in the same configuration. One untimed warm-up call of every method
 runs first. torch runs with ``--threads`` threads, one by default (see ``benchmarks/README.md``
-on shared cores); scipy's k-d trees in infomeasure use one thread.
+on shared cores); scipy's k-d trees in infomeasure use one thread. ``--json PATH`` also writes
+the results with the header (``benchmarks/harness.py``).
 
 Usage::
 
     python benchmarks/smoothed_information.py [--sizes 500 2000 8000] [--dims 1 2 5]
         [--times 0.25 1.0] [--seeds 2] [--mc-max-size 2000] [--num-mc 4096] [--k 4]
-        [--distributions gaussian uniform] [--threads 1] [--quick]
+        [--distributions gaussian uniform] [--threads 1] [--quick] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import os
 import statistics
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import torch
+from harness import benchmark_parser, format_ratio, header, print_header, timed, write_json
 from torch import Tensor
 
 from lightning_info.core.logging import markdown_table
 from lightning_info.core.threads import torch_threads
-from lightning_info.core.timing import format_ratio, timed
 from lightning_info.methods.smoothed_information.functional import (
     SmoothedEstimatorOptions,
     smoothed_entropy,
@@ -235,7 +235,9 @@ def _warm_up(args: argparse.Namespace) -> None:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = benchmark_parser(
+        __doc__.split("\n\n")[0], threads=1, quick_help="n = 300, d = 1, one seed (a smoke run)"
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[500, 2000, 8000])
     parser.add_argument("--dims", type=int, nargs="+", default=[1, 2, 5])
     parser.add_argument("--times", type=float, nargs="+", default=[0.25, 1.0], help="noise t")
@@ -254,12 +256,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--k", type=int, default=4, help="neighbours of the KL and KSG peers")
     parser.add_argument(
         "--distributions", nargs="+", choices=DISTRIBUTIONS, default=list(DISTRIBUTIONS)
-    )
-    parser.add_argument(
-        "--threads", type=int, default=1, help="torch threads; 0 keeps torch's default"
-    )
-    parser.add_argument(
-        "--quick", action="store_true", help="n = 300, d = 1, one seed (a smoke run)"
     )
     args = parser.parse_args(argv)
     if args.quick:
@@ -353,12 +349,16 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
             "pip install infomeasure"
         ) from error
 
-    load = f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "n/a"
-    print(
-        f"torch {torch.__version__} | infomeasure {infomeasure.__version__} | threads "
-        f"{torch.get_num_threads()} | load average {load} | n {args.sizes} (d > 1: n <= "
-        f"{args.mc_max_size}) x d {args.dims} x t {args.times} | {args.seeds} seeds from "
-        f"{args.seed} | num_mc {args.num_mc} | k {args.k} | float64"
+    head = header(args)
+    load = head["load_average"]
+    print_header(
+        head,
+        f"infomeasure {infomeasure.__version__}",
+        f"n {args.sizes} (d > 1: n <= {args.mc_max_size}) x d {args.dims} x t {args.times}",
+        f"{args.seeds} seeds from {args.seed}",
+        f"num_mc {args.num_mc}",
+        f"k {args.k}",
+        "float64",
     )
     print()
     print(LEGEND.format(k=args.k))
@@ -397,7 +397,10 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         print()
     elapsed = time.perf_counter() - start
     print(f"measured in {elapsed:.1f} s")
-    return {"header": {"load_average": load, **vars(args)}, "results": results}
+    result = {"header": {"load_average": load, **vars(args)}, "results": results}
+    if args.json:
+        write_json(args.json, head, result)
+    return result
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

@@ -5,18 +5,14 @@ from __future__ import annotations
 import importlib.util
 import math
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 from lightning_info.methods.fisher_sft.functional import fisher_greedy_select, log_det_objective
+from tests.benchmark_scripts import load_script
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "fisher_sft_selection.py"
-_spec = importlib.util.spec_from_file_location("fisher_sft_selection", _PATH)
-bench = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = bench
-_spec.loader.exec_module(bench)
+bench = load_script("fisher_sft_selection")
 
 TINY = ["--pool-sizes", "30", "50", "--tokens", "3", "--dim", "6", "--budget", "8"]
 TINY += ["--repeats", "1", "--baseline-seeds", "3"]

@@ -3,15 +3,9 @@ asserts it), and the streamed scans read every document from disk."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from tests.benchmark_scripts import load_script
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "overlap_throughput.py"
-_spec = importlib.util.spec_from_file_location("overlap_throughput", _PATH)
-bench = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = bench
-_spec.loader.exec_module(bench)
+bench = load_script("overlap_throughput")
 
 
 def test_toy_run_agrees_across_methods_and_streams_from_disk(tmp_path, capsys):

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -15,11 +12,9 @@ from torch import nn
 from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "fisher_constraint_step.py"
-_spec = importlib.util.spec_from_file_location("fisher_constraint_step", _PATH)
-bench = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = bench
-_spec.loader.exec_module(bench)
+from tests.benchmark_scripts import load_script
+
+bench = load_script("fisher_constraint_step")
 
 
 class StepSpy(Callback):
@@ -135,24 +130,9 @@ def test_sam_on_inception_time_uses_the_gradient_at_the_perturbed_weights():
         )
 
 
-def _load_benchmark(name: str, path: Path):
-    """A benchmark script imported as module ``name``."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench
-    spec.loader.exec_module(bench)
-    return bench
-
-
-_SMOOTHED_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "smoothed_information.py"
-
-
 def test_smoothed_information_benchmark_quick_run_and_truths():
     pytest.importorskip("infomeasure")
-    spec = importlib.util.spec_from_file_location("smoothed_information_bench", _SMOOTHED_PATH)
-    smoothed = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = smoothed
-    spec.loader.exec_module(smoothed)
+    smoothed = load_script("smoothed_information")
 
     # the uniform's truth: h -> log 2 as t -> 0; entropy power inequality below, Gaussian above
     assert abs(smoothed.uniform_smoothed_entropy_1d(1e-8) - math.log(2)) < 1e-3
@@ -181,11 +161,8 @@ def test_smoothed_information_benchmark_quick_run_and_truths():
             assert r["entropy"]["ours de Bruijn"]["mean_abs_error"] < 0.1
 
 
-_CACTI_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "cacti_inference.py"
-
-
 def test_cacti_benchmark_quick_run_checks_batched_equals_one_row(one_torch_thread):
-    bench = _load_benchmark("cacti_inference_bench", _CACTI_PATH)
+    bench = load_script("cacti_inference")
     result = bench.main(["--quick"])
     assert result["max_difference"] <= 1e-5
     assert result["options"]["rows"] == 256 and result["options"]["threads"] == 1
@@ -193,11 +170,8 @@ def test_cacti_benchmark_quick_run_checks_batched_equals_one_row(one_torch_threa
     assert result["epoch_seconds"] > 0 and result["iterative_fit_seconds"] > 0
 
 
-_ELICITATION_PATH = _CACTI_PATH.with_name("adaptive_elicitation_eig.py")
-
-
 def test_elicitation_benchmark_quick_run_checks_batched_equals_per_pair(one_torch_thread):
-    bench = _load_benchmark("elicitation_bench", _ELICITATION_PATH)
+    bench = load_script("adaptive_elicitation_eig")
     result = bench.main(["--quick"])
     assert result["max_difference"] <= 1e-5 and result["candidates"] == 8
     assert result["options"]["threads"] == 1
@@ -205,11 +179,8 @@ def test_elicitation_benchmark_quick_run_checks_batched_equals_per_pair(one_torc
     assert all(v > 0 for v in result["seconds"].values())
 
 
-_GRAPH4MM_PATH = _CACTI_PATH.with_name("graph4mm_diffusion.py")
-
-
 def test_graph4mm_benchmark_quick_run_checks_the_four_ways_agree(one_torch_thread):
-    bench = _load_benchmark("graph4mm_diffusion_bench", _GRAPH4MM_PATH)
+    bench = load_script("graph4mm_diffusion")
     results = bench.main(["--quick"])
     assert [r["n"] for r in results] == [32, 64]
     for r in results:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -13,8 +12,8 @@ import pytest
 import torch
 
 from lightning_info import FisherConstraint
+from tests.benchmark_scripts import RECIPES, load_recipe
 
-RECIPES = Path(__file__).resolve().parents[1] / "recipes"
 SMALL = [
     "--compare.grid=[GunPoint]",
     "--compare.seeds=[0, 1]",
@@ -32,10 +31,7 @@ def _recipe_argv(monkeypatch):
 
 
 def _recipe(name: str):
-    spec = importlib.util.spec_from_file_location(name, RECIPES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_recipe(name)
 
 
 def _mean_std(cell: str) -> tuple[float, float]:

@@ -16,13 +16,13 @@ prints, writes and logs.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
 
 from lightning_info.core.plotting import pyplot
-from lightning_info.core.timing import timed
 from lightning_info.diffusion.noise_schedules import noise_schedule
 from lightning_info.diffusion.ode import odeint_fixed
 from lightning_info.experiments.study import Study, StudyResult
@@ -69,16 +69,16 @@ def likelihood_tables(config: LikelihoodStudy, model, data) -> StudyResult:
 
     def likelihood(points, diffusion, **options):
         """Seconds and result of the PF-ODE log-likelihood with the study's steps and t."""
-        return timed(
-            lambda: pf_ode_log_likelihood(
-                points,
-                diffusion,
-                steps=config.steps,
-                t_start=config.t_start,
-                generator=generator,
-                **options,
-            )
+        start = time.perf_counter()
+        result = pf_ode_log_likelihood(
+            points,
+            diffusion,
+            steps=config.steps,
+            t_start=config.t_start,
+            generator=generator,
+            **options,
         )
+        return time.perf_counter() - start, result
 
     for name, (divergence, probes) in methods.items():
         seconds, result = likelihood(test, exact, divergence=divergence, probes=probes)

@@ -4,10 +4,7 @@ scores to the same graph, counts and times both, and scores FCI and the search p
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,17 +28,12 @@ from lightning_info.methods.ancestral_search.functional import (  # noqa: E402
 )
 from lightning_info.methods.ancestral_search.graphs import graph_scores  # noqa: E402
 from lightning_info.methods.ancestral_search.information import InformationCache  # noqa: E402
-
-_PATH = Path(__file__).resolve().parents[3] / "benchmarks" / "ancestral_search_scoring.py"
+from tests.benchmark_scripts import load_script  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("ancestral_search_scoring_bench", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("ancestral_search_scoring")
 
 
 def test_quick_run_compares_cached_and_recomputed_scores_and_fci(bench, capsys):

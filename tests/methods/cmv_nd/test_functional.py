@@ -5,10 +5,6 @@ the benchmark's quick mode."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import networkx as nx
 import numpy as np
 import pytest
@@ -21,6 +17,7 @@ from lightning_info.methods.cmv_nd.functional import (
     neighbourhood_views,
     sign_views,
 )
+from tests.benchmark_scripts import load_script
 
 BUNDLED = {
     "karate_club": nx.karate_club_graph,
@@ -313,11 +310,7 @@ def test_sign_views_equal_a_dense_reference():
 
 
 def test_benchmark_quick_runs():
-    path = Path(__file__).resolve().parents[3] / "benchmarks" / "cmv_nd_views.py"
-    spec = importlib.util.spec_from_file_location("cmv_nd_views", path)
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench
-    spec.loader.exec_module(bench)
+    bench = load_script("cmv_nd_views")
     result = bench.main(["--quick"])
     assert result["check_gap"] < 1e-5
     (cell,) = result["cells"]

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -34,6 +31,7 @@ from lightning_info.methods.diffusion_fisher.functional import (
     trace_matching_fisher_trace,
     trace_matching_loss,
 )
+from tests.benchmark_scripts import load_script
 
 F64 = torch.float64
 SCHEDULES = [VPSchedule(), SubVPSchedule(), VESchedule(), EDMSchedule(), DDIMScaledLinearSchedule()]
@@ -450,11 +448,7 @@ def test_bad_inputs_raise_clear_errors():
 
 
 def test_benchmark_script_runs_quick():
-    path = Path(__file__).resolve().parents[3] / "benchmarks" / "diffusion_fisher.py"
-    spec = importlib.util.spec_from_file_location("diffusion_fisher_benchmark", path)
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench
-    spec.loader.exec_module(bench)
+    bench = load_script("diffusion_fisher")
     threads = torch.get_num_threads()
     out = bench.main(["--quick", "--dtype", "float64"])
     assert torch.get_num_threads() == threads

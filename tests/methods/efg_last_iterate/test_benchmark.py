@@ -5,10 +5,7 @@ runs, recomputed here."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -16,22 +13,17 @@ pytest.importorskip("pyspiel")
 
 import torch  # noqa: E402
 
-from lightning_info.core.timing import format_ratio  # noqa: E402
 from lightning_info.methods.efg_last_iterate import functional as F  # noqa: E402
 from lightning_info.methods.efg_last_iterate.game import game_tree  # noqa: E402
 from lightning_info.methods.efg_last_iterate.solver import TabularSolver  # noqa: E402
+from tests.benchmark_scripts import load_script  # noqa: E402
 
-_PATH = Path(__file__).resolve().parents[3] / "benchmarks" / "efg_last_iterate.py"
 GAMES = ["kuhn_poker", "leduc_poker"]
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("efg_last_iterate_bench", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("efg_last_iterate")
 
 
 def table_rows(printed: str) -> list[list[str]]:
@@ -93,7 +85,7 @@ def test_quick_run_checks_times_and_scores_the_learners(bench, capsys):
                 cells = [game, method, label, f"{r['batch_size']:,}", f"{r['episodes']:,}"]
                 printed_row = next(row for row in rows if row[:5] == cells)
                 assert printed_row[6] == f"{r['episodes_per_second']:,.0f}"
-                assert printed_row[7] == format_ratio(r["episodes_per_second"], loop_rate)
+                assert printed_row[7] == bench.format_ratio(r["episodes_per_second"], loop_rate)
             assert mine[0]["vs_loop"] == 1.0
 
     # exploitability: our value recomputed on the same random policy, OpenSpiel's agrees
@@ -120,7 +112,7 @@ def test_quick_run_checks_times_and_scores_the_learners(bench, capsys):
         printed_row = next(
             row for row in rows if row[:2] == [cost["game"], f"{tree.num_infosets:,}"]
         )
-        assert printed_row[8] == format_ratio(cost["openspiel_seconds"], cost["ours_seconds"])
+        assert printed_row[8] == bench.format_ratio(cost["openspiel_seconds"], cost["ours_seconds"])
         assert printed_row[-1] == f"{cost['ours']:.6f}"
 
     # accuracy: every cell is the NashConv of the same run, replayed here

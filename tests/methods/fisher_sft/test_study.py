@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -13,8 +11,7 @@ from lightning_info.lm.corpus import module_of
 from lightning_info.lm.tiny_lm import load_causal_lm
 from lightning_info.methods.fisher_sft.datamodule import DocstringSFTDataModule, docstring_splits
 from lightning_info.methods.fisher_sft.study import pretrain_docstring_lm
-
-RECIPE = Path(__file__).resolve().parents[3] / "recipes" / "fisher_sft.py"
+from tests.benchmark_scripts import load_recipe
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +60,7 @@ def test_data_module_serves_pool_and_held_out_from_other_modules(base_model):
 
 def test_recipe_compares_fisher_and_random_subsets(base_model, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["recipe"])
-    spec = importlib.util.spec_from_file_location("fisher_sft_recipe", RECIPE)
-    recipe = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(recipe)
+    recipe = load_recipe("fisher_sft")
     results = recipe.main(
         [
             f"--model.model={base_model}",

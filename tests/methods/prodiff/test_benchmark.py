@@ -3,11 +3,8 @@ as configured, and its sanity check refuses a sampler that moves the endpoints."
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -18,17 +15,12 @@ from lightning_info.methods.prodiff import (
     linear_interpolation,
     trajectory_scores,
 )
-
-_PATH = Path(__file__).resolve().parents[3] / "benchmarks" / "prodiff_sampling.py"
+from tests.benchmark_scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("prodiff_sampling_bench", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("prodiff_sampling")
 
 
 def test_quick_run_times_and_scores_both_samplers(bench, one_torch_thread, capsys):
