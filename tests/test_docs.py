@@ -1,4 +1,4 @@
-"""Every Python block of the README and of the method cards runs as written, and so do the
+"""Every Python block of the README, of the method cards and of their notes runs as written, and so do the
 README's commands.
 
 A block preceded by ``<!-- imports-only -->`` needs the user's own data or a hub model: only its
@@ -25,6 +25,7 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 DOCUMENTS = [
     REPOSITORY / "README.md",
     *sorted(REPOSITORY.glob("lightning_info/methods/*/README.md")),
+    *sorted(REPOSITORY.glob("lightning_info/methods/*/NOTES.md")),
 ]
 FENCE = re.compile(r"(<!-- imports-only -->\s*\n)?```python\n(.*?)```", re.DOTALL)
 SAVED = re.compile(r"<!-- save-as: (\S+) -->\s*\n```python\n(.*?)```", re.DOTALL)
