@@ -1,5 +1,5 @@
-"""Every Python block of the README, of the method cards and of their notes runs as written, and so do the
-README's commands.
+"""Every Python block of the README, of the method cards and of their notes runs as written,
+and so do the README's commands.
 
 A block preceded by ``<!-- imports-only -->`` needs the user's own data or a hub model: only its
 import statements run, so every name it imports must still exist where it says. A Python block
