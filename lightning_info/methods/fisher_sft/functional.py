@@ -247,11 +247,11 @@ def _stacked_factors(
     lengths, dim = blocks.lengths, blocks.dim
     if pooling != "none":
         pooled = pooled_features(blocks, pooling)
-        return pooled.unsqueeze(1), torch.ones(len(pooled), dtype=torch.long)
+        return pooled.unsqueeze(1), torch.ones(len(pooled), dtype=torch.long, device=pooled.device)
     if bool((lengths == lengths[0]).all()) and int(lengths[0]) <= dim:
         return blocks.values.reshape(len(lengths), int(lengths[0]), dim), lengths
     factors = _reduced_factors(blocks)  # already checked and weighted
-    rows = torch.tensor([f.shape[0] for f in factors])
+    rows = torch.tensor([f.shape[0] for f in factors], device=factors[0].device)
     out = factors[0].new_zeros(len(factors), int(rows.max()), dim)
     for i, f in enumerate(factors):
         out[i, : f.shape[0]] = f
@@ -275,7 +275,7 @@ def log_det_objective(
     factors = prepare_blocks(blocks, **kwargs)
     require_positive(lam, "lam")
     dim = factors[0].shape[1]
-    matrix = lam * torch.eye(dim, dtype=factors[0].dtype)
+    matrix = lam * torch.eye(dim, dtype=factors[0].dtype, device=factors[0].device)
     for i in indices:
         matrix = matrix + factors[i].T @ factors[i]
     return torch.linalg.slogdet(matrix).logabsdet.item()
@@ -326,14 +326,14 @@ def fisher_greedy_select(
 def _naive_greedy(stacked: Tensor, budget: int, lam: float, chunk_size: int) -> Selection:
     """Every candidate's (FSFT-2) every round, through the Cholesky factor of ``A``."""
     pool_size, _, dim = stacked.shape
-    matrix = lam * torch.eye(dim, dtype=stacked.dtype)
+    matrix = lam * torch.eye(dim, dtype=stacked.dtype, device=stacked.device)
     # Refactorising the accumulated A costs d^3/3 per selection, less than r rank-1 Cholesky
     # updates in Python and free of their accumulated round-off.
     chol = torch.linalg.cholesky(matrix)
     selected: list[int] = []
     gains: list[float] = []
     evaluations = 0
-    available = torch.ones(pool_size, dtype=torch.bool)
+    available = torch.ones(pool_size, dtype=torch.bool, device=stacked.device)
     for _ in range(budget):
         candidates = torch.nonzero(available).flatten()
         values = torch.cat([_gains(chol, stacked[c]) for c in torch.split(candidates, chunk_size)])
@@ -456,7 +456,9 @@ class _WoodburyState:
         """Append the columns of the chosen example ``index`` (its first ``count`` rows)."""
         block = self.stacked[index, :count]
         inner = self.inner[index, :count, :count]
-        chol = torch.linalg.cholesky(torch.eye(count, dtype=block.dtype) + inner)
+        chol = torch.linalg.cholesky(
+            torch.eye(count, dtype=block.dtype, device=block.device) + inner
+        )
         old = self.columns[:, : self.used]
         a_inv_xt = block.T / self.lam - old @ (old.T @ block.T)
         new = torch.linalg.solve_triangular(chol, a_inv_xt.T, upper=False).T
@@ -476,7 +478,8 @@ class _WoodburyState:
             # More unseen columns than dimensions: ``X_i A^{-1} X_i^T`` from the dense inverse
             # (``r d^2`` per candidate) is cheaper than the downdate (``r d`` per column).
             if self.dense is None:
-                self.dense = torch.eye(dim, dtype=self.stacked.dtype) / self.lam
+                self.dense = torch.eye(dim, dtype=self.stacked.dtype, device=self.stacked.device)
+                self.dense /= self.lam
                 self.dense -= self.columns[:, :used] @ self.columns[:, :used].T
             refreshed = (blocks @ self.dense) @ blocks.transpose(1, 2)
         else:
@@ -485,7 +488,7 @@ class _WoodburyState:
             for low, high in _column_segments(first.tolist(), used, row_size):
                 prefix = int(torch.searchsorted(first, high, right=False))
                 projected = blocks[:prefix] @ self.columns[:, low:high]
-                seen_before = torch.arange(low, high) < first[:prefix, None]
+                seen_before = torch.arange(low, high, device=first.device) < first[:prefix, None]
                 projected = projected.masked_fill(seen_before[:, None, :], 0.0)
                 update[:prefix] += projected @ projected.transpose(1, 2)
             refreshed = self.inner.index_select(0, index) - update

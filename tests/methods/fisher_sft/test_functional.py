@@ -192,3 +192,16 @@ def test_nan_features_and_empty_examples_are_rejected():
     empty = TokenBlocks(pool.values, torch.cat([pool.offsets[:1], pool.offsets]))
     with pytest.raises(ValueError, match="no token rows"):
         fisher_greedy_select(empty, 2)
+
+
+@pytest.mark.parametrize("method", ["naive", "lazy"])
+@pytest.mark.parametrize("dim", [6, 40])  # 40: more picked columns than dimensions (dense path)
+def test_the_selection_allocates_on_its_inputs_device(method, dim):
+    """Features on a GPU stay there: with factories defaulting to the ``meta`` device, a tensor
+    the selection built without its input's device would break it; the picks are unchanged."""
+    pool = _pool(n=30, d=dim, max_tokens=5, seed=3)
+    expected = fisher_greedy_select(pool, 25, method=method, pooling="none")
+    with torch.device("meta"):
+        picked = fisher_greedy_select(pool, 25, method=method, pooling="none")
+    assert picked.indices == expected.indices
+    assert picked.gains == pytest.approx(expected.gains)
