@@ -42,10 +42,9 @@ def _mean_std(cell: str) -> tuple[float, float]:
 
 def _wandb_table_keys(root: Path, study: str) -> set[str]:
     """The keys of the W&B tables (line plots) a study logged in the offline runs under ``root``."""
-    runs = (root / "wandb").glob("offline-run-*")
     return {
         p.name.split("_table")[0]
-        for run in runs
+        for run in _wandb_runs(root)
         for p in run.glob(f"files/media/table/{study}/*_table_*.json")
     }
 
@@ -55,21 +54,34 @@ def _metric_columns(version_dir: Path) -> set[str]:
         return set(next(csv.reader(f)))
 
 
+def _results_logged_to_csv(name: str, args: list[str], tmp_path: Path) -> list:
+    """The grid results of recipe ``name`` run with ``args``: its tables go to
+    ``tmp_path / "results"``, each cell's metrics to a CSV log under ``tmp_path / "csv"``."""
+    extra = [
+        f"--compare.output_dir={tmp_path / 'results'}",
+        "--trainer.logger=CSVLogger",
+        f"--trainer.logger.save_dir={tmp_path}",
+        "--trainer.logger.name=csv",
+    ]
+    return _recipe(name).main(args + extra).results
+
+
+def _run_with_offline_wandb(name: str, args: list[str], tmp_path: Path, monkeypatch):
+    """Recipe ``name`` run with ``args`` and its default W&B logger offline, its tables and its W&B
+    runs under ``tmp_path``; returns the ComparisonCLI."""
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    extra = [f"--compare.output_dir={tmp_path}", f"--trainer.logger.init_args.save_dir={tmp_path}"]
+    return _recipe(name).main(args + extra)
+
+
+def _wandb_runs(root: Path) -> list[Path]:
+    """The offline W&B run folders under ``root``, oldest first."""
+    return sorted((root / "wandb").glob("offline-run-*"))
+
+
 def test_fic_tsc_recipe_runs_both_arms_and_writes_the_table(tmp_path, capsys, lightning_messages):
     out = tmp_path / "results"
-    results = (
-        _recipe("fic_tsc")
-        .main(
-            SMALL
-            + [
-                f"--compare.output_dir={out}",
-                "--trainer.logger=CSVLogger",
-                f"--trainer.logger.save_dir={tmp_path}",
-                "--trainer.logger.name=csv",
-            ]
-        )
-        .results
-    )
+    results = _results_logged_to_csv("fic_tsc", SMALL, tmp_path)
     assert [(r.seed, r.arm) for r in results] == [
         (0, "baseline"),
         (0, "method"),
@@ -158,7 +170,7 @@ def test_default_logger_is_offline_wandb_with_one_run_per_cell(tmp_path, monkeyp
         ]
     ).results
     assert len(results) == 2
-    runs = sorted((tmp_path / "wandb").glob("offline-run-*"))
+    runs = _wandb_runs(tmp_path)
     assert len(runs) == 3, runs  # baseline, method, summary table
     tables = [list(run.glob("files/media/table/results_*.table.json")) for run in runs]
     assert sorted(map(len, tables)) == [0, 0, 1]  # the summary run holds the results table
@@ -231,19 +243,7 @@ ROME_SMALL = [
 
 def test_rome_recipe_compares_five_arms_untargeted_and_targeted(tmp_path, capsys):
     out = tmp_path / "results"
-    results = (
-        _recipe("rome")
-        .main(
-            ROME_SMALL
-            + [
-                f"--compare.output_dir={out}",
-                "--trainer.logger=CSVLogger",
-                f"--trainer.logger.save_dir={tmp_path}",
-                "--trainer.logger.name=csv",
-            ]
-        )
-        .results
-    )
+    results = _results_logged_to_csv("rome", ROME_SMALL, tmp_path)
     arms = ["random real", "DM", "ROME", "ROME, untargeted", "ROME, rotating map"]
     metrics = [
         "test/clean",
@@ -280,17 +280,9 @@ def test_rome_recipe_compares_five_arms_untargeted_and_targeted(tmp_path, capsys
 
 
 def test_rome_logs_the_distilled_grid_to_wandb(tmp_path, monkeypatch):
-    monkeypatch.setenv("WANDB_MODE", "offline")
-    _recipe("rome").main(
-        ROME_SMALL
-        + [
-            "--compare.arms={DM: {model: {attack.robust: false, distillation.alpha: 1.0}}, "
-            "ROME: {}}",
-            f"--compare.output_dir={tmp_path}",
-            f"--trainer.logger.init_args.save_dir={tmp_path}",
-        ]
-    )
-    runs = sorted((tmp_path / "wandb").glob("offline-run-*"))
+    arms = "--compare.arms={DM: {model: {attack.robust: false, distillation.alpha: 1.0}}, ROME: {}}"
+    _run_with_offline_wandb("rome", ROME_SMALL + [arms], tmp_path, monkeypatch)
+    runs = _wandb_runs(tmp_path)
     grids = [list(run.glob("files/media/images/rome/distilled*.png")) for run in runs]
     assert sum(len(g) == 1 for g in grids) == 2, grids  # one per arm, none in the summary run
     from PIL import Image
@@ -358,18 +350,7 @@ AC_SMALL = [
 
 def test_asymmetric_ac_recipe_runs_the_tabular_study_and_both_critics(tmp_path, capsys):
     out = tmp_path / "results"
-    results = (
-        _recipe("asymmetric_ac")
-        .main(
-            AC_SMALL
-            + [
-                f"--compare.output_dir={out}",
-                "--trainer.logger=CSVLogger",
-                f"--trainer.logger.save_dir={tmp_path}",
-            ]
-        )
-        .results
-    )
+    results = _results_logged_to_csv("asymmetric_ac", AC_SMALL, tmp_path)
     assert [r.arm for r in results] == ["symmetric critic", "asymmetric critic"]
     assert all(1.0 <= r.value <= 20.0 for r in results)  # CartPole: 1 point per step, 20 max
     tabular = json.loads((out / "asymmetric_ac_tabular.json").read_text())["records"]
@@ -386,15 +367,8 @@ def test_asymmetric_ac_recipe_runs_the_tabular_study_and_both_critics(tmp_path, 
 
 
 def test_asymmetric_ac_logs_the_tabular_plots_to_wandb(tmp_path, monkeypatch):
-    monkeypatch.setenv("WANDB_MODE", "offline")
-    _recipe("asymmetric_ac").main(
-        AC_SMALL
-        + [
-            f"--compare.output_dir={tmp_path}",
-            f"--trainer.logger.init_args.save_dir={tmp_path}",
-        ]
-    )
-    runs = sorted((tmp_path / "wandb").glob("offline-run-*"))
+    _run_with_offline_wandb("asymmetric_ac", AC_SMALL, tmp_path, monkeypatch)
+    runs = _wandb_runs(tmp_path)
     assert len(runs) == 4  # tabular, two cells, summary
     images = [p.name for run in runs for p in run.glob("files/media/images/tabular/*.png")]
     assert sorted(n.split("_")[0] for n in images) == ["actor", "critic"]
@@ -851,11 +825,7 @@ def test_adaptive_elicitation_recipe_tables_every_policy_and_the_reference(tmp_p
     from lightning_info.methods.adaptive_elicitation.entities import latent_world_questions
     from lightning_info.methods.adaptive_elicitation.evaluation import elicitation_curves
 
-    monkeypatch.setenv("WANDB_MODE", "offline")
-    cli = _recipe("adaptive_elicitation").main(
-        ELICITATION_SMALL
-        + [f"--compare.output_dir={tmp_path}", f"--trainer.logger.init_args.save_dir={tmp_path}"]
-    )
+    cli = _run_with_offline_wandb("adaptive_elicitation", ELICITATION_SMALL, tmp_path, monkeypatch)
     result = cli.study_results["elicitation"]
     columns, rows = result.tables["latent: target accuracy and NLL after n questions"]
     assert columns == ["policy", "acc@0", "acc@2", "NLL@0", "NLL@2"]
@@ -902,7 +872,7 @@ def test_adaptive_elicitation_recipe_tables_every_policy_and_the_reference(tmp_p
     assert (tmp_path / "adaptive_elicitation_elicitation_curves.png").stat().st_size > 0
     charts = _wandb_table_keys(tmp_path, "elicitation")
     assert charts == {"latent_accuracy", "latent_nll", "digits_accuracy", "digits_nll"}
-    runs = sorted((tmp_path / "wandb").glob("offline-run-*"))
+    runs = _wandb_runs(tmp_path)
     assert any(run.glob("files/media/images/elicitation/curves_*.png") for run in runs)
 
 
@@ -931,11 +901,7 @@ def test_graph4mm_recipe_tables_every_arm_from_its_runs(tmp_path, monkeypatch):
         pretrain_language_model,
     )
 
-    monkeypatch.setenv("WANDB_MODE", "offline")
-    cli = _recipe("graph4mm").main(
-        GRAPH4MM_SMALL
-        + [f"--compare.output_dir={tmp_path}", f"--trainer.logger.init_args.save_dir={tmp_path}"]
-    )
+    cli = _run_with_offline_wandb("graph4mm", GRAPH4MM_SMALL, tmp_path, monkeypatch)
     result = cli.study_results["graph4mm"]
     ((title, (columns, rows)),) = result.tables.items()
     assert columns == [

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from typing import Any
 
+from lightning_info.core.trainers import quiet_trainer
+
 Table = tuple[list[str], list[list]]
 
 
@@ -88,3 +90,22 @@ def run_jobs(
         if pool is not None:
             pool.shutdown()
     return records
+
+
+def seeded_trainer(job: dict[str, Any], **settings: Any):
+    """``seed_everything(job["seed"])``, then the quiet Trainer of one job of a study:
+    ``job["epochs"]`` epochs on one device (``accelerator="auto"``), no sanity validation, files
+    under ``job["root"]``; ``settings`` add to or override these."""
+    from lightning.pytorch import seed_everything
+
+    seed_everything(job["seed"], verbose=False)
+    return quiet_trainer(
+        **{
+            "max_epochs": job["epochs"],
+            "accelerator": "auto",
+            "devices": 1,
+            "num_sanity_val_steps": 0,
+            "default_root_dir": job["root"],
+            **settings,
+        }
+    )

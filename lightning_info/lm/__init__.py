@@ -11,7 +11,12 @@ from lightning_info.lm.corpus import (
 )
 from lightning_info.lm.features import pooled_features, response_features, tokenize_prompt_response
 from lightning_info.lm.fine_tuner import CausalLMFineTuner
-from lightning_info.lm.tiny_lm import load_causal_lm, tiny_causal_lm, train_bpe_tokenizer
+from lightning_info.lm.tiny_lm import (
+    load_causal_lm,
+    sized_causal_lm,
+    tiny_causal_lm,
+    train_bpe_tokenizer,
+)
 
 __all__ = [
     "CausalLMFineTuner",
@@ -22,6 +27,7 @@ __all__ = [
     "module_of",
     "pooled_features",
     "response_features",
+    "sized_causal_lm",
     "split_corpus",
     "stdlib_docstrings",
     "tiny_causal_lm",

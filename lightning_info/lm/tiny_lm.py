@@ -1,14 +1,15 @@
 """Small causal language models that are built locally, and a loader for real ones.
 
 :func:`train_bpe_tokenizer` trains a byte-level BPE tokenizer on a list of texts and
-:func:`tiny_causal_lm` builds a randomly initialised GPT-2 around it; together they give an
-offline language model for tests and small experiments. :func:`load_causal_lm` loads a
-pretrained model and tokenizer from a local folder or the Hugging Face Hub.
+:func:`tiny_causal_lm` builds a randomly initialised GPT-2 around it (:func:`sized_causal_lm` from
+a study's ``size`` settings); together they give an offline language model for tests and small
+experiments. :func:`load_causal_lm` loads a pretrained model and tokenizer from a local folder or
+the Hugging Face Hub.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import torch
@@ -20,6 +21,7 @@ __all__ = [
     "EOS_TOKEN",
     "PAD_TOKEN",
     "load_causal_lm",
+    "sized_causal_lm",
     "tiny_causal_lm",
     "train_bpe_tokenizer",
 ]
@@ -106,6 +108,21 @@ def tiny_causal_lm(
         torch.manual_seed(seed)
         model = GPT2LMHeadModel(config)
     return model.eval()
+
+
+def sized_causal_lm(
+    tokenizer: Any, size: Mapping[str, int], *, n_positions: int = 256, seed: int = 0
+) -> Any:
+    """:func:`tiny_causal_lm` of a study's ``size`` settings: ``n_layer``, ``n_embd`` and ``n_head``
+    are ``size["layers"]``, ``size["width"]`` and ``size["heads"]``."""
+    return tiny_causal_lm(
+        tokenizer,
+        n_layer=size["layers"],
+        n_embd=size["width"],
+        n_head=size["heads"],
+        n_positions=n_positions,
+        seed=seed,
+    )
 
 
 def load_causal_lm(

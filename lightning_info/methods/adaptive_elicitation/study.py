@@ -22,8 +22,7 @@ from typing import Any
 from lightning_info.core.logging import mean_std
 from lightning_info.core.options import AdamWOptions
 from lightning_info.core.plotting import pyplot
-from lightning_info.core.trainers import quiet_trainer
-from lightning_info.experiments.study import Study, StudyResult, run_jobs
+from lightning_info.experiments.study import Study, StudyResult, run_jobs, seeded_trainer
 
 __all__ = ["ElicitationStudy", "run_world"]
 
@@ -39,9 +38,8 @@ LABELS = {
 def _train(job: dict[str, Any]):
     """The data module and the meta-trained LM of one world and seed."""
     import torch
-    from lightning.pytorch import seed_everything
 
-    from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
+    from lightning_info.lm.tiny_lm import sized_causal_lm, train_bpe_tokenizer
     from lightning_info.methods.adaptive_elicitation.datamodule import (
         DigitQuestionOptions,
         ElicitationDataModule,
@@ -63,25 +61,10 @@ def _train(job: dict[str, Any]):
         texts = digits_questions(digits.region, digits.class_questions)
     tokenizer = train_bpe_tokenizer(texts * 5, vocab_size=300)
     data = ElicitationDataModule(tokenizer, **settings)
-    size = job["size"]
-    model = tiny_causal_lm(
-        tokenizer,
-        n_layer=size["layers"],
-        n_embd=size["width"],
-        n_head=size["heads"],
-        seed=job["seed"],
-    )
+    model = sized_causal_lm(tokenizer, job["size"], seed=job["seed"])
     optimizer = AdamWOptions(lr=job["lr"], warmup_fraction=0.05)
     module = ElicitationLM(model, data.bank.answer_ids, optimizer=optimizer)
-    seed_everything(job["seed"], verbose=False)
-    trainer = quiet_trainer(
-        max_epochs=job["epochs"],
-        accelerator="auto",
-        devices=1,
-        num_sanity_val_steps=0,
-        check_val_every_n_epoch=job["epochs"],
-        default_root_dir=job["root"],
-    )
+    trainer = seeded_trainer(job, check_val_every_n_epoch=job["epochs"])
     trainer.fit(module, datamodule=data)
     scores = trainer.test(module, datamodule=data, verbose=False)[0]
     return data, module.model.eval(), scores

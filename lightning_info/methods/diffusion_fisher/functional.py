@@ -128,6 +128,28 @@ def _vectors(v: Tensor, x: Tensor, name: str = "v") -> Tensor:
     return require_finite_tensor(v.to(x.dtype), name)
 
 
+def _checked_terms(
+    x: Tensor,
+    data: Tensor,
+    alpha: float | Tensor,
+    sigma: float | Tensor,
+    data_weights: Tensor | None,
+    chunk_size: int,
+    vectors: Tensor | None = None,
+    *,
+    vectors_name: str = "vectors",
+    matrix: bool = False,
+) -> DiffusionFisherTerms:
+    """:func:`_terms` for the public functions: their arguments checked, scalar or ``(B,)``
+    ``alpha, sigma`` turned into columns (``vectors_name`` names ``vectors`` in error messages)."""
+    _check(x, data, data_weights, chunk_size)
+    batch = x.shape[0]
+    alpha_b = per_point_column(alpha, batch, x, "alpha", positive=False)
+    sigma_b = per_point_column(sigma, batch, x, "sigma", positive=True)
+    vectors = None if vectors is None else _vectors(vectors, x, vectors_name)
+    return _terms(x, data, alpha_b, sigma_b, data_weights, vectors, matrix, chunk_size)
+
+
 def _terms(
     x: Tensor,
     data: Tensor,
@@ -175,12 +197,7 @@ def diffusion_fisher_terms(
     mixture of ``data`` ``(N, d)`` at query points ``x`` ``(B, d)``. ``vectors`` ``(B, d)`` gives
     ``F v``; ``matrix=True`` gives the dense ``(B, d, d)`` ``F`` (``B d^2`` memory).
     """
-    _check(x, data, data_weights, chunk_size)
-    batch = x.shape[0]
-    alpha_b = per_point_column(alpha, batch, x, "alpha", positive=False)
-    sigma_b = per_point_column(sigma, batch, x, "sigma", positive=True)
-    vectors = None if vectors is None else _vectors(vectors, x, "vectors")
-    return _terms(x, data, alpha_b, sigma_b, data_weights, vectors, matrix, chunk_size)
+    return _checked_terms(x, data, alpha, sigma, data_weights, chunk_size, vectors, matrix=matrix)
 
 
 def diffusion_log_density(
@@ -193,10 +210,7 @@ def diffusion_log_density(
     chunk_size: int = 4096,
 ) -> Tensor:
     """``log q_t(x) = log sum_i pi_i N(x; alpha y_i, sigma^2 I)`` (DF-q), ``(B,)``."""
-    terms = diffusion_fisher_terms(
-        x, data, alpha, sigma, data_weights=data_weights, chunk_size=chunk_size
-    )
-    return terms.log_density
+    return _checked_terms(x, data, alpha, sigma, data_weights, chunk_size).log_density
 
 
 def diffusion_score(
@@ -209,10 +223,7 @@ def diffusion_score(
     chunk_size: int = 4096,
 ) -> Tensor:
     """Score ``grad log q_t(x) = (alpha E_w[y] - x) / sigma^2`` (DF-score), ``(B, d)``."""
-    terms = diffusion_fisher_terms(
-        x, data, alpha, sigma, data_weights=data_weights, chunk_size=chunk_size
-    )
-    return terms.score
+    return _checked_terms(x, data, alpha, sigma, data_weights, chunk_size).score
 
 
 def diffusion_fisher_trace(
@@ -230,10 +241,7 @@ def diffusion_fisher_trace(
 
     evaluated as ``d / sigma^2 - (alpha^2 / sigma^4) E_w[||y - y_hat||^2]``.
     """
-    terms = diffusion_fisher_terms(
-        x, data, alpha, sigma, data_weights=data_weights, chunk_size=chunk_size
-    )
-    return terms.trace
+    return _checked_terms(x, data, alpha, sigma, data_weights, chunk_size).trace
 
 
 def diffusion_fisher_mvp(
@@ -254,11 +262,7 @@ def diffusion_fisher_mvp(
     ``eps_32 alpha^2 ||y||^2 / sigma^2`` of relative accuracy when the posterior concentrates on
     one data point (small ``sigma``); use float64 there.
     """
-    _check(x, data, data_weights, chunk_size)
-    alpha_b = per_point_column(alpha, x.shape[0], x, "alpha")
-    sigma_b = per_point_column(sigma, x.shape[0], x, "sigma", positive=True)
-    v = _vectors(v, x, "v")
-    return _terms(x, data, alpha_b, sigma_b, data_weights, v, False, chunk_size).mvp
+    return _checked_terms(x, data, alpha, sigma, data_weights, chunk_size, v, vectors_name="v").mvp
 
 
 def diffusion_fisher_matrix(
@@ -276,10 +280,7 @@ def diffusion_fisher_matrix(
 
     ``B d^2`` memory; prefer :func:`diffusion_fisher_trace` and :func:`diffusion_fisher_mvp`.
     """
-    terms = diffusion_fisher_terms(
-        x, data, alpha, sigma, matrix=True, data_weights=data_weights, chunk_size=chunk_size
-    )
-    return terms.matrix
+    return _checked_terms(x, data, alpha, sigma, data_weights, chunk_size, matrix=True).matrix
 
 
 def _network_terms(

@@ -21,8 +21,7 @@ from typing import Any
 from lightning_info.core.logging import mean_std
 from lightning_info.core.options import AdamWOptions
 from lightning_info.core.plotting import pyplot
-from lightning_info.core.trainers import quiet_trainer
-from lightning_info.experiments.study import Study, StudyResult, run_jobs
+from lightning_info.experiments.study import Study, StudyResult, run_jobs, seeded_trainer
 
 VARIANTS = {
     "plain": ("plain document", False, False),
@@ -52,7 +51,7 @@ def _language_model(job: dict[str, Any]) -> tuple[Any, Any]:
     documents (module docstring), deterministic given the job's settings."""
     from torch.utils.data import DataLoader
 
-    from lightning_info.lm.tiny_lm import load_causal_lm, tiny_causal_lm, train_bpe_tokenizer
+    from lightning_info.lm.tiny_lm import load_causal_lm, sized_causal_lm, train_bpe_tokenizer
     from lightning_info.lm.training import fit_causal_lm
     from lightning_info.methods.docks_rag.datamodule import DocREDSource
 
@@ -62,15 +61,7 @@ def _language_model(job: dict[str, Any]) -> tuple[Any, Any]:
     texts = _pretraining_texts(train, relations)
     words = " | ".join([*PROMPT_WORDS, *relations.values()])
     tokenizer = train_bpe_tokenizer(texts + [words] * 20, vocab_size=job["vocab_size"])
-    size = job["size"]
-    model = tiny_causal_lm(
-        tokenizer,
-        n_layer=size["layers"],
-        n_embd=size["width"],
-        n_head=size["heads"],
-        n_positions=job["max_length"],
-        seed=0,
-    )
+    model = sized_causal_lm(tokenizer, job["size"], n_positions=job["max_length"], seed=0)
     encoded = tokenizer(
         texts, padding=True, truncation=True, max_length=job["max_length"], return_tensors="pt"
     )
@@ -90,7 +81,6 @@ def run_variant(job: dict[str, Any]) -> dict[str, Any]:
     """One prompt variant and seed: tune, then the held-out F1 and Ign F1 (and, for the hybrid
     variant, the DocKG scorer's own scores)."""
     import torch
-    from lightning.pytorch import seed_everything
 
     from lightning_info.methods.docks_rag.datamodule import (
         DocKGOptions,
@@ -111,15 +101,7 @@ def run_variant(job: dict[str, Any]) -> dict[str, Any]:
     model, tokenizer = _language_model(job)
     data = DocREDDataModule(tokenizer, **settings)
     module = DocKSRAG(model, tokenizer, lora=job["lora"], optimizer=AdamWOptions(lr=job["lr"]))
-    seed_everything(job["seed"], verbose=False)
-    trainer = quiet_trainer(
-        max_epochs=job["epochs"],
-        accelerator="auto",
-        devices=1,
-        num_sanity_val_steps=0,
-        limit_val_batches=0,
-        default_root_dir=job["root"],
-    )
+    trainer = seeded_trainer(job, limit_val_batches=0)
     trainer.fit(module, datamodule=data)
     scores = trainer.test(module, datamodule=data, verbose=False)[0]
     out = {

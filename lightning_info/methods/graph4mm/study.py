@@ -27,8 +27,7 @@ from typing import Any
 
 from lightning_info.core.logging import mean_std
 from lightning_info.core.plotting import pyplot
-from lightning_info.core.trainers import quiet_trainer
-from lightning_info.experiments.study import Study, StudyResult, run_jobs
+from lightning_info.experiments.study import Study, StudyResult, run_jobs, seeded_trainer
 
 __all__ = [
     "Graph4MMStudy",
@@ -168,7 +167,7 @@ def pretrain_language_model(data, job: dict[str, Any]):
     from torch.utils.data import DataLoader
 
     from lightning_info.lm.features import pad_token_rows
-    from lightning_info.lm.tiny_lm import tiny_causal_lm
+    from lightning_info.lm.tiny_lm import sized_causal_lm
     from lightning_info.lm.training import fit_causal_lm
 
     tokenizer = data.tokenizer
@@ -183,14 +182,7 @@ def pretrain_language_model(data, job: dict[str, Any]):
         labels, _ = pad_token_rows([[-100] * len(p) + t for p, t in batch], -100)
         return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 
-    size = job["lm"]
-    model = tiny_causal_lm(
-        tokenizer,
-        n_layer=size["layers"],
-        n_embd=size["width"],
-        n_head=size["heads"],
-        seed=job["seed"],
-    )
+    model = sized_causal_lm(tokenizer, job["lm"], seed=job["seed"])
     loader = DataLoader(rows, batch_size=32, shuffle=True, collate_fn=collate)
     return fit_causal_lm(
         model, loader, epochs=job["lm_epochs"], lr=job["lm_lr"], seed=job["seed"], root=job["root"]
@@ -202,7 +194,7 @@ def run_arm(job: dict[str, Any]) -> dict[str, Any]:
     import time
 
     import torch
-    from lightning.pytorch import Callback, seed_everything
+    from lightning.pytorch import Callback
 
     torch.set_num_threads(job["threads"])
     data = build_data(job["data"], job["seed"])
@@ -221,16 +213,11 @@ def run_arm(job: dict[str, Any]) -> dict[str, Any]:
                 )
 
     curves = Curves()
-    seed_everything(job["seed"], verbose=False)
-    trainer = quiet_trainer(
-        max_epochs=job["epochs"],
-        accelerator="auto",
-        devices=1,
-        num_sanity_val_steps=0,
+    trainer = seeded_trainer(
+        job,
         check_val_every_n_epoch=job["val_every"],
         callbacks=[curves],
         gradient_clip_val=job["clip"],
-        default_root_dir=job["root"],
     )
     start = time.perf_counter()
     trainer.fit(model, datamodule=data)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from torch import Tensor
 
@@ -15,6 +13,7 @@ from lightning_info.measures.ranking import (
     ranked_fpr_at_tpr,
     real_scores,
 )
+from lightning_info.scoring.metrics import PooledAUROCMixin, PooledFPRAtTPRMixin
 
 _OOD = ("in-distribution", "out-of-distribution")
 
@@ -63,36 +62,23 @@ def _in_out(scores_in: ArrayLike, scores_out: ArrayLike) -> tuple[Tensor, Tensor
 
 class _OODMetric(PooledScores):
     _labels_name = "is_in_distribution"
+    _classes = _OOD
 
     def update(self, scores: Tensor, is_in_distribution: Tensor) -> None:
         """Add a batch: scores ``(N,)`` and whether each input is in-distribution (bool or 0/1)."""
         self._append(scores, is_in_distribution)
 
 
-class OODAUROC(_OODMetric):
+class OODAUROC(PooledAUROCMixin, _OODMetric):
     """OOD AUROC (in-distribution = positive) of the pooled batches; see :func:`ood_auroc`."""
 
-    higher_is_better = True
-
-    def compute(self) -> Tensor:
-        scores, is_in = self._pooled()
-        return ranked_auroc(scores, is_in, "is_in_distribution", _OOD, "OOD AUROC")
+    _metric = "OOD AUROC"
 
 
-class OODFPRAt95TPR(_OODMetric):
+class OODFPRAt95TPR(PooledFPRAtTPRMixin, _OODMetric):
     """OOD FPR@95TPR (in-distribution = positive); see :func:`fpr_at_95_tpr`.
 
     Args:
         tpr_level: the TPR to reach, in ``(0, 1]``.
         **kwargs: passed to :class:`torchmetrics.Metric`.
     """
-
-    higher_is_better = False
-
-    def __init__(self, tpr_level: float = 0.95, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.tpr_level = check_tpr_level(tpr_level)
-
-    def compute(self) -> Tensor:
-        scores, is_in = self._pooled()
-        return ranked_fpr_at_tpr(scores, is_in, self.tpr_level, "is_in_distribution", _OOD)

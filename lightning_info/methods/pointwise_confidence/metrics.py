@@ -13,10 +13,7 @@ from torchmetrics.utilities.data import dim_zero_cat
 from lightning_info.core.validation import require_int
 from lightning_info.measures.ranking import (
     PooledScores,
-    check_tpr_level,
-    ranked_auroc,
     ranked_average_precision,
-    ranked_fpr_at_tpr,
     require_nonempty,
 )
 from lightning_info.methods.pointwise_confidence.functional import (
@@ -35,24 +32,22 @@ from lightning_info.methods.pointwise_confidence.functional import (
     _probs_and_labels,
     adaptive_calibration_error,
 )
+from lightning_info.scoring.metrics import PooledAUROCMixin, PooledFPRAtTPRMixin
 
 
 class _FailureMetric(PooledScores):
     _labels_name = "correct"
+    _classes = FAILURE_CLASSES
 
     def update(self, scores: Tensor, correct: Tensor) -> None:
         """Add a batch: confidence scores ``(N,)`` and whether each prediction is right."""
         self._append(scores, correct)
 
 
-class FailureAUROC(_FailureMetric):
+class FailureAUROC(PooledAUROCMixin, _FailureMetric):
     """Failure-prediction AUROC of the pooled batches; see :func:`failure_auroc`."""
 
-    higher_is_better = True
-
-    def compute(self) -> Tensor:
-        scores, correct = self._pooled()
-        return ranked_auroc(scores, correct, "correct", FAILURE_CLASSES, "failure-prediction AUROC")
+    _metric = "failure-prediction AUROC"
 
 
 class AUPRSuccess(_FailureMetric):
@@ -75,23 +70,13 @@ class AUPRError(_FailureMetric):
         return ranked_average_precision(-scores, ~correct, "correct", "wrong", "AUPR-error")
 
 
-class FailureFPRAt95TPR(_FailureMetric):
+class FailureFPRAt95TPR(PooledFPRAtTPRMixin, _FailureMetric):
     """FPR@95TPR for failure prediction; see :func:`failure_fpr_at_95_tpr`.
 
     Args:
         tpr_level: the TPR to reach, in ``(0, 1]``.
         **kwargs: passed to :class:`torchmetrics.Metric`.
     """
-
-    higher_is_better = False
-
-    def __init__(self, tpr_level: float = 0.95, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.tpr_level = check_tpr_level(tpr_level)
-
-    def compute(self) -> Tensor:
-        scores, correct = self._pooled()
-        return ranked_fpr_at_tpr(scores, correct, self.tpr_level, "correct", FAILURE_CLASSES)
 
 
 class AURC(_FailureMetric):
