@@ -137,7 +137,9 @@ CORES: dict[str, tuple[str, ...]] = {
     ),
     "fisher_sft": (
         "as_token_blocks",
+        "FeatureSketch",
         "fisher_greedy_select",
+        "gaussian_sketch",
         "k_center_select",
         "log_det_objective",
         "METHODS",
@@ -146,6 +148,7 @@ CORES: dict[str, tuple[str, ...]] = {
         "random_select",
         "SEGMENT_OVERHEAD_FLOPS",
         "Selection",
+        "sketch_features",
     ),
     "graph4mm": (
         "adjacency_mask",

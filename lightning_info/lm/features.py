@@ -12,7 +12,7 @@ and returns the blocks as :class:`~lightning_info.core.blocks.TokenBlocks`, and
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -72,6 +72,7 @@ def response_features(
     device: torch.device | str | None = None,
     separator: str = "\n",
     curvature_weights: bool = False,
+    project: Callable[[Tensor], Tensor] | None = None,
 ) -> TokenBlocks | tuple[TokenBlocks, Tensor]:
     """Last-layer hidden states of ``model`` at the response tokens of every row of ``dataset``.
 
@@ -93,7 +94,10 @@ def response_features(
     With ``curvature_weights=True`` it also returns one float32 weight per token row, the softmax
     curvature ``p (1 - p)`` of the token the model predicts there (``p`` the largest next-token
     probability of ``lm_head(h_t)``), the scalar by which the linearised SFT Hessian weighs
-    ``h_t h_t^T`` (pass them as ``token_weights`` to the selection). Raises ``ValueError``
+    ``h_t h_t^T`` (pass them as ``token_weights`` to the selection). ``project`` (e.g. FisherSFT's
+    ``FeatureSketch``) maps each batch's float32 response rows ``(n, d)`` to ``(n, k)`` on the
+    model's device before they are kept, so the pool is held at ``k`` columns; the curvature
+    weights are those of the unprojected rows. Raises ``ValueError``
     for a model that is not a causal LM, a tokenizer with more tokens than the model's
     embedding has rows, missing columns, an empty data set or an empty response.
     """
@@ -128,7 +132,8 @@ def response_features(
                 response = batch["response_mask"].bool()
                 at_response = hidden[response.to(device)]
                 sizes = response.sum(1).tolist()
-                for i, block in zip(chunk, at_response.float().cpu().split(sizes)):
+                kept = at_response.float() if project is None else project(at_response.float())
+                for i, block in zip(chunk, kept.cpu().split(sizes)):
                     blocks[i] = block
                 if head is not None:
                     curvature = _predicted_token_curvature(head, at_response)

@@ -8,11 +8,13 @@ from lightning_info.methods.fisher_sft.datamodule import (
     SubsetSelectionOptions,
 )
 from lightning_info.methods.fisher_sft.functional import (
+    FeatureSketch,
     Selection,
     fisher_greedy_select,
     k_center_select,
     log_det_objective,
     random_select,
+    sketch_features,
 )
 from lightning_info.methods.fisher_sft.sampler import (
     FisherSubsetSampler,
@@ -22,6 +24,7 @@ from lightning_info.methods.fisher_sft.sampler import (
 )
 
 __all__ = [
+    "FeatureSketch",
     "FisherSubsetDataModule",
     "FisherSubsetSampler",
     "PromptResponseColumns",
@@ -34,4 +37,5 @@ __all__ = [
     "random_select",
     "save_selection",
     "select_subset",
+    "sketch_features",
 ]

@@ -22,7 +22,7 @@ from lightning_info.core.distributed import gather_strided_blocks, strided_shard
 from lightning_info.core.resume import ResumableDataLoader
 from lightning_info.core.validation import require_choice, require_int, require_positive
 from lightning_info.lm.corpus import instruction_dataset, split_corpus, stdlib_docstrings
-from lightning_info.methods.fisher_sft.functional import POOLINGS, Selection
+from lightning_info.methods.fisher_sft.functional import POOLINGS, FeatureSketch, Selection
 from lightning_info.methods.fisher_sft.sampler import (
     STRATEGIES,
     FisherSubsetSampler,
@@ -58,6 +58,9 @@ class SubsetSelectionOptions:
         path: a JSON file the selection is saved to once made and reloaded from (after checking
             pool size, budget, strategy and token weighting) instead of being recomputed;
             ``None`` keeps it in memory only.
+        sketch_dim: hold the pool's token rows at this many columns, sketched as they are
+            embedded (:class:`~lightning_info.methods.fisher_sft.functional.FeatureSketch`,
+            seeded by ``sketch_seed``); ``None`` keeps the model's full width.
     """
 
     lam: float = 1.0
@@ -65,12 +68,17 @@ class SubsetSelectionOptions:
     token_weighting: Literal["none", "p(1-p)"] = "none"
     embed_batch_size: int = 16
     path: str | None = None
+    sketch_dim: int | None = None
+    sketch_seed: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lam", require_positive(self.lam, "lam"))
         require_choice(self.pooling, "pooling", POOLINGS)
         require_choice(self.token_weighting, "token_weighting", TOKEN_WEIGHTINGS)
         require_int(self.embed_batch_size, "embed_batch_size", 1)
+        if self.sketch_dim is not None:
+            require_int(self.sketch_dim, "sketch_dim", 1)
+        require_int(self.sketch_seed, "sketch_seed", 0)
 
 
 @dataclass(frozen=True)
@@ -186,7 +194,15 @@ class FisherSubsetDataModule(LightningDataModule):
             "budget": self.budget,
             "strategy": self.strategy,
             "token_weighting": self.selection_options.token_weighting,
+            **self._sketch_metadata(),
         }
+
+    def _sketch_metadata(self) -> dict[str, Any]:
+        # files saved before sketching existed have no `sketch_dim`: read as None, unsketched
+        options = self.selection_options
+        if options.sketch_dim is None:
+            return {"sketch_dim": None}
+        return {"sketch_dim": options.sketch_dim, "sketch_seed": options.sketch_seed}
 
     def _embed(self) -> tuple[TokenBlocks, Tensor | None]:
         """The pool's features (and token weights, with ``token_weighting="p(1-p)"``), each rank
@@ -219,6 +235,7 @@ class FisherSubsetDataModule(LightningDataModule):
             chat_template=self.columns.chat_template,
             progress=self.progress and rank == 0,
             curvature_weights=weighted,
+            project=self._sketch(),
         )
         self.embedded_rows = len(rows)
         if not weighted:
@@ -228,6 +245,12 @@ class FisherSubsetDataModule(LightningDataModule):
         packed = TokenBlocks(torch.cat([features.values, weights[:, None]], 1), features.offsets)
         packed = self._gathered(packed, rank, world)
         return TokenBlocks(packed.values[:, :-1], packed.offsets), packed.values[:, -1]
+
+    def _sketch(self) -> FeatureSketch | None:
+        options = self.selection_options
+        if options.sketch_dim is None:
+            return None
+        return FeatureSketch(options.sketch_dim, options.sketch_seed)
 
     def _gathered(self, local: TokenBlocks, rank: int, world: int) -> TokenBlocks:
         if world == 1:

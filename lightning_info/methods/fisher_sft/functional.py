@@ -35,6 +35,14 @@ the ``d^2 m`` of a triangular solve, and ``d^3 / 3`` per pick of refactorisation
 the pool's ``N m d`` plus ``V``'s ``d x sum_j m_j``. Only when a refresh would need more columns
 than ``d`` (many picks at a small width) is ``A_t^{-1}`` formed, once, and updated by each pick's
 columns.
+
+A pool too wide to hold is sketched on the way in (:class:`FeatureSketch`): every token row is
+multiplied by one seeded Gaussian matrix ``S`` in ``R^{d x k}`` with entries ``N(0, 1/k)``. By
+Sylvester's identity ``F(S) = d log(lambda) + log det(I + V V^T / lambda)`` for the stacked rows
+``V`` of the subset, so (FSFT-1) depends on the rows only through their Gram matrix ``V V^T``,
+which ``V S`` keeps in expectation (``E[S S^T] = I_d``) and up to ``1 +- eps`` for ``k`` of order
+``log(rows) / eps^2`` (Johnson-Lindenstrauss): the greedy runs in ``k`` dimensions on ``k / d`` of
+the memory.
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -58,6 +66,8 @@ from lightning_info.core.validation import (
 
 __all__ = [
     "as_token_blocks",
+    "FeatureSketch",
+    "gaussian_sketch",
     "fisher_greedy_select",
     "k_center_select",
     "log_det_objective",
@@ -67,6 +77,7 @@ __all__ = [
     "random_select",
     "SEGMENT_OVERHEAD_FLOPS",
     "Selection",
+    "sketch_features",
 ]
 
 POOLINGS = ("none", "mean", "sum")
@@ -525,3 +536,55 @@ def k_center_select(points: Tensor, budget: int, seed: int = 0) -> list[int]:
         selected.append(nxt)
         distance = torch.minimum(distance, torch.linalg.vector_norm(points - points[nxt], dim=1))
     return selected
+
+
+def gaussian_sketch(
+    dim: int,
+    sketch_dim: int,
+    seed: int = 0,
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | str | None = None,
+) -> Tensor:
+    """The ``(dim, sketch_dim)`` matrix ``S`` of :class:`FeatureSketch`, entries ``N(0, 1 /
+    sketch_dim)`` so that ``E[S S^T] = I``: drawn on the CPU from a generator seeded with ``seed``
+    (the same matrix on every device and process), then moved to ``device``."""
+    require_int(dim, "dim", 1)
+    require_int(sketch_dim, "sketch_dim", 1)
+    generator = torch.Generator().manual_seed(require_int(seed, "seed", 0))
+    matrix = torch.randn(dim, sketch_dim, generator=generator, dtype=torch.float64)
+    return (matrix / math.sqrt(sketch_dim)).to(dtype=dtype, device=device)
+
+
+@dataclass(frozen=True)
+class FeatureSketch:
+    """Token rows ``(n, d) -> (n, sketch_dim)``, times :func:`gaussian_sketch` ``(d, sketch_dim,
+    seed)``: pass it as ``project`` to :func:`~lightning_info.lm.features.response_features` so
+    the pool is held at ``sketch_dim`` columns, or apply :func:`sketch_features` to features held.
+    The matrix is built once per width, dtype and device."""
+
+    sketch_dim: int
+    seed: int = 0
+    _matrices: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        require_int(self.sketch_dim, "sketch_dim", 1)
+        require_int(self.seed, "seed", 0)
+
+    def __call__(self, rows: Tensor) -> Tensor:
+        key = (rows.shape[-1], rows.dtype, rows.device)
+        if key not in self._matrices:
+            self._matrices[key] = gaussian_sketch(
+                rows.shape[-1], self.sketch_dim, self.seed, rows.dtype, rows.device
+            )
+        return rows @ self._matrices[key]
+
+
+def sketch_features(
+    features: TokenBlocks | Sequence[Tensor], sketch: FeatureSketch, chunk_rows: int = 65536
+) -> TokenBlocks:
+    """``features`` with every token row sketched (:class:`FeatureSketch`), ``chunk_rows`` rows
+    at a time; the blocks keep their lengths."""
+    blocks = as_token_blocks(features)
+    require_int(chunk_rows, "chunk_rows", 1)
+    values = torch.cat([sketch(chunk) for chunk in blocks.values.split(chunk_rows)])
+    return TokenBlocks(values, blocks.offsets)
