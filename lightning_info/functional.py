@@ -142,6 +142,7 @@ CORES: dict[str, tuple[str, ...]] = {
         "gaussian_sketch",
         "k_center_select",
         "log_det_objective",
+        "merge_shard_selections",
         "METHODS",
         "POOLINGS",
         "prepare_blocks",
@@ -149,6 +150,7 @@ CORES: dict[str, tuple[str, ...]] = {
         "SEGMENT_OVERHEAD_FLOPS",
         "Selection",
         "sketch_features",
+        "two_round_greedy_select",
     ),
     "graph4mm": (
         "adjacency_mask",

@@ -8,7 +8,7 @@ into pretraining text, a fine-tuning pool ("Explain <name>." -> docstring) and a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,7 +22,13 @@ from lightning_info.core.distributed import gather_strided_blocks, strided_shard
 from lightning_info.core.resume import ResumableDataLoader
 from lightning_info.core.validation import require_choice, require_int, require_positive
 from lightning_info.lm.corpus import instruction_dataset, split_corpus, stdlib_docstrings
-from lightning_info.methods.fisher_sft.functional import POOLINGS, FeatureSketch, Selection
+from lightning_info.methods.fisher_sft.functional import (
+    POOLINGS,
+    FeatureSketch,
+    Selection,
+    fisher_greedy_select,
+    merge_shard_selections,
+)
 from lightning_info.methods.fisher_sft.sampler import (
     STRATEGIES,
     FisherSubsetSampler,
@@ -58,6 +64,10 @@ class SubsetSelectionOptions:
         path: a JSON file the selection is saved to once made and reloaded from (after checking
             pool size, budget, strategy and token weighting) instead of being recomputed;
             ``None`` keeps it in memory only.
+        two_round: under DDP with the ``"fisher"`` strategy, each rank selects from the shard it
+            embedded and only the picks are gathered, for a second greedy on rank 0 (GreeDi:
+            :func:`~lightning_info.methods.fisher_sft.functional.two_round_greedy_select`);
+            ``False`` gathers the whole pool to every rank. One process: the same either way.
         sketch_dim: hold the pool's token rows at this many columns, sketched as they are
             embedded (:class:`~lightning_info.methods.fisher_sft.functional.FeatureSketch`,
             seeded by ``sketch_seed``); ``None`` keeps the model's full width.
@@ -68,6 +78,7 @@ class SubsetSelectionOptions:
     token_weighting: Literal["none", "p(1-p)"] = "none"
     embed_batch_size: int = 16
     path: str | None = None
+    two_round: bool = False
     sketch_dim: int | None = None
     sketch_seed: int = 0
 
@@ -185,6 +196,9 @@ class FisherSubsetDataModule(LightningDataModule):
         self.selection: Selection | None = None
         self.sampler: FisherSubsetSampler | None = None
         self.embedded_rows = 0
+        self.gathered_examples = 0
+        """Examples whose features met on one rank to be selected from (the pool, or with
+        ``two_round`` under DDP only the ranks' picks)."""
 
     # -- selection -----------------------------------------------------------------------------
 
@@ -207,6 +221,17 @@ class FisherSubsetDataModule(LightningDataModule):
     def _embed(self) -> tuple[TokenBlocks, Tensor | None]:
         """The pool's features (and token weights, with ``token_weighting="p(1-p)"``), each rank
         embedding a strided shard, gathered to every rank."""
+        local, weights, rank, world = self._embed_shard()
+        if weights is None:
+            return self._gathered(local, rank, world), None
+        # The weights travel as one more column of the token rows.
+        packed = TokenBlocks(torch.cat([local.values, weights[:, None]], 1), local.offsets)
+        packed = self._gathered(packed, rank, world)
+        return TokenBlocks(packed.values[:, :-1], packed.offsets), packed.values[:, -1]
+
+    def _embed_shard(self) -> tuple[TokenBlocks, Tensor | None, int, int]:
+        """This rank's strided shard of the pool embedded: features, token weights (or
+        ``None``), rank and world size."""
         from lightning_info.lm.features import response_features
 
         trainer = self.trainer
@@ -238,13 +263,51 @@ class FisherSubsetDataModule(LightningDataModule):
             project=self._sketch(),
         )
         self.embedded_rows = len(rows)
-        if not weighted:
-            return self._gathered(local, rank, world), None
-        # The weights travel as one more column of the token rows.
-        features, weights = local
-        packed = TokenBlocks(torch.cat([features.values, weights[:, None]], 1), features.offsets)
-        packed = self._gathered(packed, rank, world)
-        return TokenBlocks(packed.values[:, :-1], packed.offsets), packed.values[:, -1]
+        features, weights = local if weighted else (local, None)
+        return features, weights, rank, world
+
+    def _two_round_select(self) -> Selection | None:
+        """GreeDi under DDP: greedy on this rank's shard, the picks (with their token weights and
+        pool indices as extra columns) gathered, the second round on rank 0; ``None`` elsewhere."""
+        local, weights, rank, world = self._embed_shard()
+        options = self.selection_options
+        rows = strided_shard(len(self.pool), rank, world)
+        picks = fisher_greedy_select(
+            local,
+            min(self.budget, len(rows)),
+            lam=options.lam,
+            pooling=options.pooling,
+            token_weights=weights,
+        ).indices
+        columns = [local.values.double()]
+        if weights is not None:
+            columns.append(weights.double()[:, None])
+        columns.append(
+            torch.tensor(rows, dtype=torch.float64).repeat_interleave(local.lengths)[:, None]
+        )
+        packed = TokenBlocks(torch.cat(columns, 1), local.offsets)
+        chosen = TokenBlocks.from_list([packed.block(i) for i in picks])
+        sizes = [
+            min(self.budget, len(strided_shard(len(self.pool), r, world))) for r in range(world)
+        ]
+        gathered = gather_strided_blocks(self.trainer.strategy, chosen, sum(sizes), rank, world)
+        self.gathered_examples = len(gathered)
+        if rank != 0:
+            return None
+        values = gathered.values.cpu()
+        offsets = gathered.offsets.cpu()
+        pool_indices = values[offsets[:-1], -1].long().tolist()
+        candidates = TokenBlocks(values[:, : local.dim], offsets)
+        merged = merge_shard_selections(
+            candidates,
+            [list(range(r, sum(sizes), world)) for r in range(world)],
+            self.budget,
+            lam=options.lam,
+            pooling=options.pooling,
+            token_weights=None if weights is None else values[:, local.dim],
+        )
+        indices = [pool_indices[i] for i in merged.indices]
+        return replace(merged, indices=indices, pool_size=len(self.pool))
 
     def _sketch(self) -> FeatureSketch | None:
         options = self.selection_options
@@ -261,9 +324,16 @@ class FisherSubsetDataModule(LightningDataModule):
         if self.selection_path is not None and self.selection_path.exists():
             return load_selection(self.selection_path, **self._expected_metadata())
         options = self.selection_options
+        trainer = self.trainer
+        world = trainer.world_size if trainer is not None else 1
+        if options.two_round and self.strategy == "fisher" and world > 1:
+            selection = self._two_round_select()
+            if selection is not None and self.selection_path is not None:
+                save_selection(selection, self.selection_path, **self._expected_metadata())
+            return trainer.strategy.broadcast(selection, src=0)
         needs_features = self.strategy != "random" or options.token_weighting != "none"
         features, weights = self._embed() if needs_features else (None, None)
-        trainer = self.trainer
+        self.gathered_examples = 0 if features is None else len(features)
         selection = None
         if trainer is None or trainer.global_rank == 0:
             selection = select_subset(

@@ -101,7 +101,11 @@ class SelectionProbe(Callback):
 
     def on_train_start(self, trainer, pl_module):
         data = trainer.datamodule
-        record = {"indices": data.selection.indices, "embedded_rows": data.embedded_rows}
+        record = {
+            "indices": data.selection.indices,
+            "embedded_rows": data.embedded_rows,
+            "gathered": data.gathered_examples,
+        }
         (self.out_dir / f"rank{trainer.global_rank}.json").write_text(json.dumps(record))
 
 
@@ -119,6 +123,7 @@ def test_ddp_ranks_embed_half_the_pool_each_and_select_the_same_subset(tmp_path)
     records = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert records[0]["indices"] == records[1]["indices"] == single.selection.indices
     assert [r["embedded_rows"] for r in records] == [12, 12]
+    assert [r["gathered"] for r in records] == [24, 24]  # the whole pool on every rank
 
 
 @pytest.mark.parametrize(
@@ -180,3 +185,30 @@ def test_token_weighting_selects_with_the_models_curvature_weights():
 def test_token_weighting_must_be_known():
     with pytest.raises(ValueError, match="token_weighting"):
         SubsetSelectionOptions(token_weighting="entropy")
+
+
+def test_ddp_two_round_selection_gathers_only_each_ranks_picks(tmp_path):
+    """GreeDi under DDP: each rank greedy-selects from the shard it embedded, rank 0 merges the
+    picks; the same subset as the functional two-round greedy over the same strided shards."""
+    from lightning_info.methods.fisher_sft.functional import two_round_greedy_select
+
+    options = SubsetSelectionOptions(token_weighting="p(1-p)", two_round=True)
+    _fit(
+        tiny_lm.subset_data(batch_size=2, selection_options=options),
+        strategy="ddp_spawn",
+        devices=2,
+        callbacks=[SelectionProbe(tmp_path), ReleaseProcessGroup()],
+    )
+    records = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    features, weights = response_features(
+        tiny_lm.finetuner().model,
+        tiny_lm.tokenizer(),
+        tiny_lm.pool(),
+        max_length=96,
+        progress=False,
+        curvature_weights=True,
+    )
+    expected = two_round_greedy_select(features, 8, 2, token_weights=weights)
+    assert records[0]["indices"] == records[1]["indices"] == expected.indices
+    assert [r["embedded_rows"] for r in records] == [12, 12]
+    assert records[0]["gathered"] == 16  # 8 picks of each rank met on rank 0, not 24 examples
