@@ -279,14 +279,15 @@ class FisherSubsetDataModule(LightningDataModule):
             pooling=options.pooling,
             token_weights=weights,
         ).indices
-        columns = [local.values.double()]
-        if weights is not None:
-            columns.append(weights.double()[:, None])
-        columns.append(
-            torch.tensor(rows, dtype=torch.float64).repeat_interleave(local.lengths)[:, None]
-        )
-        packed = TokenBlocks(torch.cat(columns, 1), local.offsets)
-        chosen = TokenBlocks.from_list([packed.block(i) for i in picks])
+        packed = []  # only the picks travel: rows, token weight, pool index (float64 columns)
+        for i in picks:
+            start, end = int(local.offsets[i]), int(local.offsets[i + 1])
+            columns = [local.values[start:end].double()]
+            if weights is not None:
+                columns.append(weights[start:end].double()[:, None])
+            columns.append(torch.full((end - start, 1), float(rows[i]), dtype=torch.float64))
+            packed.append(torch.cat(columns, 1))
+        chosen = TokenBlocks.from_list(packed)
         sizes = [
             min(self.budget, len(strided_shard(len(self.pool), r, world))) for r in range(world)
         ]
