@@ -34,6 +34,19 @@
    by the greedy selection, by uniform random subsets and by k-center on the mean-pooled
    features (mean and standard deviation over ``--baseline-seeds`` seeds), also as a fraction of
    greedy.
+6. Scaling (``--scale``, off by default; ``--only-scale`` runs it alone): ``--scale-sizes``
+   candidates (default 10,000, 100,000 and 1,000,000) of 4 token rows at ``d = --scale-dim``
+   (4096), generated and sketched ``--scale-chunk`` candidates at a time by
+   :class:`~lightning_info.methods.fisher_sft.functional.FeatureSketch` (``k = --sketch-dim``,
+   128), so only the float32 ``N x 4 x k`` pool is ever held; then lazy greedy and
+   :func:`~lightning_info.methods.fisher_sft.functional.two_round_greedy_select`
+   (``--scale-shards`` shards), ``--scale-budget`` picks each. The features are synthetic and
+   low-rank (:func:`sketched_scale_pool`): rank-64 latent rows times a fixed ``64 x d`` matrix,
+   formed ``d`` wide per chunk and sketched, plus isotropic noise drawn directly in the sketched
+   space with the same law as sketched ``d``-wide noise (drawing ``N x 4 x d`` Gaussians would
+   dominate the run). One fresh process per ``N`` (peak memory of its own), stopped after
+   ``--scale-limit`` seconds; the table gives the seconds and peak memory of each stage and the
+   two-round ``F(S) - F(empty)`` as a fraction of the centralised greedy's.
 
 The realistic pool (:func:`realistic_pool`) gives example ``i`` the token rows
 
@@ -54,7 +67,8 @@ multi-threaded OpenMP kernels wait for descheduled threads and their times stop 
 method.
 
 ``--quick``: pools of 30 and 50 examples of 3 tokens in ``d = 6``, budget 8, one repeat, 2
-baseline seeds; no width or LLM-scale table (no fresh processes). ``--json PATH`` also writes the
+baseline seeds; no width or LLM-scale table; the scaling table, when asked for, at ``N`` 200 and
+400, ``d = 64``, ``k = 16``, budget 10, 4 shards. ``--json PATH`` also writes the
 results with the header (``benchmarks/harness.py``).
 
 Usage::
@@ -64,7 +78,9 @@ Usage::
         [--width-tokens 8] [--width-budget 30] [--large-pool-sizes 20000] [--large-dim 4096]
         [--large-budget 500] [--baseline-limit 120] [--repeats 3] [--seed 0] [--lam 1.0]
         [--baseline-seeds 5] [--threads 1] [--textbook-limit 60] [--kernel-limit-gb 4]
-        [--json PATH]
+        [--scale | --only-scale] [--scale-sizes 10000 100000 1000000] [--scale-dim 4096]
+        [--sketch-dim 128] [--scale-chunk 20000] [--scale-budget 500] [--scale-shards 8]
+        [--scale-limit 360] [--json PATH]
 """
 
 from __future__ import annotations
@@ -72,10 +88,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import resource
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -95,7 +114,13 @@ from torch import Tensor
 from lightning_info.core.blocks import TokenBlocks
 from lightning_info.core.logging import markdown_table
 from lightning_info.core.threads import torch_threads
-from lightning_info.methods.fisher_sft.functional import Selection, fisher_greedy_select
+from lightning_info.methods.fisher_sft.functional import (
+    FeatureSketch,
+    Selection,
+    fisher_greedy_select,
+    gaussian_sketch,
+    two_round_greedy_select,
+)
 from lightning_info.methods.fisher_sft.sampler import select_subset
 
 METHODS = ("lazy", "vectorised", "naive", "textbook")
@@ -403,6 +428,192 @@ def measure_in_fresh_process(spec: dict[str, Any]) -> dict[str, Any]:
     return run_measurement(__file__, spec)
 
 
+# --------------------------------------------------------------------------- table 6: scaling
+SCALE_TOKENS = 4
+SCALE_WIDTH = 4096
+SCALE_RANK = 64
+SCALE_NOISE = 0.1
+SCALE_LATENT_DECAY = 1e-2
+
+
+def _tagged_generator(seed: int, *tags: int) -> torch.Generator:
+    entropy = np.random.SeedSequence([seed, *tags]).generate_state(1)[0]
+    return torch.Generator().manual_seed(int(entropy))
+
+
+def sketched_scale_pool(
+    pool_size: int,
+    sketch: FeatureSketch,
+    *,
+    tokens: int = SCALE_TOKENS,
+    dim: int = SCALE_WIDTH,
+    rank: int = SCALE_RANK,
+    chunk: int = 20000,
+    seed: int = 0,
+) -> TokenBlocks:
+    """``pool_size`` examples of ``tokens`` rows of width ``dim``, sketched to ``sketch.sketch_dim``
+    columns ``chunk`` examples at a time, so only the float32 ``(pool_size * tokens, k)`` pool is
+    held (plus one ``(chunk * tokens, dim)`` chunk).
+
+    Example ``i``'s token rows are ``x_{i,t} = s_i (c_i + tau e_{i,t}) W + sigma n_{i,t}``:
+    ``c_i, e_{i,t} ~ N(0, I_r)`` (``tau = 0.5``), log-normal scales ``s_i = exp(0.5 u_i)``, a
+    fixed ``W`` (``r x d``, entries ``N(0, 1/r)``, row ``j`` scaled by ``rho^j`` decaying from 1
+    to ``1e-2``), and isotropic noise ``n_{i,t} ~ N(0, I_d)``, ``sigma = 0.1``. The low-rank part
+    is formed at full width ``d`` and multiplied by the sketch ``S``; the noise is drawn directly
+    in the sketched space as ``z L^T`` with ``z ~ N(0, I_k)`` and ``L L^T = S^T S`` (``L`` from
+    its eigendecomposition), which has the law of ``n S`` exactly, so the ``d``-wide noise
+    (``pool_size * tokens * d`` draws) is never generated. Chunks are seeded by their first
+    index: a larger pool extends a smaller one whose size is a multiple of ``chunk``.
+    """
+    k = sketch.sketch_dim
+    matrix = gaussian_sketch(dim, k, sketch.seed, torch.float64)
+    eigenvalues, eigenvectors = torch.linalg.eigh(matrix.T @ matrix)  # PSD even when d < k
+    noise_factor = (eigenvectors * eigenvalues.clamp(min=0).sqrt()).T.to(torch.float32)
+    decay = SCALE_LATENT_DECAY ** (1 / max(rank - 1, 1))
+    loading = torch.randn(rank, dim, generator=_tagged_generator(seed, 1, 0)) / math.sqrt(rank)
+    loading *= (decay ** torch.arange(rank, dtype=torch.float32)).unsqueeze(1)
+    values = torch.empty(pool_size * tokens, k, dtype=torch.float32)
+    for start in range(0, pool_size, chunk):
+        count = min(chunk, pool_size - start)
+        generator = _tagged_generator(seed, 2, start)
+        scales = torch.exp(SCALE_SIGMA * torch.randn(count, 1, 1, generator=generator))
+        centre = torch.randn(count, 1, rank, generator=generator)
+        latent = scales * (
+            centre + TOKEN_NOISE * torch.randn(count, tokens, rank, generator=generator)
+        )
+        wide = latent.reshape(count * tokens, rank) @ loading  # (count * tokens, d)
+        noise = torch.randn(count * tokens, k, generator=generator) @ noise_factor
+        values[start * tokens : (start + count) * tokens] = sketch(wide) + SCALE_NOISE * noise
+        del wide
+    return _equal_blocks(values, tokens)
+
+
+def measure_scale(spec: dict[str, Any]) -> None:
+    """One cell of the scaling table, in this (fresh) process: build the sketched pool, then the
+    centralised lazy greedy, then the two-round selection, printing a JSON line after each stage
+    (so a cell stopped at its time limit still reports the stages it finished)."""
+    torch.set_num_threads(spec["threads"])
+    sketch = FeatureSketch(spec["sketch_dim"], spec["seed"])
+    warm = sketched_scale_pool(64, sketch, dim=64, chunk=64, seed=spec["seed"] + 1)
+    fisher_greedy_select(warm, 3)  # first calls of the BLAS/LAPACK kernels, untimed
+    two_round_greedy_select(warm, 3, 2)
+    out: dict[str, Any] = dict(spec)
+
+    def report(**fields: Any) -> None:
+        out.update(fields)
+        # peak_memory resets the high-water mark, so ru_maxrss is now this stage's whole peak
+        stage_peak = 1024 * resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        out["process_peak_bytes"] = max(out.get("process_peak_bytes", 0), stage_peak)
+        print(json.dumps(out), flush=True)
+
+    seconds, pool, extra = peak_memory(
+        lambda: sketched_scale_pool(
+            spec["pool_size"], sketch, dim=spec["dim"], chunk=spec["chunk"], seed=spec["seed"]
+        )
+    )
+    report(
+        generate_seconds=seconds,
+        generate_peak_bytes=extra,
+        pool_bytes=pool.values.numel() * pool.values.element_size(),
+    )
+    budget, lam = spec["budget"], spec["lam"]
+    seconds, central, extra = peak_memory(lambda: fisher_greedy_select(pool, budget, lam=lam))
+    report(lazy_seconds=seconds, lazy_peak_bytes=extra, lazy_objective=central.objective)
+    seconds, two, extra = peak_memory(
+        lambda: two_round_greedy_select(pool, budget, spec["shards"], lam=lam)
+    )
+    empty = pool.dim * math.log(lam)
+    report(
+        two_round_seconds=seconds,
+        two_round_peak_bytes=extra,
+        two_round_objective=two.objective,
+        two_round_ratio=(two.objective - empty) / (central.objective - empty),
+        overlap=len(set(two.indices) & set(central.indices)),
+    )
+
+
+def measure_scale_in_fresh_process(spec: dict[str, Any], limit: float) -> dict[str, Any]:
+    """:func:`measure_scale` in a new interpreter, killed after ``limit`` seconds: its last JSON
+    line, with ``"stopped"`` true when the limit cut it short."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--measure-scale", json.dumps(spec)]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=limit, check=False)
+        output, stopped = done.stdout, False
+        if done.returncode != 0:
+            raise RuntimeError(f"measurement {spec} failed:\n{done.stderr[-3000:]}")
+    except subprocess.TimeoutExpired as expired:
+        raw = expired.stdout or b""
+        output, stopped = raw.decode() if isinstance(raw, bytes) else raw, True
+    lines = [line for line in output.splitlines() if line.startswith("{")]
+    return {**spec, **(json.loads(lines[-1]) if lines else {}), "stopped": stopped}
+
+
+def _table_of_scale(args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows = []
+    for size in args.scale_sizes:
+        spec = {
+            "pool_size": size,
+            "dim": args.scale_dim,
+            "sketch_dim": args.sketch_dim,
+            "chunk": args.scale_chunk,
+            "budget": args.scale_budget,
+            "shards": args.scale_shards,
+            "lam": args.lam,
+            "seed": args.seed,
+            "threads": args.threads or torch.get_num_threads(),
+        }
+        rows.append(measure_scale_in_fresh_process(spec, args.scale_limit))
+        if rows[-1]["stopped"]:
+            break  # a larger pool would only be stopped later
+    print(
+        f"6. Scaling: N candidates of {SCALE_TOKENS} token rows at d = {args.scale_dim}, low-rank "
+        f"(r = {SCALE_RANK}) plus noise, sketched to k = {args.sketch_dim} (float32) "
+        f"{args.scale_chunk} candidates at a time; budget {args.scale_budget}, two-round with "
+        f"{args.scale_shards} shards; one fresh process per N, stopped after "
+        f"{args.scale_limit:g} s (GB: peak resident memory beyond the process before the stage; "
+        "process peak: the whole process, largest over the stages):"
+    )
+    print()
+
+    def cell(row: dict[str, Any], key: str, text: Callable[[Any], str]) -> str:
+        return text(row[key]) if key in row else "stopped"
+
+    table = [
+        [
+            r["pool_size"],
+            cell(r, "generate_seconds", lambda v: f"{v:.1f}"),
+            cell(r, "generate_peak_bytes", _gb),
+            cell(r, "pool_bytes", _gb),
+            cell(r, "lazy_seconds", lambda v: f"{v:.1f}"),
+            cell(r, "lazy_peak_bytes", _gb),
+            cell(r, "two_round_seconds", lambda v: f"{v:.1f}"),
+            cell(r, "two_round_peak_bytes", _gb),
+            cell(r, "two_round_ratio", lambda v: f"{v:.4f}"),
+            cell(r, "overlap", str),
+            _gb(r.get("process_peak_bytes")),
+        ]
+        for r in rows
+    ]
+    columns = [
+        "N",
+        "generate + sketch s",
+        "generate peak GB",
+        "pool GB",
+        "lazy s",
+        "lazy peak GB",
+        "two-round s",
+        "two-round peak GB",
+        "F two-round / F lazy",
+        "common picks",
+        "process peak GB",
+    ]
+    print(markdown_table(columns, table))
+    if rows and rows[-1]["stopped"]:
+        print(f"N = {rows[-1]['pool_size']} was stopped after {args.scale_limit:g} s.")
+    print()
+    return rows
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = benchmark_parser(
         __doc__.split("\n\n")[0],
@@ -437,10 +648,31 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--kernel-limit-gb", type=float, default=4.0, help="largest submodlib kernel to build"
     )
+    parser.add_argument(
+        "--scale", action="store_true", help="also the scaling table (6), off by default"
+    )
+    parser.add_argument(
+        "--only-scale", action="store_true", help="only the scaling table (6); implies --scale"
+    )
+    parser.add_argument(
+        "--scale-sizes", type=int, nargs="+", default=None, help="default 10000 100000 1000000"
+    )
+    parser.add_argument("--scale-dim", type=int, default=SCALE_WIDTH, help="width before sketch")
+    parser.add_argument("--sketch-dim", type=int, default=128, help="sketch width k")
+    parser.add_argument("--scale-chunk", type=int, default=20000, help="candidates per chunk")
+    parser.add_argument("--scale-budget", type=int, default=500)
+    parser.add_argument("--scale-shards", type=int, default=8, help="shards of two-round")
+    parser.add_argument(
+        "--scale-limit", type=float, default=360.0, help="seconds after which a cell is stopped"
+    )
     args = parser.parse_args(argv)
+    args.scale = args.scale or args.only_scale
     if args.quick:
         args.pool_sizes, args.tokens, args.dim, args.budget = [30, 50], 3, 6, 8
         args.repeats, args.baseline_seeds, args.widths, args.large_pool_sizes = 1, 2, [], []
+        args.scale_sizes = args.scale_sizes or [200, 400]
+        args.scale_dim, args.sketch_dim = 64, 16
+        args.scale_chunk, args.scale_budget, args.scale_shards = 150, 10, 4
     for name in (
         "tokens",
         "dim",
@@ -454,6 +686,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "large_dim",
         "large_tokens",
         "large_budget",
+        "scale_dim",
+        "sketch_dim",
+        "scale_chunk",
+        "scale_budget",
+        "scale_shards",
     ):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
@@ -463,6 +700,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--width-pool-size must be >= --width-budget")
     if args.large_pool_sizes and min(args.large_pool_sizes) < args.large_budget:
         parser.error("every --large-pool-sizes entry must be >= --large-budget")
+    if args.scale and min(args.scale_sizes or [args.scale_budget]) < args.scale_budget:
+        parser.error("every --scale-sizes entry must be >= --scale-budget")
+    if args.scale_limit <= 0:
+        parser.error("--scale-limit must be > 0")
+    args.scale_sizes = sorted(set(args.scale_sizes or [10000, 100000, 1000000]))
     if args.threads < 0:
         parser.error("--threads must be >= 0")
     if min(args.lam, args.textbook_limit, args.baseline_limit, args.kernel_limit_gb) <= 0:
@@ -504,6 +746,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--measure"]:
         print(json.dumps(measure(json.loads(argv[1]))))
+        return {}
+    if argv[:1] == ["--measure-scale"]:
+        measure_scale(json.loads(argv[1]))
         return {}
     args = parse_args(argv)
     with torch_threads(args.threads):
@@ -728,6 +973,11 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     }
     print_header(head, f"lam {args.lam:g}", "float64", f"seed {args.seed}")
     print()
+    if args.only_scale:
+        result = {"header": own_header, "scale": _table_of_scale(args)}
+        if args.json:
+            write_json(args.json, head, result)
+        return result
     timing = _table_by_pool_size(args)
     widths = _table_by_width(args)
     large = _table_at_llm_scale(args)
@@ -748,6 +998,8 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         for name, v in objectives.items()
     ]
     print(markdown_table(["selection", "F(S) - F(empty)", "fraction of greedy"], rows))
+    print()
+    scale = _table_of_scale(args) if args.scale else []
     result = {
         "header": own_header,
         "timing": timing,
@@ -755,6 +1007,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         "large": large,
         "submodlib": submodlib_rows,
         "objective": objectives,
+        "scale": scale,
     }
     if args.json:
         write_json(args.json, head, result)

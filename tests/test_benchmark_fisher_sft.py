@@ -146,3 +146,31 @@ def test_submodlib_selection_equals_mean_pooled_greedy(results):
     torch.testing.assert_close(torch.tensor(gains), shifted, rtol=0, atol=1e-5)
     row = bench.compare_submodlib(pool, 15, lam=2.0, repeats=1)
     assert row["agree"] and row["max_gain_difference"] < 1e-5
+
+
+def test_scale_pool_is_sketched_chunk_by_chunk_and_extends():
+    sketch = bench.FeatureSketch(8, seed=1)
+    small = bench.sketched_scale_pool(28, sketch, dim=32, rank=6, chunk=7, seed=2)
+    large = bench.sketched_scale_pool(50, sketch, dim=32, rank=6, chunk=7, seed=2)
+    assert len(small) == 28 and small.dim == 8 and small.values.dtype == torch.float32
+    assert set(small.lengths.tolist()) == {bench.SCALE_TOKENS}
+    torch.testing.assert_close(large.values[: small.values.shape[0]], small.values)
+
+
+def test_scale_table_runs_in_a_fresh_process_per_size():
+    results = bench.main(["--quick", "--scale", "--scale-sizes", "200"])
+    assert results["timing"] and results["objective"]  # the other quick tables still run
+    (row,) = results["scale"]
+    assert row["pool_size"] == 200 and not row["stopped"]
+    assert row["pool_bytes"] == 200 * bench.SCALE_TOKENS * row["sketch_dim"] * 4
+    for key in ("generate_seconds", "lazy_seconds", "two_round_seconds"):
+        assert row[key] > 0
+    assert 0.5 < row["two_round_ratio"] <= 1 + 1e-9
+    assert 0 <= row["overlap"] <= row["budget"]
+
+
+def test_scale_cell_past_its_limit_is_reported_stopped():
+    spec = {"pool_size": 200, "dim": 16, "sketch_dim": 4, "chunk": 50, "budget": 5}
+    spec.update(shards=2, lam=1.0, seed=0, threads=1)
+    row = bench.measure_scale_in_fresh_process(spec, limit=0.05)
+    assert row["stopped"] and "lazy_seconds" not in row
