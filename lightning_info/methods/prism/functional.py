@@ -14,13 +14,16 @@ posterior ``post = LR pi / (LR pi + (1 - pi) / LR)`` (:func:`posterior`), the PR
 ``(p_w - p_s (1 - post)) / (post + 1e-12)`` (:func:`prism_score`) and the data-aware baseline, a
 logistic regression on the three log-probabilities with cross-validated (out-of-fold)
 predictions (:func:`data_aware_scores`). Attacks are compared by ROC-AUC and the TPR at low FPR,
-interpolated on the ROC curve (:func:`attack_metrics`).
+interpolated on the ROC curve (:func:`attack_metrics`), beside the standard membership-inference
+scores of :mod:`~lightning_info.methods.prism.attacks` (loss, zlib, Min-K%, Min-K%++, reference
+model) on the per-token statistics of :func:`fragment_token_statistics`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,6 +33,14 @@ from torch import Tensor
 from lightning_info.core.validation import require_int, require_non_negative
 from lightning_info.lm.features import check_causal_lm, padded_batches
 from lightning_info.measures.ranking import binary_auroc
+from lightning_info.methods.prism.attacks import (
+    loss_score,
+    min_k_plus_plus_score,
+    min_k_score,
+    negatives_for_fpr,
+    reference_ratio_score,
+    zlib_score,
+)
 
 __all__ = [
     "DEFAULT_FPR_LEVELS",
@@ -37,12 +48,20 @@ __all__ = [
     "data_aware_scores",
     "encode_prompt_fragment",
     "fragment_log_probability",
+    "fragment_token_statistics",
+    "FragmentTokens",
     "likelihood_ratio",
+    "loss_score",
+    "min_k_plus_plus_score",
+    "min_k_score",
+    "negatives_for_fpr",
     "posterior",
     "prism_score",
+    "reference_ratio_score",
     "roc_auc",
     "tpr_at_fpr",
     "world_log_probability",
+    "zlib_score",
 ]
 
 DEFAULT_FPR_LEVELS = (0.02, 0.05)
@@ -118,6 +137,41 @@ def fragment_log_probability(
 
     Returns a float64 CPU tensor of shape ``(len(prompts),)``; ``exp`` of it is ``p(y | prompt)``.
     """
+    tokens = fragment_token_statistics(
+        model, tokenizer, prompts, fragments, batch_size, device, move_trailing_space, False
+    )
+    return torch.stack([row.sum() for row in tokens.log_probs])
+
+
+@dataclass
+class FragmentTokens:
+    """Per-token statistics of each fragment under a model (float64 CPU, one tensor per pair).
+
+    ``log_probs[i][j] = log p(y_j | prompt, y_<j)``; ``means[i][j]`` and ``stds[i][j]`` are the
+    mean and standard deviation of ``log p(z | prompt, y_<j)`` over the vocabulary ``z`` drawn
+    from the same distribution (``mu = sum_z p(z) log p(z)``, ``sigma^2 = sum_z p(z) log^2 p(z) -
+    mu^2``), the normalisers of Min-K%++; empty lists when not asked for.
+    """
+
+    log_probs: list[Tensor]
+    means: list[Tensor]
+    stds: list[Tensor]
+
+
+def fragment_token_statistics(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    fragments: Sequence[str],
+    batch_size: int = 16,
+    device: torch.device | str | None = None,
+    move_trailing_space: bool = True,
+    vocabulary_moments: bool = True,
+) -> FragmentTokens:
+    """The teacher-forced log-probability of every fragment token (and, with
+    ``vocabulary_moments``, the mean and std of the log-probabilities over the vocabulary at that
+    position), in one forward pass per batch; the encoding, batching and padding of
+    :func:`fragment_log_probability`, whose value is the sum of ``log_probs[i]``."""
     batch_size = require_int(batch_size, "batch_size", 1)
     if len(prompts) != len(fragments):
         raise ValueError(
@@ -140,7 +194,10 @@ def fragment_log_probability(
         raise ValueError(
             f"A prompt + fragment takes {longest} tokens, more than the model's {limit} positions."
         )
-    out = torch.empty(len(rows), dtype=torch.float64)
+    count = len(rows)
+    log_probs: list[Tensor] = [torch.empty(0)] * count
+    means: list[Tensor] = [torch.empty(0)] * count if vocabulary_moments else []
+    stds: list[Tensor] = [torch.empty(0)] * count if vocabulary_moments else []
     was_training = model.training
     model.eval()
     try:
@@ -156,13 +213,22 @@ def fragment_log_probability(
                 ).logits
                 # logits[:, t] predicts ids[:, t + 1]; keep the positions of fragment tokens.
                 target = batch["response_mask"][:, 1:].bool().to(device)
-                log_probs = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-                picked = log_probs.gather(-1, ids[:, 1:, None]).squeeze(-1)
-                sums = (picked.double() * target).sum(1)
-                out[torch.tensor(chunk)] = sums.cpu()
+                every = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+                picked = every.gather(-1, ids[:, 1:, None]).squeeze(-1).double()
+                if vocabulary_moments:
+                    probs = every.exp()
+                    mean = (probs * every).sum(-1).double()
+                    second = (probs * every.square()).sum(-1).double()
+                    std = (second - mean.square()).clamp(min=0.0).sqrt()
+                for row, index in enumerate(chunk):
+                    keep = target[row]
+                    log_probs[index] = picked[row][keep].cpu()
+                    if vocabulary_moments:
+                        means[index] = mean[row][keep].cpu()
+                        stds[index] = std[row][keep].cpu()
     finally:
         model.train(was_training)
-    return out
+    return FragmentTokens(log_probs, means, stds)
 
 
 def world_log_probability(log_probs: Sequence[ArrayLike]) -> Tensor:
