@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from lightning_info import FisherConstraint
+from lightning_info.methods.prism.auditor import ATTACKS
 from tests.benchmark_scripts import RECIPES, load_recipe
 
 SMALL = [
@@ -456,10 +457,11 @@ def test_data_audit_recipe_flags_planted_text_and_scores_attacks(tmp_path, capsy
     row = planted[1][0]
     assert row[2] == 14 and float(row[3]) > 0.8  # planted instances are found
     assert float(row[4]) < 0.05  # few other instances overlap
-    assert {r[1] for r in attacks[1]} == {"target", "lr", "prism", "data_aware"}
+    assert [r[1] for r in attacks[1]] == list(ATTACKS)  # the paper's four, then the field's
     assert attacks[0][2:5] == ["AUC", "AUC vs non-members", "AUC vs unseen"]
-    assert all(0.0 <= float(v) <= 1.0 for r in attacks[1] for v in r[2:8])
-    assert len({(r[7], r[8]) for r in attacks[1]}) == 1  # one diagnosis per target
+    assert attacks[0][5:9] == ["TPR@0.1%FPR", "TPR@1%FPR", "TPR@2%FPR", "TPR@5%FPR"]
+    assert all(0.0 <= float(v) <= 1.0 for r in attacks[1] for v in r[2:10])
+    assert len({(r[9], r[10]) for r in attacks[1]}) == 1  # one diagnosis per target
     assert (tmp_path / "overlap_report.json").exists()
     printed = capsys.readouterr().out
     for study in ("overlap", "prism"):

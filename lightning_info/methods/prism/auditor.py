@@ -3,9 +3,11 @@
 :class:`FragmentAuditor` computes ``log p(y | prompt)`` of every query under the target, the
 shadow and each world model
 (:func:`~lightning_info.methods.prism.functional.fragment_log_probability`),
-turns them into the four attacks of the paper and reports ROC-AUC and TPR at 2% and 5% FPR
-for each; :class:`FragmentAuditOptions` holds how. The Lightning shell that audits a trained
-module at the end of ``fit`` is
+turns them into the four attacks of the paper and, from the same forward passes' per-token
+statistics, the field's standard membership scores (loss, zlib, Min-K%, Min-K%++, the shadow as
+reference model; :mod:`~lightning_info.methods.prism.attacks`), and reports ROC-AUC and the TPR
+at 0.1%, 1%, 2% and 5% FPR for each; :class:`FragmentAuditOptions` holds how. The Lightning
+shell that audits a trained module at the end of ``fit`` is
 :class:`~lightning_info.methods.prism.callback.FragmentExtractionAudit`.
 """
 
@@ -25,26 +27,40 @@ from lightning_info.core.validation import require_choice, require_int
 from lightning_info.methods.prism.fragments import AttackSet
 from lightning_info.methods.prism.functional import (
     DATA_AWARE_CLASSIFIERS,
-    DEFAULT_FPR_LEVELS,
+    FragmentTokens,
     attack_metrics,
     data_aware_scores,
-    fragment_log_probability,
+    fragment_token_statistics,
     likelihood_ratio,
+    loss_score,
+    min_k_plus_plus_score,
+    min_k_score,
+    negatives_for_fpr,
     prism_score,
+    reference_ratio_score,
     roc_auc,
     world_log_probability,
+    zlib_score,
 )
 
 __all__ = [
     "ATTACKS",
+    "AUDIT_FPR_LEVELS",
+    "BASELINE_ATTACKS",
     "FragmentAuditOptions",
     "FragmentAuditReport",
     "FragmentAuditor",
+    "PAPER_ATTACKS",
     "check_attack_set",
 ]
 
-ATTACKS = ("target", "lr", "prism", "data_aware")
-"""Attack names: raw target probability, likelihood ratio, PRISM, data-aware classifier."""
+PAPER_ATTACKS = ("target", "lr", "prism", "data_aware")
+"""The paper's attacks: raw target probability, likelihood ratio, PRISM, data-aware classifier."""
+BASELINE_ATTACKS = ("loss", "zlib", "min_k", "min_k++", "reference")
+"""The field's standard membership scores, from per-token statistics (:mod:`.attacks`)."""
+ATTACKS = PAPER_ATTACKS + BASELINE_ATTACKS
+AUDIT_FPR_LEVELS = (0.001, 0.01, 0.02, 0.05)
+"""False-positive rates of the report: the field's 0.1% and 1%, and the paper's 2% and 5%."""
 
 ModelSpec = Any  # a causal LM, a (model, tokenizer) pair, or a name/path for load_causal_lm
 
@@ -62,14 +78,17 @@ class FragmentAuditOptions:
         fpr_levels: false-positive rates at which the true-positive rate is reported.
         data_aware: the data-aware classifier, ``"boosted_trees"`` (the reference's) or
             ``"logistic"``.
+        min_k: the fraction of lowest-scoring tokens kept by Min-K% and Min-K%++ (their
+            papers' default, 0.2).
     """
 
     prior: float = 0.9
     batch_size: int = 16
     n_splits: int = 5
     seed: int = 0
-    fpr_levels: tuple[float, ...] = DEFAULT_FPR_LEVELS
+    fpr_levels: tuple[float, ...] = AUDIT_FPR_LEVELS
     data_aware: Literal["boosted_trees", "logistic"] = "boosted_trees"
+    min_k: float = 0.2
 
     def __post_init__(self) -> None:
         require_choice(self.data_aware, "data_aware", DATA_AWARE_CLASSIFIERS)
@@ -80,6 +99,10 @@ class FragmentAuditOptions:
         require_int(self.n_splits, "n_splits", 2)
         require_int(self.seed, "seed", 0)
         object.__setattr__(self, "fpr_levels", tuple(float(level) for level in self.fpr_levels))
+        for level in self.fpr_levels:
+            negatives_for_fpr(level)  # a rate in (0, 1]
+        if not 0.0 < float(self.min_k) <= 1.0:
+            raise ValueError(f"`min_k` is a fraction of tokens in (0, 1], got {self.min_k!r}.")
 
 
 @dataclass
@@ -88,11 +111,15 @@ class FragmentAuditReport:
 
     ``log_probs`` maps ``"target"``, ``"shadow"``, ``"world"`` to float64 vectors;
     ``scores`` maps each of :data:`ATTACKS` to its scores (higher = more likely a member);
-    ``metrics`` maps each attack to ``{"auc", "tpr@2%fpr", "tpr@5%fpr"}`` and, when the queries'
-    kinds are known, the AUC of members against each kind of negative alone (``"auc vs
-    non-members"``, ``"auc vs unseen"``). ``diagnostics``: the share of queries with
-    ``p_w > p_s`` and the median ``log(p_w / p_s)`` over the seen fragments (members and
-    non-members), the condition PRISM needs (:meth:`FragmentAuditor.score`).
+    ``metrics`` maps each attack to ``{"auc", "tpr@0.1%fpr", ...}`` (one TPR per level of
+    ``FragmentAuditOptions.fpr_levels``) and, when the queries' kinds are known, the AUC of
+    members against each kind of negative alone (``"auc vs non-members"``, ``"auc vs
+    unseen"``). ``diagnostics``: the share of queries with ``p_w > p_s`` and the median
+    ``log(p_w / p_s)`` over the seen fragments (members and non-members), the condition PRISM
+    needs (:meth:`FragmentAuditor.score`), the number of negatives and, per FPR level, the
+    negatives that level needs to be more than one sample
+    (:func:`~lightning_info.methods.prism.attacks.negatives_for_fpr`; fewer, and the TPR there
+    is read off the ROC curve's interpolated first step).
     """
 
     labels: np.ndarray
@@ -157,26 +184,38 @@ class FragmentAuditor:
             if tokenizer is None and not isinstance(spec, (str, tuple)):
                 raise ValueError("Give `tokenizer` for models passed without their tokenizer.")
 
+    def token_statistics(self, attack_set: AttackSet) -> dict[str, FragmentTokens]:
+        """Per-token statistics of every query (one forward pass per batch and model): the
+        target's with the vocabulary moments of Min-K%++, the shadow's and each world model's
+        (``"world 0"``, ``"world 1"``, ...) log-probabilities only."""
+        check_attack_set(attack_set)
+        tokens = {
+            "target": self._tokens(self.target, attack_set, True),
+            "shadow": self._tokens(self.shadow, attack_set, False),
+        }
+        for k, model in enumerate(self.world_models):
+            tokens[f"world {k}"] = self._tokens(model, attack_set, False)
+        return tokens
+
     def log_probabilities(self, attack_set: AttackSet) -> dict[str, Tensor]:
         """``log p(y | prompt)`` of every query under target, shadow and (the mean of) world."""
-        check_attack_set(attack_set)
-        score = self._log_probability
-        return {
-            "target": score(self.target, attack_set),
-            "shadow": score(self.shadow, attack_set),
-            "world": world_log_probability([score(m, attack_set) for m in self.world_models]),
-        }
+        return _sequence_log_probabilities(self.token_statistics(attack_set))
 
     def run(self, attack_set: AttackSet) -> FragmentAuditReport:
         """Score ``attack_set`` with all models and attacks; see :meth:`score`."""
-        log_probs = self.log_probabilities(attack_set)
-        return self.score(log_probs, attack_set.labels, attack_set.kinds)
+        tokens = self.token_statistics(attack_set)
+        log_probs = _sequence_log_probabilities(tokens)
+        return self.score(
+            log_probs, attack_set.labels, attack_set.kinds, tokens, attack_set.fragments
+        )
 
     def score(
         self,
         log_probs: Mapping[str, Tensor | np.ndarray],
         labels: Sequence[int],
         kinds: Sequence[str] | None = None,
+        tokens: Mapping[str, FragmentTokens] | None = None,
+        fragments: Sequence[str] | None = None,
     ) -> FragmentAuditReport:
         """The report from cached ``{"target", "shadow", "world"}`` log-probabilities.
 
@@ -184,7 +223,10 @@ class FragmentAuditor:
         ``lr`` = ``p_t / (p_s + 1e-12)``; ``prism`` = :func:`prism_score`; ``data_aware`` =
         out-of-fold classifier on ``[log p_t, log p_w, log p_s]``. With the queries' ``kinds``
         (``"member"``, ``"non_member"``, ``"unseen"``) each attack's AUC is also reported
-        against each kind of negative alone.
+        against each kind of negative alone. With the per-token statistics ``tokens`` of
+        :meth:`token_statistics` and the scored ``fragments`` (for zlib), the
+        :data:`BASELINE_ATTACKS` too: ``loss``, ``zlib``, ``min_k``, ``min_k++`` (``k =
+        options.min_k``) on the target's tokens, ``reference`` with the shadow as reference model.
 
         PRISM ``= p_s + (p_w - p_s) / posterior`` rises with the target's memorisation (the
         posterior) only where ``p_w < p_s``: the world model must be an external prior that gives
@@ -206,19 +248,31 @@ class FragmentAuditor:
             "prism": prism_score(p["target"], p["shadow"], p["world"], options.prior).numpy(),
             "data_aware": data_aware,
         }
+        if tokens is not None:
+            scores.update(_baseline_scores(tokens, fragments, options.min_k))
         metrics = {name: attack_metrics(s, y, options.fpr_levels) for name, s in scores.items()}
         if kinds is not None:
             for name, values in scores.items():
                 metrics[name].update(_auc_by_negative_kind(values, y, kinds))
         diagnostics = _world_shadow_diagnostics(lp["world"], lp["shadow"], kinds)
+        diagnostics["negatives"] = float((y == 0).sum())
+        for level in options.fpr_levels:
+            diagnostics[f"negatives needed for tpr@{100 * level:g}%fpr"] = float(
+                negatives_for_fpr(level)
+            )
         return FragmentAuditReport(
             y, {k: v.numpy() for k, v in lp.items()}, scores, metrics, diagnostics
         )
 
-    def _log_probability(self, spec: ModelSpec, attack_set: AttackSet) -> Tensor:
+    def _tokens(self, spec: ModelSpec, attack_set: AttackSet, moments: bool) -> FragmentTokens:
         model, tokenizer = self._resolve(spec)
-        return fragment_log_probability(
-            model, tokenizer, attack_set.prompts, attack_set.fragments, self.options.batch_size
+        return fragment_token_statistics(
+            model,
+            tokenizer,
+            attack_set.prompts,
+            attack_set.fragments,
+            self.options.batch_size,
+            vocabulary_moments=moments,
         )
 
     def _resolve(self, spec: ModelSpec) -> tuple[Any, Any]:
@@ -231,6 +285,36 @@ class FragmentAuditor:
         if isinstance(spec, tuple):
             return spec
         return spec, self.tokenizer
+
+
+def _sequence_log_probabilities(tokens: Mapping[str, FragmentTokens]) -> dict[str, Tensor]:
+    """``log p(y | prompt)`` (the sum over tokens) of target, shadow and the world mean."""
+
+    def total(t: FragmentTokens) -> Tensor:
+        return torch.stack([row.sum() for row in t.log_probs])
+
+    worlds = [total(t) for name, t in tokens.items() if name.startswith("world")]
+    out = {"target": total(tokens["target"]), "shadow": total(tokens["shadow"])}
+    out["world"] = world_log_probability(worlds)
+    return out
+
+
+def _baseline_scores(
+    tokens: Mapping[str, FragmentTokens], fragments: Sequence[str] | None, k: float
+) -> dict[str, np.ndarray]:
+    if fragments is None:
+        raise ValueError("Give the scored `fragments` with `tokens`: the zlib score needs them.")
+    target = tokens["target"]
+    if not target.means:
+        raise ValueError("The target's token statistics lack the vocabulary moments (Min-K%++).")
+    scores = {
+        "loss": loss_score(target.log_probs),
+        "zlib": zlib_score(target.log_probs, fragments),
+        "min_k": min_k_score(target.log_probs, k),
+        "min_k++": min_k_plus_plus_score(target.log_probs, target.means, target.stds, k),
+        "reference": reference_ratio_score(target.log_probs, tokens["shadow"].log_probs),
+    }
+    return {name: value.numpy() for name, value in scores.items()}
 
 
 MODELS = ("target", "shadow", "world")

@@ -117,7 +117,9 @@ def _target(pl_module: pl.LightningModule) -> Any:
 
 def _query_table(callback: FragmentExtractionAudit) -> dict[str, Any]:
     report, attacks = callback.report, callback.attack_set
-    columns = ["prompt", "fragment", "kind", "label", *(f"log_p_{m}" for m in MODELS), *ATTACKS]
+    attack_names = [a for a in ATTACKS if a in report.scores]
+    columns = ["prompt", "fragment", "kind", "label", *(f"log_p_{m}" for m in MODELS)]
+    columns += attack_names
     data = [
         [
             attacks.prompts[i],
@@ -125,7 +127,7 @@ def _query_table(callback: FragmentExtractionAudit) -> dict[str, Any]:
             attacks.kinds[i],
             int(attacks.labels[i]),
             *(float(report.log_probs[m][i]) for m in MODELS),
-            *(float(report.scores[a][i]) for a in ATTACKS),
+            *(float(report.scores[a][i]) for a in attack_names),
         ]
         for i in range(len(attacks))
     ]

@@ -129,6 +129,8 @@ def prism_study(study: PrismStudy, root: str) -> tuple[list[str], list[list]]:
         "AUC",
         "AUC vs non-members",
         "AUC vs unseen",
+        "TPR@0.1%FPR",
+        "TPR@1%FPR",
         "TPR@2%FPR",
         "TPR@5%FPR",
         "p_w > p_s",
@@ -150,6 +152,8 @@ def prism_study(study: PrismStudy, root: str) -> tuple[list[str], list[list]]:
                         "auc",
                         "auc vs non-members",
                         "auc vs unseen",
+                        "tpr@0.1%fpr",
+                        "tpr@1%fpr",
                         "tpr@2%fpr",
                         "tpr@5%fpr",
                     )

@@ -1,5 +1,6 @@
 import copy
 import warnings
+import zlib
 
 import lightning.pytorch as pl
 import numpy as np
@@ -13,6 +14,7 @@ from lightning_info.lm.fine_tuner import CausalLMFineTuner
 from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
 from lightning_info.methods.prism.auditor import (
     ATTACKS,
+    PAPER_ATTACKS,
     FragmentAuditOptions,
     FragmentAuditor,
 )
@@ -270,6 +272,8 @@ def test_end_to_end_audit_with_tiny_models(frag_tokenizer, records):
     for name, metrics in report.metrics.items():
         assert set(metrics) == {
             "auc",
+            "tpr@0.1%fpr",
+            "tpr@1%fpr",
             "tpr@2%fpr",
             "tpr@5%fpr",
             "auc vs non-members",
@@ -280,22 +284,50 @@ def test_end_to_end_audit_with_tiny_models(frag_tokenizer, records):
             keep = np.isin(kinds, ["member", kind])  # members against this kind alone
             expected = roc_auc_score(labels[keep], report.scores[name][keep])
             assert metrics[key] == pytest.approx(expected, abs=1e-12)
+        fpr, tpr, _ = roc_curve(labels, report.scores[name])
+        assert metrics["tpr@1%fpr"] == pytest.approx(np.interp(0.01, fpr, tpr), abs=1e-12)
+    # The baseline attacks are the functional scores of the target's (and shadow's) tokens.
+    tokens = auditor.token_statistics(attack)
+    target = tokens["target"].log_probs
+    lengths = np.array([len(t) for t in target])
+    mean_target = report.log_probs["target"] / lengths
+    np.testing.assert_allclose(report.scores["loss"], mean_target, atol=1e-12)
+    mean_shadow = report.log_probs["shadow"] / lengths
+    np.testing.assert_allclose(report.scores["reference"], mean_target - mean_shadow, atol=1e-12)
+    sizes = [len(zlib.compress(f.encode("utf-8"))) for f in attack.fragments]
+    np.testing.assert_allclose(report.scores["zlib"], mean_target / sizes, atol=1e-12)
+    lowest = [np.sort(t.numpy())[: max(1, int(0.2 * len(t)))].mean() for t in target]
+    np.testing.assert_allclose(report.scores["min_k"], lowest, atol=1e-12)
+    assert len(tokens) == 4 and tokens["world 1"].means == []
     log_ratio = report.log_probs["world"] - report.log_probs["shadow"]
     seen = kinds != "unseen"
+    negatives = float((labels == 0).sum())
     assert report.diagnostics == pytest.approx(
         {
             "share of queries with p_w > p_s": float((log_ratio > 0).mean()),
             "median log(p_w / p_s), seen fragments": float(np.median(log_ratio[seen])),
+            "negatives": negatives,
+            "negatives needed for tpr@0.1%fpr": 1000.0,
+            "negatives needed for tpr@1%fpr": 100.0,
+            "negatives needed for tpr@2%fpr": 50.0,
+            "negatives needed for tpr@5%fpr": 20.0,
         }
     )
     assert all(len(s) == len(attack) for s in report.scores.values())
-    assert len(report.scalars()) == 20 and "| data_aware" in str(report)
-    assert "median log(p_w / p_s)" in str(report)
-    # Reusing cached log-probabilities gives the same report.
+    assert len(report.scalars()) == 9 * 7 and "| data_aware" in str(report)
+    assert "median log(p_w / p_s)" in str(report) and "| min_k++" in str(report)
+    # Reusing cached log-probabilities gives the paper's attacks unchanged; with the cached
+    # token statistics, the whole report.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         again = auditor.score(report.log_probs, attack.labels, attack.kinds)
-    assert again.metrics == report.metrics
+        whole = auditor.score(
+            report.log_probs, attack.labels, attack.kinds, tokens, attack.fragments
+        )
+    assert again.metrics == {name: report.metrics[name] for name in PAPER_ATTACKS}
+    assert whole.metrics == report.metrics
+    with pytest.raises(ValueError, match="fragments"):
+        auditor.score(report.log_probs, attack.labels, attack.kinds, tokens)
 
 
 def test_a_world_model_above_the_shadow_on_seen_fragments_is_warned_about(frag_tokenizer, records):
