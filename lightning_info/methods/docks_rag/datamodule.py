@@ -85,12 +85,17 @@ class DocREDSource:
 @dataclass(frozen=True)
 class HybridPromptOptions:
     """The hybrid prompt's parts (``functional.hybrid_prompt``; the paper's ablation): the
-    document text, the DocKG subgraph and the SetRAG sentences, ``top_k`` per query."""
+    document text, the DocKG subgraph and the SetRAG sentences, ``top_k`` per query.
+    ``query_triples``: show the DocKG's predicted triples for the queried pair itself, as the
+    paper's subgraph does (training documents' triples are cross-fitted, so they are as noisy
+    there as on held-out documents and leak nothing); ``False`` (the recipe's measured protocol so
+    far) drops them as if they were the answer."""
 
     use_document: bool = True
     use_kg: bool = True
     use_set_rag: bool = True
     top_k: int = 5
+    query_triples: bool = False
 
     def __post_init__(self) -> None:
         if not (self.use_document or self.use_kg or self.use_set_rag):
@@ -195,6 +200,7 @@ class DocREDDataModule(LightningDataModule):
             retrieved_triples=triples,
             include_document=parts.use_document,
             document_sentences=sentences,
+            keep_query_triples=parts.query_triples,
         )
 
     def _prompt_ids(self, index: int, query: tuple[int, int]) -> list[int]:

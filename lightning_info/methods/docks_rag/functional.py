@@ -244,12 +244,17 @@ def without_query(
 
 
 def kg_subgraph(
-    triples: Iterable[tuple[int, str, int]], query: tuple[int, int]
+    triples: Iterable[tuple[int, str, int]],
+    query: tuple[int, int],
+    keep_query_triples: bool = False,
 ) -> list[tuple[int, str, int]]:
     """The DocKG part of a query's prompt: the kept triples touching the query's head or tail
-    (the subgraph its two entities induce with their neighbours), the queried pair left out."""
+    (the subgraph its two entities induce with their neighbours). The queried pair's own triples
+    are left out unless ``keep_query_triples``: right for a scorer's predicted triples (the
+    paper's subgraph includes them), never for gold ones (they are the answer)."""
     h, t = query
-    return [tr for tr in without_query(triples, query) if {tr[0], tr[2]} & {h, t}]
+    kept = triples if keep_query_triples else without_query(triples, query)
+    return [tr for tr in kept if {tr[0], tr[2]} & {h, t}]
 
 
 def serialise_triples(
@@ -271,25 +276,31 @@ def hybrid_prompt(
     retrieved_triples: Iterable[tuple[int, str, int]] | None = None,
     include_document: bool = True,
     document_sentences: int | None = None,
+    keep_query_triples: bool = False,
 ) -> str:
     """The prompt for one query pair: ``P_doc + P_DocKG + P_SetRAG + question``.
 
     ``kg_triples``: the DocKG triples of the document, of which :func:`kg_subgraph` keeps those
     around the query; ``retrieved``: SetRAG's sentence ids, written in order of similarity with
     the triples (``retrieved_triples``) whose entities both appear in them. Every triple between
-    the queried entities is dropped (:func:`without_query`), so no part states the answer. The
-    answer follows the final ``"Relation:"``. ``document_sentences`` keeps only the document's
-    first sentences (what truncation to a model's context cuts).
+    the queried entities is dropped (:func:`without_query`), so no part states the answer, unless
+    ``keep_query_triples``: the triples are then a scorer's predictions (cross-fitted on
+    training documents), whose triple for the queried pair is evidence, not the answer, and the
+    paper's subgraph includes it. The answer follows the final ``"Relation:"``.
+    ``document_sentences`` keeps only the document's first sentences (what truncation to a
+    model's context cuts).
     """
     h, t = query
     parts = []
     if include_document:
         parts.append("Document: " + document_text(document, document_sentences))
     if kg_triples is not None:
-        lines = serialise_triples(document, kg_subgraph(kg_triples, query), relations)
+        subgraph = kg_subgraph(kg_triples, query, keep_query_triples)
+        lines = serialise_triples(document, subgraph, relations)
         parts.append("Graph: " + ("; ".join(lines) if lines else "nothing"))
     if retrieved is not None:
-        shown = without_query(retrieved_triples or (), query)
+        shown = list(retrieved_triples or ())
+        shown = shown if keep_query_triples else without_query(shown, query)
         entities_in: dict[int, set[int]] = {}
         for e, m in mentions(document):
             entities_in.setdefault(m["sent_id"], set()).add(e)

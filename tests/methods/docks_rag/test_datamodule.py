@@ -3,6 +3,8 @@ model's context, whole-document evaluation batches, DocRED files and its refusal
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 
 import pytest
@@ -68,6 +70,25 @@ def test_no_prompt_holds_a_triple_of_its_own_pair(data):
                     assert line not in text
             checked += "Graph:" in text and "Related:" in text
     assert checked == sum(len(p) for p in data.eval_prompts)
+
+
+def test_query_triples_shows_the_scorers_own_prediction_for_the_queried_pair(data):
+    # the tiny scorer keeps no triple; plant a predicted one for the first held-out pair
+    index = len(data.train_documents)
+    document = data.documents[index]
+    h, t = entity_pairs(document)[0]
+    planted = (h, next(iter(RELATIONS)), t)
+    triples = [list(ts) for ts in data.knowledge.triples]
+    triples[index] = [planted, *triples[index]]
+    (line,) = serialise_triples(document, [planted], RELATIONS)
+    prompts = {}
+    for query_triples in (False, True):
+        module = copy.copy(data)
+        module.prompt = HybridPromptOptions(top_k=2, query_triples=query_triples)
+        module.knowledge = dataclasses.replace(data.knowledge, triples=triples)
+        prompts[query_triples] = _decode(module._prompt_ids(index, (h, t)))
+    assert line in prompts[True].split("Related:")[0]  # in the DocKG part
+    assert line not in prompts[False]
 
 
 def test_evaluation_batches_are_whole_documents_left_padded(data):

@@ -82,6 +82,12 @@ def test_subgraph_keeps_the_neighbourhood_and_drops_the_queried_pair_both_ways()
     assert without_query(triples, (4, 0)) == [(0, "P19", 1), (1, "P17", 3), (5, "P17", 6)]
     assert kg_subgraph(triples, (0, 4)) == [(0, "P19", 1)]
     assert kg_subgraph(triples, (1, 6)) == [(0, "P19", 1), (1, "P17", 3), (5, "P17", 6)]
+    # a scorer's predicted triples for the queried pair are evidence, kept on request
+    assert kg_subgraph(triples, (0, 4), keep_query_triples=True) == [
+        (0, "P19", 1),
+        (0, "P26", 4),
+        (4, "P26", 0),
+    ]
     assert serialise_triples(DOC, [(0, "P19", 1)], RELATIONS) == ["Ann Lee | place of birth | Oslo"]
 
 
@@ -96,6 +102,20 @@ def test_prompt_parts_by_hand():
         "Related: Acme is in Oslo . [Acme | headquarters location | Oslo]"
         " Ann Lee was born in Oslo .",
         "Question: Ann Lee and Oslo? Relation:",
+    ]
+    predicted = [(0, "P19", 1), (2, "P159", 1)]  # a scorer's triples, one for the queried pair
+    kept = hybrid_prompt(
+        DOC,
+        (0, 1),
+        RELATIONS,
+        kg_triples=predicted,
+        retrieved=[0],
+        retrieved_triples=predicted,
+        keep_query_triples=True,
+    )
+    assert kept.splitlines()[1:3] == [
+        "Graph: Ann Lee | place of birth | Oslo; Acme | headquarters location | Oslo",
+        "Related: Ann Lee was born in Oslo . [Ann Lee | place of birth | Oslo]",
     ]
     plain = hybrid_prompt(DOC, (0, 1), RELATIONS)
     assert plain.splitlines()[1:] == ["Question: Ann Lee and Oslo? Relation:"]
