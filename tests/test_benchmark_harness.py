@@ -174,7 +174,7 @@ def _parser_flags(path) -> set[str]:
 
 @pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.stem)
 def test_every_script_builds_its_parser_on_the_harness(path):
-    assert len(SCRIPTS) == 12
+    assert len(SCRIPTS) == 13
     source = path.read_text()
     flags = _parser_flags(path)
     assert "benchmark_parser" in flags, "build the command line with harness.benchmark_parser"

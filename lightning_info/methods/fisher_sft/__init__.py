@@ -2,11 +2,16 @@
 
 See README.md in this folder."""
 
+from lightning_info.methods.fisher_sft.dask_select import (
+    dask_two_round_select,
+    store_two_round_select,
+)
 from lightning_info.methods.fisher_sft.datamodule import (
     FisherSubsetDataModule,
     PromptResponseColumns,
     SubsetSelectionOptions,
 )
+from lightning_info.methods.fisher_sft.feature_store import FeatureStore
 from lightning_info.methods.fisher_sft.functional import (
     FeatureSketch,
     Selection,
@@ -25,11 +30,13 @@ from lightning_info.methods.fisher_sft.sampler import (
 
 __all__ = [
     "FeatureSketch",
+    "FeatureStore",
     "FisherSubsetDataModule",
     "FisherSubsetSampler",
     "PromptResponseColumns",
     "Selection",
     "SubsetSelectionOptions",
+    "dask_two_round_select",
     "fisher_greedy_select",
     "k_center_select",
     "load_selection",
@@ -38,4 +45,5 @@ __all__ = [
     "save_selection",
     "select_subset",
     "sketch_features",
+    "store_two_round_select",
 ]

@@ -8,6 +8,7 @@ into pretraining text, a fine-tuning pool ("Explain <name>." -> docstring) and a
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -16,12 +17,15 @@ import torch
 from lightning.pytorch import LightningDataModule
 from torch import Tensor
 from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
 
 from lightning_info.core.blocks import TokenBlocks
 from lightning_info.core.distributed import gather_strided_blocks, strided_shard
 from lightning_info.core.resume import ResumableDataLoader
 from lightning_info.core.validation import require_choice, require_int, require_positive
 from lightning_info.lm.corpus import instruction_dataset, split_corpus, stdlib_docstrings
+from lightning_info.methods.fisher_sft.dask_select import store_two_round_select
+from lightning_info.methods.fisher_sft.feature_store import FeatureStore
 from lightning_info.methods.fisher_sft.functional import (
     POOLINGS,
     FeatureSketch,
@@ -71,6 +75,16 @@ class SubsetSelectionOptions:
         sketch_dim: hold the pool's token rows at this many columns, sketched as they are
             embedded (:class:`~lightning_info.methods.fisher_sft.functional.FeatureSketch`,
             seeded by ``sketch_seed``); ``None`` keeps the model's full width.
+        feature_dir: a folder the features are written to as each batch is embedded (a
+            :class:`~lightning_info.methods.fisher_sft.feature_store.FeatureStore` in
+            ``<feature_dir>/rank<r>``, one per rank, rewritten at each selection) instead of
+            being held; the selection reads them from there. In one process, ``two_round``
+            selects by GreeDi over ``store_shards`` contiguous shards of the store, one in memory
+            at a time (:func:`~.dask_select.store_two_round_select`); without it the greedy runs
+            on the memory-mapped pool (in float64, a copy of it). Under DDP it needs
+            ``two_round``: each rank selects from its own store. ``None`` holds the features in
+            memory.
+        store_shards: the shards of that GreeDi.
     """
 
     lam: float = 1.0
@@ -81,6 +95,8 @@ class SubsetSelectionOptions:
     two_round: bool = False
     sketch_dim: int | None = None
     sketch_seed: int = 0
+    feature_dir: str | None = None
+    store_shards: int = 8
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lam", require_positive(self.lam, "lam"))
@@ -90,6 +106,7 @@ class SubsetSelectionOptions:
         if self.sketch_dim is not None:
             require_int(self.sketch_dim, "sketch_dim", 1)
         require_int(self.sketch_seed, "sketch_seed", 0)
+        require_int(self.store_shards, "store_shards", 1)
 
 
 @dataclass(frozen=True)
@@ -196,6 +213,8 @@ class FisherSubsetDataModule(LightningDataModule):
         self.selection: Selection | None = None
         self.sampler: FisherSubsetSampler | None = None
         self.embedded_rows = 0
+        self.feature_store: FeatureStore | None = None
+        """This rank's store of the pool's features, with ``selection_options.feature_dir``."""
         self.gathered_examples = 0
         """Examples whose features met on one rank to be selected from (the pool, or with
         ``two_round`` under DDP only the ranks' picks)."""
@@ -222,8 +241,8 @@ class FisherSubsetDataModule(LightningDataModule):
         """The pool's features (and token weights, with ``token_weighting="p(1-p)"``), each rank
         embedding a strided shard, gathered to every rank."""
         local, weights, rank, world = self._embed_shard()
-        if weights is None:
-            return self._gathered(local, rank, world), None
+        if weights is None or world == 1:
+            return self._gathered(local, rank, world), weights
         # The weights travel as one more column of the token rows.
         packed = TokenBlocks(torch.cat([local.values, weights[:, None]], 1), local.offsets)
         packed = self._gathered(packed, rank, world)
@@ -249,22 +268,56 @@ class FisherSubsetDataModule(LightningDataModule):
             model.to(trainer.strategy.root_device)
         rows = strided_shard(len(self.pool), rank, world)
         weighted = self.selection_options.token_weighting != "none"
-        local = response_features(
+        embed = functools.partial(
+            response_features,
             model,
             self.tokenizer,
-            self.pool.select(rows),
             prompt_column=self.columns.prompt_column,
             response_column=self.columns.response_column,
             batch_size=self.selection_options.embed_batch_size,
             max_length=self.max_length,
             chat_template=self.columns.chat_template,
-            progress=self.progress and rank == 0,
             curvature_weights=weighted,
             project=self._sketch(),
         )
+        if self.selection_options.feature_dir is not None:
+            features, weights = self._embed_to_store(embed, rows, rank)
+        else:
+            local = embed(self.pool.select(rows), progress=self.progress and rank == 0)
+            features, weights = local if weighted else (local, None)
         self.embedded_rows = len(rows)
-        features, weights = local if weighted else (local, None)
         return features, weights, rank, world
+
+    def _embed_to_store(
+        self, embed: functools.partial, rows: list[int], rank: int
+    ) -> tuple[TokenBlocks, Tensor | None]:
+        """Embed ``rows`` one batch at a time, each batch appended to this rank's store; the
+        store's memory-mapped features and token weights."""
+        options = self.selection_options
+        weighted = options.token_weighting != "none"
+        store = FeatureStore.create(
+            Path(options.feature_dir) / f"rank{rank}",
+            sketch=self._sketch(),
+            weighted=weighted,
+            overwrite=True,
+        )
+        batch = options.embed_batch_size
+        bar = tqdm(
+            total=len(rows),
+            desc="response features to disk",
+            unit="example",
+            disable=not (self.progress and rank == 0),
+        )
+        try:
+            for start in range(0, len(rows), batch):
+                embedded = embed(self.pool.select(rows[start : start + batch]), progress=False)
+                features, weights = embedded if weighted else (embedded, None)
+                store.append(features, weights)
+                bar.update(len(features))
+        finally:
+            bar.close()
+        self.feature_store = store
+        return store.blocks(), store.token_weights()
 
     def _two_round_select(self) -> Selection | None:
         """GreeDi under DDP: greedy on this rank's shard, the picks (with their token weights and
@@ -327,16 +380,32 @@ class FisherSubsetDataModule(LightningDataModule):
         options = self.selection_options
         trainer = self.trainer
         world = trainer.world_size if trainer is not None else 1
-        if options.two_round and self.strategy == "fisher" and world > 1:
+        two_round = options.two_round and self.strategy == "fisher"
+        needs_features = self.strategy != "random" or options.token_weighting != "none"
+        if options.feature_dir is not None and world > 1 and needs_features and not two_round:
+            raise ValueError(
+                "`feature_dir` under DDP needs `two_round=True` and strategy='fisher': each rank "
+                "then selects from the store it wrote and only the picks are gathered (gathering "
+                "every rank's store to one process would hold the pool again). Set them, or "
+                "select in one process with `path` set: the DDP run then reuses that selection."
+            )
+        if two_round and world > 1:
             selection = self._two_round_select()
             if selection is not None and self.selection_path is not None:
                 save_selection(selection, self.selection_path, **self._expected_metadata())
             return trainer.strategy.broadcast(selection, src=0)
-        needs_features = self.strategy != "random" or options.token_weighting != "none"
         features, weights = self._embed() if needs_features else (None, None)
         self.gathered_examples = 0 if features is None else len(features)
         selection = None
-        if trainer is None or trainer.global_rank == 0:
+        if options.feature_dir is not None and two_round:  # one process: GreeDi from disk
+            selection = store_two_round_select(
+                self.feature_store,
+                self.budget,
+                options.store_shards,
+                lam=options.lam,
+                pooling=options.pooling,
+            )
+        elif trainer is None or trainer.global_rank == 0:
             selection = select_subset(
                 features,
                 self.budget,
@@ -347,8 +416,8 @@ class FisherSubsetDataModule(LightningDataModule):
                 pooling=options.pooling,
                 token_weights=weights,
             )
-            if self.selection_path is not None:
-                save_selection(selection, self.selection_path, **self._expected_metadata())
+        if selection is not None and self.selection_path is not None:
+            save_selection(selection, self.selection_path, **self._expected_metadata())
         if trainer is not None and trainer.world_size > 1:
             selection = trainer.strategy.broadcast(selection, src=0)
         return selection
