@@ -448,6 +448,7 @@ def test_data_audit_recipe_flags_planted_text_and_scores_attacks(tmp_path, capsy
             "--studies.prism.target_epochs=[1]",
             "--studies.prism.reference_epochs=1",
             "--studies.prism.width=32",
+            "--studies.prism.seeds=[0, 1]",
         ]
     )
     assert cli.results == []  # no grid: the recipe is its two studies
@@ -460,7 +461,8 @@ def test_data_audit_recipe_flags_planted_text_and_scores_attacks(tmp_path, capsy
     assert [r[1] for r in attacks[1]] == list(ATTACKS)  # the paper's four, then the field's
     assert attacks[0][2:5] == ["AUC", "AUC vs non-members", "AUC vs unseen"]
     assert attacks[0][5:9] == ["TPR@0.1%FPR", "TPR@1%FPR", "TPR@2%FPR", "TPR@5%FPR"]
-    assert all(0.0 <= float(v) <= 1.0 for r in attacks[1] for v in r[2:10])
+    assert all(0.0 <= float(v.split(" ± ")[0]) <= 1.0 for r in attacks[1] for v in r[2:10])
+    assert all(" ± " in v for r in attacks[1] for v in r[2:])  # mean ± std over the two seeds
     assert len({(r[9], r[10]) for r in attacks[1]}) == 1  # one diagnosis per target
     assert (tmp_path / "overlap_report.json").exists()
     printed = capsys.readouterr().out
