@@ -24,12 +24,17 @@
 3. LLM scale: ``--large-pool-sizes`` candidates at ``d = --large-dim``, ``--large-budget`` picks,
    realistic pool: lazy (time, peak memory beyond the pool, the pool's own size), and the
    vectorised baseline for at most ``--baseline-limit`` seconds: how many picks it made by then.
-4. The same greedy with ``pooling="mean"`` (one row per example) against submodlib's
-   ``LogDeterminantFunction`` (dense kernel ``X X^T``, ``LazyGreedy``), when ``submodlib`` is
-   importable and its ``N x N`` float64 kernel fits in ``--kernel-limit-gb``; the table says
-   where it stops. By Sylvester's identity ``log det(lam I_k + X_S X_S^T) = log det(lam I_d +
-   X_S^T X_S) + (k - d) log lam``, so both maximise the same function and should pick the same
-   examples; the kernel's construction is timed apart from the maximisation.
+4. The same greedy with ``pooling="mean"`` (one row per example, where ``lazy`` runs the
+   rank-one greedy FSFT-4 of ``functional.py``) against submodlib's ``LogDeterminantFunction``
+   (dense kernel ``X X^T``, ``LazyGreedy``), at ``--submodlib-sizes`` realistic pools of
+   ``--tokens`` rows, ``--budget`` picks, when ``submodlib`` is importable and its estimated peak
+   memory (``SUBMODLIB_BYTES_PER_ENTRY`` times ``N^2``: the float64 kernel, the Python list of
+   lists that ``LogDeterminantFunction`` keeps of it and its C++ copy) fits in
+   ``--kernel-limit-gb``; the table says where it stops. By Sylvester's identity ``log det(lam
+   I_k + X_S X_S^T) = log det(lam I_d + X_S^T X_S) + (k - d) log lam``, so both maximise the
+   same function and should pick the same examples; the kernel's construction is timed apart
+   from the maximisation. Each ``N`` runs in a fresh process that reports the peak memory of
+   each side beyond the pool; ``--only-submodlib`` runs this table alone.
 5. ``F(S) - F(empty)`` of (FSFT-1) reached at the budget on the largest realistic pool of table 1
    by the greedy selection, by uniform random subsets and by k-center on the mean-pooled
    features (mean and standard deviation over ``--baseline-seeds`` seeds), also as a fraction of
@@ -46,7 +51,12 @@
    space with the same law as sketched ``d``-wide noise (drawing ``N x 4 x d`` Gaussians would
    dominate the run). One fresh process per ``N`` (peak memory of its own), stopped after
    ``--scale-limit`` seconds; the table gives the seconds and peak memory of each stage and the
-   two-round ``F(S) - F(empty)`` as a fraction of the centralised greedy's.
+   two-round ``F(S) - F(empty)`` as a fraction of the centralised greedy's. The sketch's own
+   error: where the ``d``-wide pool and the greedy's float64 copy take at most
+   ``--scale-exact-limit-gb`` (8 GB: ``N`` = 10,000, not 100,000), the same pool with its noise
+   drawn ``d`` wide (:func:`wide_scale_pool`) is selected from unsketched and sketched, and each
+   selection's (and one random subset's) ``F(S) - F(empty)`` on the unsketched rows is given as
+   a fraction of the unsketched greedy's (:func:`sketch_gain_check`).
 
 The realistic pool (:func:`realistic_pool`) gives example ``i`` the token rows
 
@@ -67,9 +77,9 @@ multi-threaded OpenMP kernels wait for descheduled threads and their times stop 
 method.
 
 ``--quick``: pools of 30 and 50 examples of 3 tokens in ``d = 6``, budget 8, one repeat, 2
-baseline seeds; no width or LLM-scale table; the scaling table, when asked for, at ``N`` 200 and
-400, ``d = 64``, ``k = 16``, budget 10, 4 shards. ``--json PATH`` also writes the
-results with the header (``benchmarks/harness.py``).
+baseline seeds (submodlib at the same two sizes); no width or LLM-scale table; the scaling
+table, when asked for, at ``N`` 200 and 400, ``d = 64``, ``k = 16``, budget 10, 4 shards.
+``--json PATH`` also writes the results with the header (``benchmarks/harness.py``).
 
 Usage::
 
@@ -77,10 +87,11 @@ Usage::
         [--dim 64] [--budget 100] [--widths 64 256 1024 4096] [--width-pool-size 400]
         [--width-tokens 8] [--width-budget 30] [--large-pool-sizes 20000] [--large-dim 4096]
         [--large-budget 500] [--baseline-limit 120] [--repeats 3] [--seed 0] [--lam 1.0]
-        [--baseline-seeds 5] [--threads 1] [--textbook-limit 60] [--kernel-limit-gb 4]
+        [--baseline-seeds 5] [--threads 1] [--textbook-limit 60] [--kernel-limit-gb 14]
+        [--submodlib-sizes 500 1000 2000 5000 10000 15000 20000] [--only-submodlib]
         [--scale | --only-scale] [--scale-sizes 10000 100000 1000000] [--scale-dim 4096]
         [--sketch-dim 128] [--scale-chunk 20000] [--scale-budget 500] [--scale-shards 8]
-        [--scale-limit 360] [--json PATH]
+        [--scale-limit 360] [--scale-exact-limit-gb 8] [--json PATH]
 """
 
 from __future__ import annotations
@@ -119,6 +130,8 @@ from lightning_info.methods.fisher_sft.functional import (
     Selection,
     fisher_greedy_select,
     gaussian_sketch,
+    random_select,
+    sketch_features,
     two_round_greedy_select,
 )
 from lightning_info.methods.fisher_sft.sampler import select_subset
@@ -344,21 +357,38 @@ def time_selection(
     }
 
 
+SUBMODLIB_BYTES_PER_ENTRY = 56
+"""Peak resident bytes per kernel entry of :func:`submodlib_select` (submodlib 0.0.3), measured
+at ``N`` = 2000 and 4000 (56.6 and 56.4): the float64 kernel (8), the Python list of lists of
+floats that ``LogDeterminantFunction`` builds from it and keeps (32) and its C++ copy."""
+
+
 def compare_submodlib(pool: TokenBlocks, budget: int, lam: float, repeats: int) -> dict[str, Any]:
-    """submodlib against ``fisher_greedy_select(pooling="mean", method="lazy")`` on ``pool``."""
+    """submodlib against ``fisher_greedy_select(pooling="mean", method="lazy")`` on ``pool``.
+
+    The seconds are medians over ``repeats``; the peak memory (bytes beyond what the process
+    held before, ``None`` off Linux) of each side is its first run's."""
     points = mean_pooled(pool)
     # Per Sylvester's identity, each of submodlib's gains exceeds ours by log(lam).
     shift = math.log(lam)
     ours_seconds, kernel_seconds, maximize_seconds = [], [], []
-    for _ in range(repeats):
-        elapsed, ours = timed(
+    ours_peak = submodlib_peak = None
+    for repeat in range(repeats):
+        elapsed, ours, peak = peak_memory(
             lambda: fisher_greedy_select(pool, budget, lam=lam, pooling="mean", method="lazy")
         )
         ours_seconds.append(elapsed)
-        indices, gains, kernel_s, maximize_s = submodlib_select(points, budget, lam)
+        _, (indices, gains, kernel_s, maximize_s), other_peak = peak_memory(
+            lambda: submodlib_select(points, budget, lam)
+        )
+        if repeat == 0:
+            ours_peak, submodlib_peak = peak, other_peak
         kernel_seconds.append(kernel_s)
         maximize_seconds.append(maximize_s)
     return {
+        "budget": budget,
+        "ours_peak_bytes": ours_peak,
+        "submodlib_peak_bytes": submodlib_peak,
         "pool_size": len(pool),
         "ours_seconds": statistics.median(ours_seconds),
         "kernel_seconds": statistics.median(kernel_seconds),
@@ -423,6 +453,17 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def measure_submodlib(spec: dict[str, Any]) -> dict[str, Any]:
+    """One row of table 4 in this (fresh) process: :func:`compare_submodlib` on the realistic pool
+    of ``spec``, after untimed first calls of both sides."""
+    torch.set_num_threads(spec["threads"])
+    warm = realistic_pool(40, spec["tokens"], spec["dim"], spec["seed"] + 1)
+    compare_submodlib(warm, 3, spec["lam"], 1)
+    pool = realistic_pool(spec["pool_size"], spec["tokens"], spec["dim"], spec["seed"])
+    row = compare_submodlib(pool, spec["budget"], spec["lam"], spec["repeats"])
+    return {**spec, **row, "pool_bytes": pool.values.numel() * pool.values.element_size()}
+
+
 def measure_in_fresh_process(spec: dict[str, Any]) -> dict[str, Any]:
     """:func:`measure` in a new interpreter, so that its peak memory is its own."""
     return run_measurement(__file__, spec)
@@ -439,6 +480,79 @@ SCALE_LATENT_DECAY = 1e-2
 def _tagged_generator(seed: int, *tags: int) -> torch.Generator:
     entropy = np.random.SeedSequence([seed, *tags]).generate_state(1)[0]
     return torch.Generator().manual_seed(int(entropy))
+
+
+def _scale_loading(rank: int, dim: int, seed: int) -> Tensor:
+    """The fixed ``(rank, dim)`` matrix ``W`` of :func:`sketched_scale_pool`."""
+    decay = SCALE_LATENT_DECAY ** (1 / max(rank - 1, 1))
+    loading = torch.randn(rank, dim, generator=_tagged_generator(seed, 1, 0)) / math.sqrt(rank)
+    return loading * (decay ** torch.arange(rank, dtype=torch.float32)).unsqueeze(1)
+
+
+def _scale_signal(
+    count: int, tokens: int, loading: Tensor, seed: int, start: int
+) -> tuple[torch.Generator, Tensor]:
+    """The low-rank rows ``s_i (c_i + tau e_{i,t}) W`` of the chunk starting at ``start``, and its
+    generator, whose next draws are the chunk's noise."""
+    generator = _tagged_generator(seed, 2, start)
+    scales = torch.exp(SCALE_SIGMA * torch.randn(count, 1, 1, generator=generator))
+    centre = torch.randn(count, 1, loading.shape[0], generator=generator)
+    noise = TOKEN_NOISE * torch.randn(count, tokens, loading.shape[0], generator=generator)
+    latent = scales * (centre + noise)
+    return generator, latent.reshape(count * tokens, loading.shape[0]) @ loading
+
+
+def wide_scale_pool(
+    pool_size: int,
+    *,
+    tokens: int = SCALE_TOKENS,
+    dim: int = SCALE_WIDTH,
+    rank: int = SCALE_RANK,
+    chunk: int = 20000,
+    seed: int = 0,
+) -> TokenBlocks:
+    """The pool of :func:`sketched_scale_pool` before the sketch, float32 ``(pool_size * tokens,
+    dim)``: the same low-rank rows, with the isotropic noise ``sigma n_{i,t}`` drawn ``dim`` wide.
+    The sketch's error in ``F`` is measured on it (table 6)."""
+    loading = _scale_loading(rank, dim, seed)
+    values = torch.empty(pool_size * tokens, dim, dtype=torch.float32)
+    for start in range(0, pool_size, chunk):
+        count = min(chunk, pool_size - start)
+        generator, wide = _scale_signal(count, tokens, loading, seed, start)
+        wide += SCALE_NOISE * torch.randn(count * tokens, dim, generator=generator)
+        values[start * tokens : (start + count) * tokens] = wide
+        del wide
+    return _equal_blocks(values, tokens)
+
+
+def gain_over_empty(blocks: TokenBlocks, indices: Sequence[int], lam: float) -> float:
+    """``F(S) - F(empty)`` of (FSFT-1) for ``indices``, in float64 by Sylvester's identity:
+    ``log det(I + Y Y^T / lam)`` for the stacked rows ``Y`` of the subset (``|S| m x |S| m``, not
+    ``d x d``)."""
+    rows = torch.cat([blocks.block(i) for i in indices]).to(torch.float64)
+    gram = rows @ rows.T / lam
+    gram.diagonal().add_(1.0)
+    return 2 * torch.log(torch.linalg.cholesky(gram).diagonal()).sum().item()
+
+
+def sketch_gain_check(
+    pool_size: int, sketch: FeatureSketch, budget: int, lam: float, **pool: Any
+) -> dict[str, float]:
+    """The sketch's error in ``F``: on :func:`wide_scale_pool` (noise drawn ``d`` wide), lazy
+    greedy on the unsketched rows and on the sketched rows, and one uniform random subset; each
+    selection's ``F(S) - F(empty)`` on the unsketched rows, as a fraction of the unsketched
+    greedy's."""
+    wide = wide_scale_pool(pool_size, **pool)
+    sketched = fisher_greedy_select(sketch_features(wide, sketch), budget, lam=lam).indices
+    exact = fisher_greedy_select(wide, budget, lam=lam).indices
+    chance = random_select(pool_size, budget, seed=pool.get("seed", 0))
+    best = gain_over_empty(wide, exact, lam)
+    return {
+        "exact_gain": best,
+        "sketch_fraction": gain_over_empty(wide, sketched, lam) / best,
+        "random_fraction": gain_over_empty(wide, chance, lam) / best,
+        "sketch_common_picks": len(set(sketched) & set(exact)),
+    }
 
 
 def sketched_scale_pool(
@@ -469,19 +583,11 @@ def sketched_scale_pool(
     matrix = gaussian_sketch(dim, k, sketch.seed, torch.float64)
     eigenvalues, eigenvectors = torch.linalg.eigh(matrix.T @ matrix)  # PSD even when d < k
     noise_factor = (eigenvectors * eigenvalues.clamp(min=0).sqrt()).T.to(torch.float32)
-    decay = SCALE_LATENT_DECAY ** (1 / max(rank - 1, 1))
-    loading = torch.randn(rank, dim, generator=_tagged_generator(seed, 1, 0)) / math.sqrt(rank)
-    loading *= (decay ** torch.arange(rank, dtype=torch.float32)).unsqueeze(1)
+    loading = _scale_loading(rank, dim, seed)
     values = torch.empty(pool_size * tokens, k, dtype=torch.float32)
     for start in range(0, pool_size, chunk):
         count = min(chunk, pool_size - start)
-        generator = _tagged_generator(seed, 2, start)
-        scales = torch.exp(SCALE_SIGMA * torch.randn(count, 1, 1, generator=generator))
-        centre = torch.randn(count, 1, rank, generator=generator)
-        latent = scales * (
-            centre + TOKEN_NOISE * torch.randn(count, tokens, rank, generator=generator)
-        )
-        wide = latent.reshape(count * tokens, rank) @ loading  # (count * tokens, d)
+        generator, wide = _scale_signal(count, tokens, loading, seed, start)
         noise = torch.randn(count * tokens, k, generator=generator) @ noise_factor
         values[start * tokens : (start + count) * tokens] = sketch(wide) + SCALE_NOISE * noise
         del wide
@@ -499,11 +605,11 @@ def measure_scale(spec: dict[str, Any]) -> None:
     two_round_greedy_select(warm, 3, 2)
     out: dict[str, Any] = dict(spec)
 
-    def report(**fields: Any) -> None:
+    def report(peak_key: str = "process_peak_bytes", **fields: Any) -> None:
         out.update(fields)
         # peak_memory resets the high-water mark, so ru_maxrss is now this stage's whole peak
         stage_peak = 1024 * resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        out["process_peak_bytes"] = max(out.get("process_peak_bytes", 0), stage_peak)
+        out[peak_key] = max(out.get(peak_key, 0), stage_peak)
         print(json.dumps(out), flush=True)
 
     seconds, pool, extra = peak_memory(
@@ -530,6 +636,21 @@ def measure_scale(spec: dict[str, Any]) -> None:
         two_round_ratio=(two.objective - empty) / (central.objective - empty),
         overlap=len(set(two.indices) & set(central.indices)),
     )
+    if spec.get("exact"):
+        del pool, central, two
+        seconds, check, extra = peak_memory(
+            lambda: sketch_gain_check(
+                spec["pool_size"],
+                sketch,
+                budget,
+                lam,
+                dim=spec["dim"],
+                chunk=spec["chunk"],
+                seed=spec["seed"],
+            )
+        )
+        # the selection stages' process peak stays apart from the check's
+        report("check_process_peak_bytes", exact_seconds=seconds, exact_peak_bytes=extra, **check)
 
 
 def measure_scale_in_fresh_process(spec: dict[str, Any], limit: float) -> dict[str, Any]:
@@ -548,6 +669,17 @@ def measure_scale_in_fresh_process(spec: dict[str, Any], limit: float) -> dict[s
     return {**spec, **(json.loads(lines[-1]) if lines else {}), "stopped": stopped}
 
 
+def _wide_check_bytes(args: argparse.Namespace, size: int) -> int:
+    """Bytes of the sketch check's ``d``-wide pool: float32, plus the greedy's float64 copy."""
+    return size * SCALE_TOKENS * args.scale_dim * (4 + 8)
+
+
+def _sketch_cell(row: dict[str, Any], key: str) -> str:
+    if not row.get("exact"):
+        return "not run"
+    return f"{row[key]:.4f}" if key in row else "stopped"
+
+
 def _table_of_scale(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     for size in args.scale_sizes:
@@ -561,6 +693,7 @@ def _table_of_scale(args: argparse.Namespace) -> list[dict[str, Any]]:
             "lam": args.lam,
             "seed": args.seed,
             "threads": args.threads or torch.get_num_threads(),
+            "exact": _wide_check_bytes(args, size) <= args.scale_exact_limit_gb * 1e9,
         }
         rows.append(measure_scale_in_fresh_process(spec, args.scale_limit))
         if rows[-1]["stopped"]:
@@ -590,6 +723,8 @@ def _table_of_scale(args: argparse.Namespace) -> list[dict[str, Any]]:
             cell(r, "two_round_peak_bytes", _gb),
             cell(r, "two_round_ratio", lambda v: f"{v:.4f}"),
             cell(r, "overlap", str),
+            _sketch_cell(r, "sketch_fraction"),
+            _sketch_cell(r, "random_fraction"),
             _gb(r.get("process_peak_bytes")),
         ]
         for r in rows
@@ -605,9 +740,29 @@ def _table_of_scale(args: argparse.Namespace) -> list[dict[str, Any]]:
         "two-round peak GB",
         "F two-round / F lazy",
         "common picks",
+        "sketch: F / F unsketched greedy",
+        "random: F / F unsketched greedy",
         "process peak GB",
     ]
     print(markdown_table(columns, table))
+    print(
+        "Sketch columns: on the same pool with its noise drawn d wide, F(S) - F(empty) on the "
+        "unsketched rows of lazy greedy's picks on the sketched rows, and of one random subset "
+        f"(seed {args.seed}), over the unsketched lazy greedy's; run where the d-wide float32 pool "
+        "and the greedy's float64 copy of it take at most "
+        f"{args.scale_exact_limit_gb:g} GB (--scale-exact-limit-gb):"
+    )
+    for r in rows:
+        if not r.get("exact"):
+            needed = _wide_check_bytes(args, r["pool_size"]) / 1e9
+            print(f"  N = {r['pool_size']}: not run, {needed:.1f} GB needed.")
+        elif "exact_seconds" in r:
+            print(
+                f"  N = {r['pool_size']}: {r['exact_seconds']:.1f} s, peak "
+                f"{_gb(r['exact_peak_bytes'])} GB beyond the process before it (process peak "
+                f"{_gb(r['check_process_peak_bytes'])} GB), {r['sketch_common_picks']} picks in "
+                "common with the unsketched greedy."
+            )
     if rows and rows[-1]["stopped"]:
         print(f"N = {rows[-1]['pool_size']} was stopped after {args.scale_limit:g} s.")
     print()
@@ -646,7 +801,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--textbook-limit", type=float, default=60.0, help="seconds after which textbook is skipped"
     )
     parser.add_argument(
-        "--kernel-limit-gb", type=float, default=4.0, help="largest submodlib kernel to build"
+        "--kernel-limit-gb",
+        type=float,
+        default=14.0,
+        help="largest estimated submodlib peak memory (kernel and its copies) to run",
+    )
+    parser.add_argument(
+        "--submodlib-sizes",
+        type=int,
+        nargs="+",
+        default=None,
+        help="N of table 4 (default 500 1000 2000 5000 10000 15000 20000)",
+    )
+    parser.add_argument(
+        "--only-submodlib", action="store_true", help="only the submodlib table (4)"
     )
     parser.add_argument(
         "--scale", action="store_true", help="also the scaling table (6), off by default"
@@ -665,12 +833,19 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--scale-limit", type=float, default=360.0, help="seconds after which a cell is stopped"
     )
+    parser.add_argument(
+        "--scale-exact-limit-gb",
+        type=float,
+        default=8.0,
+        help="largest d-wide pool (float32 + float64 copy) on which the sketch's error is measured",
+    )
     args = parser.parse_args(argv)
     args.scale = args.scale or args.only_scale
     if args.quick:
         args.pool_sizes, args.tokens, args.dim, args.budget = [30, 50], 3, 6, 8
         args.repeats, args.baseline_seeds, args.widths, args.large_pool_sizes = 1, 2, [], []
         args.scale_sizes = args.scale_sizes or [200, 400]
+        args.submodlib_sizes = args.submodlib_sizes or [30, 50]
         args.scale_dim, args.sketch_dim = 64, 16
         args.scale_chunk, args.scale_budget, args.scale_shards = 150, 10, 4
     for name in (
@@ -705,6 +880,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.scale_limit <= 0:
         parser.error("--scale-limit must be > 0")
     args.scale_sizes = sorted(set(args.scale_sizes or [10000, 100000, 1000000]))
+    default_peer = [500, 1000, 2000, 5000, 10000, 15000, 20000]
+    args.submodlib_sizes = sorted(set(args.submodlib_sizes or default_peer))
+    if min(args.submodlib_sizes) < args.budget:
+        parser.error("every --submodlib-sizes entry must be >= --budget")
     if args.threads < 0:
         parser.error("--threads must be >= 0")
     if min(args.lam, args.textbook_limit, args.baseline_limit, args.kernel_limit_gb) <= 0:
@@ -749,6 +928,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         return {}
     if argv[:1] == ["--measure-scale"]:
         measure_scale(json.loads(argv[1]))
+        return {}
+    if argv[:1] == ["--measure-submodlib"]:
+        print(json.dumps(measure_submodlib(json.loads(argv[1]))))
         return {}
     args = parse_args(argv)
     with torch_threads(args.threads):
@@ -918,46 +1100,55 @@ def _table_against_submodlib(args: argparse.Namespace) -> list[dict[str, Any]] |
         print()
         return None
     rows: list[dict[str, Any]] = []
-    sizes = [*args.pool_sizes, *args.large_pool_sizes]
-    fits = [n for n in sizes if 8 * n * n <= args.kernel_limit_gb * 1e9]
+    sizes = args.submodlib_sizes
+    limit = args.kernel_limit_gb * 1e9
+    fits = [n for n in sizes if SUBMODLIB_BYTES_PER_ENTRY * n * n <= limit]
     for size in fits:
-        pool = realistic_pool(size, args.tokens, args.dim, args.seed)
-        rows.append(compare_submodlib(pool, args.budget, args.lam, args.repeats))
+        spec = _spec(args, pool_size=size, tokens=args.tokens, dim=args.dim, budget=args.budget)
+        spec["repeats"] = args.repeats
+        rows.append(run_measurement(__file__, spec, "--measure-submodlib"))
     print(
         '4. pooling="mean" (one row per example) against submodlib LogDeterminantFunction '
-        "(dense, LazyGreedy), milliseconds (median):"
+        f"(dense, LazyGreedy): realistic pool, {args.tokens} tokens mean-pooled, d = {args.dim}, "
+        f"budget {args.budget}; seconds (median of {args.repeats}), each N in a fresh process; "
+        "peak GB: resident memory beyond the pool, first run:"
     )
     print()
     table = [
         [
             "realistic",
             str(r["pool_size"]),
-            f"{1e3 * r['ours_seconds']:.1f}",
-            f"{1e3 * r['kernel_seconds']:.1f}",
-            f"{1e3 * r['maximize_seconds']:.1f}",
+            f"{r['ours_seconds']:.4f}",
+            f"{r['kernel_seconds']:.4f}",
+            f"{r['maximize_seconds']:.4f}",
             format_ratio(r["kernel_seconds"] + r["maximize_seconds"], r["ours_seconds"]),
             format_ratio(r["maximize_seconds"], r["ours_seconds"]),
             "yes" if r["agree"] else "NO",
             f"{r['max_gain_difference']:.1e}",
+            _gb(r["ours_peak_bytes"]),
+            _gb(r["submodlib_peak_bytes"]),
         ]
         for r in rows
     ]
     columns = [
         "pool",
         "N",
-        "ours lazy ms",
-        "submodlib kernel ms",
-        "submodlib maximize ms",
+        "ours s",
+        "submodlib kernel s",
+        "submodlib maximize s",
         "submodlib total/ours",
         "submodlib maximize/ours",
         "same selection",
         "max gain difference",
+        "ours peak GB",
+        "submodlib peak GB",
     ]
     print(markdown_table(columns, table))
     for size in sorted(set(sizes) - set(fits)):
         print(
-            f"submodlib stops before N = {size}: its dense N x N kernel would take "
-            f"{8 * size * size / 1e9:.1f} GB (--kernel-limit-gb {args.kernel_limit_gb:g})."
+            f"submodlib stops before N = {size}: its dense N x N kernel and copies would take "
+            f"about {SUBMODLIB_BYTES_PER_ENTRY * size * size / 1e9:.1f} GB "
+            f"(--kernel-limit-gb {args.kernel_limit_gb:g})."
         )
     print()
     return rows
@@ -973,8 +1164,12 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     }
     print_header(head, f"lam {args.lam:g}", "float64", f"seed {args.seed}")
     print()
-    if args.only_scale:
-        result = {"header": own_header, "scale": _table_of_scale(args)}
+    if args.only_scale or args.only_submodlib:
+        result: dict[str, Any] = {"header": own_header}
+        if args.only_submodlib:
+            result["submodlib"] = _table_against_submodlib(args)
+        if args.only_scale:
+            result["scale"] = _table_of_scale(args)
         if args.json:
             write_json(args.json, head, result)
         return result

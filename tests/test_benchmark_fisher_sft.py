@@ -18,7 +18,7 @@ TINY = ["--pool-sizes", "30", "50", "--tokens", "3", "--dim", "6", "--budget", "
 TINY += ["--repeats", "1", "--baseline-seeds", "3"]
 TINY += ["--widths", "12", "--width-pool-size", "40", "--width-tokens", "3"]
 TINY += ["--width-budget", "6", "--large-pool-sizes", "300", "--large-dim", "16"]
-TINY += ["--large-tokens", "3", "--large-budget", "20"]
+TINY += ["--large-tokens", "3", "--large-budget", "20", "--submodlib-sizes", "30", "50"]
 
 
 def _has_submodlib() -> bool:
@@ -148,6 +148,20 @@ def test_submodlib_selection_equals_mean_pooled_greedy(results):
     assert row["agree"] and row["max_gain_difference"] < 1e-5
 
 
+def test_submodlib_table_alone_runs_each_size_in_a_fresh_process_and_stops_past_its_limit():
+    if not _has_submodlib():
+        pytest.skip("submodlib (submodlib-py) is not installed")
+    args = ["--only-submodlib", "--submodlib-sizes", "40", "300", "--tokens", "3", "--dim", "6"]
+    args += ["--budget", "10", "--repeats", "1", "--kernel-limit-gb", "1e-3"]
+    results = bench.main(args)
+    assert set(results) == {"header", "submodlib"}
+    (row,) = results["submodlib"]  # 300: 56 * 300^2 bytes > 1 MB, reported as not run
+    assert row["pool_size"] == 40 and row["budget"] == 10 and row["agree"]
+    assert row["ours_indices"] == row["submodlib_indices"]
+    if sys.platform == "linux":
+        assert row["ours_peak_bytes"] is not None and row["submodlib_peak_bytes"] is not None
+
+
 def test_scale_pool_is_sketched_chunk_by_chunk_and_extends():
     sketch = bench.FeatureSketch(8, seed=1)
     small = bench.sketched_scale_pool(28, sketch, dim=32, rank=6, chunk=7, seed=2)
@@ -167,6 +181,27 @@ def test_scale_table_runs_in_a_fresh_process_per_size():
         assert row[key] > 0
     assert 0.5 < row["two_round_ratio"] <= 1 + 1e-9
     assert 0 <= row["overlap"] <= row["budget"]
+    # the sketch's error, on the same pool with its noise drawn d wide
+    assert row["exact"] and row["exact_seconds"] > 0
+    assert row["random_fraction"] < row["sketch_fraction"] <= 1 + 1e-9
+    assert 0 <= row["sketch_common_picks"] <= row["budget"]
+
+
+def test_the_wide_pool_is_the_sketched_pool_before_the_sketch(monkeypatch):
+    monkeypatch.setattr(bench, "SCALE_NOISE", 0.0)  # the noise is drawn differently; drop it
+    sketch = bench.FeatureSketch(8, seed=1)
+    options = {"dim": 32, "rank": 6, "chunk": 7, "seed": 2}
+    wide = bench.wide_scale_pool(20, **options)
+    assert wide.dim == 32 and wide.values.dtype == torch.float32
+    sketched = bench.sketched_scale_pool(20, sketch, **options)
+    torch.testing.assert_close(bench.sketch_features(wide, sketch).values, sketched.values)
+
+
+def test_gain_over_empty_is_the_log_det_objective_less_its_empty_value():
+    pool = bench.realistic_pool(30, 3, 5, seed=4)
+    indices = [3, 17, 4, 29]
+    expected = log_det_objective(pool, indices, 0.7) - 5 * math.log(0.7)
+    assert bench.gain_over_empty(pool, indices, 0.7) == pytest.approx(expected, abs=1e-10)
 
 
 def test_scale_cell_past_its_limit_is_reported_stopped():

@@ -85,7 +85,10 @@ def test_lazy_greedy_returns_the_naive_greedy_selection(seed, pooling):
     lazy = fisher_greedy_select(pool, 20, method="lazy", pooling=pooling)
     assert lazy.indices == naive.indices
     torch.testing.assert_close(torch.tensor(lazy.gains), torch.tensor(naive.gains))
-    assert lazy.evaluations < naive.evaluations
+    if pooling == "none":
+        assert lazy.evaluations < naive.evaluations
+    else:  # one row per example: the rank-one greedy updates every gain (test_rank_one.py)
+        assert lazy.evaluations == naive.evaluations
 
 
 @pytest.mark.parametrize("lazy_batch", [1, 5, 64])
