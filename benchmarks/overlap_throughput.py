@@ -9,15 +9,15 @@ corpus. Counting at ``n = --n``:
 
 - ``fast (end to end)``:
   :func:`~lightning_info.methods.train_test_overlap.functional.compute_overlap` with
-  ``n_values=()`` in one thread: tokenisation and id mapping of whole chunks without a Python
-  string per token (:mod:`~lightning_info.methods.train_test_overlap.encoding`), hashing,
+  ``n_values=()`` in one thread: tokenisation of whole chunks into exact token keys without a
+  Python string per token (:mod:`~lightning_info.methods.train_test_overlap.encoding`), hashing,
   matching, verification and metrics;
 - ``fast, k threads (end to end)``: the same with ``threads=--threads`` (numpy releases the
   GIL; the naive version is single-threaded, so compare it with the row above);
 - ``token by token (end to end)``: the same with HELM's tokenizer passed as a callable, so every
   document is tokenised into Python strings and mapped to ids one token at a time;
 - ``fast (match only)``: the same counting on token ids prepared beforehand (one
-  ``NgramIndex.count`` call per chunk): numpy rolling ``uint64`` hash + ``searchsorted`` +
+  ``NgramIndex.count`` call per chunk): numpy ``uint64`` hash by doubling + ``HashTable`` +
   exact verification;
 - ``naive tuples``: tokenise, slide a window of Python tuples over each document and look it up
   in a ``dict`` of the test n-grams (the obvious implementation, HELM's own approach);
@@ -35,6 +35,16 @@ held before it (``VmHWM`` after resetting it, Linux): the same at every size if 
 by a chunk. With ``--num-proc`` the largest file is also saved as a ``datasets`` dataset and
 scanned by ``datasets.map`` in that many processes.
 
+Dask (``--dask-gb``): a JSON-lines corpus of that many GB is written under ``--stream-dir``
+(files of ``--dask-file-mb`` MB, each line from one of several blocks of the corpus shuffled with
+their own seeds, written over and over: it can be larger than the machine's memory) and counted
+by :func:`~lightning_info.methods.train_test_overlap.sharded.overlap_with_dask` on a
+``distributed.LocalCluster`` of each of ``--dask-workers`` worker processes (one thread each):
+``dask.bag.read_text(files, blocksize=--dask-blocksize)``, each partition's lines parsed as one
+JSON array (``json_lines_texts``). The table gives the time, MB/s, tokens/s and the peak resident
+memory of each worker process (its ``VmHWM``); every worker count must give the same report
+(checked). The corpus is deleted afterwards.
+
 Here ``--threads`` is the thread count of the threaded row (default 2), not torch's: no torch
 kernel runs. ``--quick``: 200k tokens, one repeat. ``--json PATH`` also writes the results with
 the header (``benchmarks/harness.py``).
@@ -44,17 +54,29 @@ Usage::
     python benchmarks/overlap_throughput.py [--quick] [--tokens 2500000] [--n 13]
         [--instances 500] [--perturb 0.05] [--repeats 3] [--seed 0] [--threads 2]
         [--stream-mb 100 1000] [--num-proc 2] [--stream-dir DIR] [--json PATH]
+        [--dask-gb 26] [--dask-workers 1 2] [--dask-blocksize 64MB] [--dask-file-mb 1000]
 """
 
 from __future__ import annotations
 
 import json
 import random
+import shutil
 import tempfile
+import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
-from harness import benchmark_parser, header, median_time, peak_memory, print_header, write_json
+from harness import (
+    benchmark_parser,
+    header,
+    median_time,
+    peak_memory,
+    print_header,
+    timed,
+    write_json,
+)
 
 from lightning_info.core.logging import markdown_table
 from lightning_info.lm.corpus import stdlib_docstrings
@@ -206,6 +228,121 @@ def _scan(name: str, megabytes: float, documents: int, seconds: float, extra) ->
     }
 
 
+def write_dask_corpus(folder: Path, corpus: list[str], gigabytes: float, file_mb: float, seed: int):
+    """JSON-lines files of ``file_mb`` MB holding ``gigabytes`` GB in all: four blocks (the corpus
+    shuffled with their own seeds) written one after the other, over and over. Returns the files
+    and the number of documents."""
+    blocks = []
+    for k in range(4):
+        order = list(corpus)
+        random.Random(seed + k).shuffle(order)
+        blocks.append("".join(json.dumps({"text": text}) + "\n" for text in order).encode())
+    documents_per_block = len(corpus)
+    target, written, documents, files = gigabytes * 1e9, 0, 0, []
+    while written < target:
+        path = folder / f"part-{len(files):05d}.jsonl"
+        size, k = 0, 0
+        with path.open("wb") as handle:
+            while size < file_mb * 1e6 and written + size < target:
+                block = blocks[(len(files) + k) % len(blocks)]
+                handle.write(block)
+                size += len(block)
+                documents += documents_per_block
+                k += 1
+        written += size
+        files.append(path)
+    return files, documents
+
+
+def _peak_gb(status: str) -> float | None:
+    """The peak resident memory (``VmHWM``) in GB from a ``/proc/<pid>/status`` text."""
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024 / 1e9
+    return None
+
+
+def dask_table(args, instances, corpus) -> list[dict]:
+    """Count a JSON-lines corpus of ``--dask-gb`` GB with ``overlap_with_dask`` on a
+    ``LocalCluster`` of each of ``--dask-workers`` worker processes; one dict per run."""
+    import dask.bag
+    from distributed import Client, LocalCluster
+
+    from lightning_info.methods.train_test_overlap.sharded import (
+        json_lines_texts,
+        overlap_with_dask,
+    )
+
+    folder = Path(tempfile.mkdtemp(prefix="overlap_dask_", dir=args.stream_dir))
+    runs, rows, reports = [], [], []
+    try:
+        start = time.perf_counter()
+        files, documents = write_dask_corpus(
+            folder, corpus, args.dask_gb, args.dask_file_mb, args.seed
+        )
+        size = sum(f.stat().st_size for f in files) / 1e6
+        print(
+            f"\nDask corpus: {len(files)} JSON-lines files, {size / 1e3:.2f} GB, {documents} "
+            f"documents, written in {time.perf_counter() - start:.1f} s"
+        )
+        options = OverlapOptions(n=args.n, n_values=(), chunk_size=2000)
+        for workers in args.dask_workers:
+            with (
+                LocalCluster(
+                    n_workers=workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=":0",
+                ) as cluster,
+                Client(cluster) as client,
+            ):
+                bag = dask.bag.read_text(
+                    [str(f) for f in files], blocksize=args.dask_blocksize
+                ).map_partitions(json_lines_texts)
+                seconds, report = timed(lambda b=bag: overlap_with_dask(instances, b, options))
+                status = client.run(partial(Path.read_text, Path("/proc/self/status")))
+                peaks = [p for p in map(_peak_gb, status.values()) if p is not None]
+                partitions = bag.npartitions
+            assert report.num_documents == documents, "the Dask scan missed documents"
+            reports.append(report)
+            peak = max(peaks) if peaks else None
+            runs.append(
+                {
+                    "workers": workers,
+                    "megabytes": size,
+                    "documents": documents,
+                    "tokens": report.num_tokens,
+                    "partitions": partitions,
+                    "seconds": seconds,
+                    "megabytes_per_second": size / seconds,
+                    "tokens_per_second": report.num_tokens / seconds,
+                    "peak_gb_per_worker": peak,
+                }
+            )
+            rows.append(
+                [
+                    workers,
+                    f"{size / 1e3:.2f}",
+                    partitions,
+                    f"{seconds:.1f}",
+                    f"{size / seconds:.1f}",
+                    f"{report.num_tokens / seconds / 1e6:.2f}",
+                    "n/a" if peak is None else f"{peak:.2f}",
+                ]
+            )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert all(r.rows == reports[0].rows for r in reports), "worker counts change the report"
+    print(
+        f"\noverlap_with_dask on a LocalCluster (one thread per worker process), "
+        f"blocksize {args.dask_blocksize}, {documents} documents, {reports[0].num_tokens} "
+        "tokens; peak resident memory of the largest worker\n"
+    )
+    columns = ["workers", "GB", "partitions", "seconds", "MB/s", "M tokens/s", "peak GB/worker"]
+    print(markdown_table(columns, rows))
+    return runs
+
+
 def main(argv: list[str] | None = None) -> dict[str, float]:
     """Run the measurements and print their tables; returns the throughput of each method."""
     parser = benchmark_parser(
@@ -223,6 +360,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--stream-mb", type=float, nargs="*", default=[], help="file sizes")
     parser.add_argument("--num-proc", type=int, default=0, help="datasets.map processes")
     parser.add_argument("--stream-dir", default=None, help="folder for the streamed files")
+    parser.add_argument("--dask-gb", type=float, default=0, help="Dask corpus size (GB)")
+    parser.add_argument("--dask-workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--dask-blocksize", default="64MB", help="dask.bag.read_text blocksize")
+    parser.add_argument("--dask-file-mb", type=float, default=1000, help="Dask corpus file size")
     args = parser.parse_args(argv)
     if args.quick:
         args.tokens, args.repeats = 200_000, 1
@@ -324,6 +465,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         f"{args.perturb:.0%} of words replaced; inputs shorter than n tokens cannot match)"
     )
     scans = streaming_table(args, instances, corpus) if args.stream_mb else []
+    dask_runs = dask_table(args, instances, corpus) if args.dask_gb else []
     rates = {name: rate for name, _, rate in rows}
     if args.json:
         write_json(
@@ -344,6 +486,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
                 ],
                 "input_overlap": dirty,
                 "streaming": scans,
+                "dask": dask_runs,
             },
         )
     return rates

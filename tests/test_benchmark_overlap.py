@@ -1,7 +1,10 @@
 """benchmarks/overlap_throughput.py at a toy size: every method's counts agree (the benchmark
-asserts it), and the streamed scans read every document from disk."""
+asserts it), the streamed scans read every document from disk, and the Dask scan of a corpus
+written to disk gives one report with one and with two worker processes."""
 
 from __future__ import annotations
+
+import pytest
 
 from tests.benchmark_scripts import load_script
 
@@ -17,3 +20,21 @@ def test_toy_run_agrees_across_methods_and_streams_from_disk(tmp_path, capsys):
     assert all(rate > 0 for rate in rates.values())
     printed = capsys.readouterr().out
     assert printed.count("stream JSON lines") == 2 and "datasets.map, 2 processes" in printed
+
+
+def test_toy_dask_scan_of_files_on_disk(tmp_path, capsys):
+    pytest.importorskip("distributed")
+    json_path = tmp_path / "overlap.json"
+    bench.main(
+        ["--tokens", "20000", "--instances", "30", "--repeats", "1", "--n", "8"]
+        + ["--dask-gb", "0.0008", "--dask-file-mb", "0.3", "--dask-blocksize", "100kB"]
+        + ["--dask-workers", "1", "2", "--stream-dir", str(tmp_path), "--json", str(json_path)]
+    )
+    printed = capsys.readouterr().out
+    assert "overlap_with_dask on a LocalCluster" in printed
+    import json
+
+    runs = json.loads(json_path.read_text())["dask"]
+    assert [run["workers"] for run in runs] == [1, 2]
+    assert runs[0]["documents"] == runs[1]["documents"] > 0 and runs[0]["partitions"] > 2
+    assert not any(p.name.startswith("overlap_dask_") for p in tmp_path.iterdir())  # deleted

@@ -1,33 +1,42 @@
-"""Token ids of training documents without one Python object per token.
+"""Token keys of training documents without one Python object per token.
 
 Scanning a corpus, almost all the time of the obvious implementation goes to tokenising each
 document into Python strings and mapping each string to an id. For the built-in tokenizers of
-:mod:`~lightning_info.methods.train_test_overlap.functional` this module does the same for a chunk
-of documents with a few C-level string operations and numpy, and gives the same ids exactly:
+:mod:`~lightning_info.methods.train_test_overlap.functional` this module gives every token of a
+chunk of documents an exact 64-bit *key* with a few C-level string operations and numpy, in the
+order and with the edge tokens of the token-by-token path:
 
-1. the chunk is joined with ``"\\x00"`` after every document (``str.lower`` of the joined text
-   equals the joined lowered documents: ``"\\x00"`` is neither cased nor case-ignorable, so no
-   context, final sigma included, crosses it). An ASCII chunk (the common case) is lowered by a
-   table lookup on its bytes, and its separators are found by a second lookup; the tables are
-   built from Python's own ``str.lower`` and the tokenizer's pattern, one entry per ASCII
-   character. Any other chunk is lowered once with ``str.lower``, has its punctuation deleted
-   with ``str.translate`` (``janitor``) and every run of separators replaced by ``"\\x01"`` with
-   one ``re.sub`` of the tokenizer's own pattern (HELM's ``[\\s<punctuation>]+``, or ``\\s+`` for
-   the whitespace splits: CPython's ``\\s`` and ``str.split()`` share one whitespace test).
-2. In the UTF-8 bytes (``0x00`` and ``0x01`` never occur inside a multi-byte character) the tokens
-   are the maximal runs of non-separator bytes within a document; ``default`` adds the empty
-   tokens HELM's ``re.split`` keeps at the edges of a document (one before a document that is
-   empty or starts with a separator, one after a non-empty document that ends with one),
-   ``light`` and ``janitor`` have none, as ``str.split()``.
-3. Each token gets a 64-bit key: a token of at most 8 bytes *is* its key (its bytes read as one
-   little-endian ``uint64`` from an unaligned view of the buffer, the bytes past its end masked to
-   zero: exact, no collision possible); a longer token gets a polynomial hash of its 8-byte words,
-   tagged (low byte 0, top bit 1) so it never equals a short token's key. Keys are looked up in a
-   :class:`HashTable` of the test vocabulary, and every hit of a long token is **verified word by
-   word** against the test token: a hash collision can never give a token a wrong id.
+1. The documents are joined with a mark ``"\\x00\\x01\\x00"`` before the first and after every
+   one (``str.lower`` of the joined text equals the joined lowered documents: neither mark
+   character is cased or case-ignorable, so no context, final sigma included, crosses it). An
+   ASCII chunk (the common case) is encoded and lowered, its separators turned into ``0x01`` and
+   its ``0x01`` marks into ``0xFF``, by one ``bytes.translate`` whose table is built from
+   Python's own ``str.lower`` and the tokenizer's pattern, one entry per ASCII character
+   (``janitor``'s punctuation is deleted by the same call). Any other chunk is lowered once with
+   ``str.lower``, has its punctuation deleted with ``str.translate`` (``janitor``) and every run
+   of separators replaced by ``"\\x01"`` with one ``re.sub`` of the tokenizer's own pattern
+   (HELM's ``[\\s<punctuation>]+``, or ``\\s+`` for the whitespace splits: CPython's ``\\s`` and
+   ``str.split()`` share one whitespace test), then marked the same way.
+2. In these bytes (``0x00``, ``0x01`` and ``0xFF`` never occur inside a UTF-8 character) the
+   delimiters are the ``0x00`` bytes and the runs of ``0x01``. ``default`` keeps every piece
+   between two delimiters, empty ones included: exactly HELM's ``re.split``, with its empty
+   tokens at the edges of a document, and one ``0xFF`` piece after each document. ``light`` and
+   ``janitor`` keep the non-empty pieces (the runs of other bytes), as ``str.split()``.
+3. Each piece gets a 64-bit key: a piece of at most 8 bytes *is* its key (its bytes read as one
+   little-endian ``uint64`` from an unaligned view of the buffer, the bytes past its end masked
+   to zero: exact, no collision possible; ``""`` is 0 and the end-of-document piece ``0xFF``,
+   which no token can be). A longer token gets a hash of its first and last 8-byte words (and of
+   the words between them past 16 bytes) and its length, tagged (low byte 0, top bit 1) so that
+   it never equals a short key. A long token whose key is the key of a test token is **verified
+   word by word** against it; one that differs gets the key 1, which no token has. Two tokens
+   with one key are then equal tokens, except two training tokens that are both no test token,
+   which no n-gram of the test set can tell apart.
 
-A chunk whose text contains ``"\\x00"`` or ``"\\x01"`` itself is encoded the plain way (those
-characters are not separators, so they would be taken for markers).
+:func:`encode_keys` returns the keys (what the n-gram counting uses: no table lookup per token at
+all); :func:`encode_chunk` maps them to the test vocabulary's ids with a :class:`HashTable`. A
+chunk whose text contains ``"\\x00"`` or ``"\\x01"`` itself is declined (``None``) and encoded
+the plain way by the caller (those characters are not separators, so they would be taken for
+marks).
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ from operator import not_
 import numpy as np
 
 DOCUMENT_END, SEPARATOR = "\x00", "\x01"
+_MARK = DOCUMENT_END + SEPARATOR + DOCUMENT_END  # before the first document and after each one
 _SEPARATOR_RUNS = {
     "default": re.compile(rf"[\s{re.escape(string.punctuation)}]+"),
     "light": re.compile(r"\s+"),
@@ -56,6 +66,9 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)  # odd: Fibonacci hashing's multiplier
 _BASE = np.uint64(0xC2B2AE3D27D4EB4F)  # odd
 _LONG_TAG = np.uint64(1 << 63)
 _LOW_BYTE = np.uint64(0xFF)
+END_KEY = np.uint64(0xFF)  # the key of the piece after each document: byte 0xFF is never UTF-8
+REJECTED_KEY = np.uint64(1)  # a long token whose hash claims a test token it is not
+_FOLD = np.uint64(29)
 
 
 class HashTable:
@@ -63,9 +76,10 @@ class HashTable:
 
     A direct-mapped table of ``2^b >= 8 x`` the number of keys: a key's bucket is the top ``b``
     bits of ``key * _MIX`` (Fibonacci hashing, so keys with structure, such as short tokens'
-    bytes, still spread). A key alone in its bucket is found with one gather and one comparison;
-    the keys of crowded buckets (about 6% of them) are kept sorted apart and bisected. An empty
-    bucket holds a key that maps elsewhere, so it never matches a query.
+    bytes, still spread). Each bucket holds one ``int32`` code: 0 when empty, ``1 + i`` when the
+    ``i``-th key is alone in it, -1 when it is crowded; a query is one gather of that code, and
+    only the few queries that land in an occupied bucket are compared with their key. The keys
+    of crowded buckets (about 6% of them) are kept sorted apart and bisected.
     """
 
     def __init__(self, keys: np.ndarray, values: np.ndarray) -> None:
@@ -76,15 +90,11 @@ class HashTable:
         self.shift = np.uint64(64 - bits)
         bucket = self._bucket(keys)
         population = np.bincount(bucket, minlength=1 << bits)
-        # bucket(0) == 0 and bucket(1) != 0 (``_MIX`` has its top bit set): neither can match a
-        # query in another bucket.
-        self.keys = np.zeros(1 << bits, dtype=np.uint64)
-        self.keys[0] = 1
-        self.values = np.zeros(1 << bits, dtype=np.int64)
         alone = population[bucket] == 1
-        self.keys[bucket[alone]] = keys[alone]
-        self.values[bucket[alone]] = values[alone]
-        self.crowded = population > 1
+        self.codes = np.zeros(1 << bits, dtype=np.int32)
+        self.codes[population > 1] = -1
+        self.keys, self.values = keys[alone], values[alone]
+        self.codes[bucket[alone]] = np.arange(1, self.keys.size + 1, dtype=np.int32)
         order = np.argsort(keys[~alone])
         self.crowded_keys, self.crowded_values = keys[~alone][order], values[~alone][order]
 
@@ -94,39 +104,30 @@ class HashTable:
 
     def find(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The positions of the queries that are keys (in no particular order) and their
-        values: for queries that mostly miss (n-gram windows)."""
+        values."""
         bucket = self._bucket(queries)
-        hit = self.keys[bucket] == queries
-        positions = np.flatnonzero(hit)
-        values = self.values[bucket[positions]]
-        crowded, found = self._crowded(queries, bucket, hit)
+        occupied = np.flatnonzero(self.codes[bucket])
+        code = self.codes[bucket[occupied]]
+        asked = queries[occupied]
+        alone = code > 0
+        slot = code[alone] - 1
+        hit = self.keys[slot] == asked[alone]
+        positions, values = occupied[alone][hit], self.values[slot[hit]]
+        crowded = np.flatnonzero(~alone)
         if crowded.size:
-            positions = np.concatenate([positions, crowded])
-            values = np.concatenate([values, found])
+            where = np.searchsorted(self.crowded_keys, asked[crowded])
+            where[where == self.crowded_keys.size] = 0
+            found = self.crowded_keys[where] == asked[crowded]
+            positions = np.concatenate([positions, occupied[crowded[found]]])
+            values = np.concatenate([values, self.crowded_values[where[found]]])
         return positions, values
 
     def get(self, queries: np.ndarray, missing: int = 0) -> np.ndarray:
-        """The value of every query (``missing`` where it is not a key): for queries that
-        mostly hit (tokens)."""
-        bucket = self._bucket(queries)
-        hit = self.keys[bucket] == queries
-        out = np.where(hit, self.values[bucket], np.int64(missing))
-        crowded, found = self._crowded(queries, bucket, hit)
-        out[crowded] = found
+        """The value of every query (``missing`` where it is not a key)."""
+        out = np.full(np.shape(queries), missing, dtype=np.int64)
+        positions, values = self.find(queries)
+        out[positions] = values
         return out
-
-    def _crowded(
-        self, queries: np.ndarray, bucket: np.ndarray, hit: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The positions of the queries found among the keys of crowded buckets, and their
-        values."""
-        crowded = np.flatnonzero(self.crowded[bucket] & ~hit)
-        if crowded.size == 0:
-            return crowded, crowded
-        where = np.searchsorted(self.crowded_keys, queries[crowded])
-        where[where == self.crowded_keys.size] = 0
-        found = self.crowded_keys[where] == queries[crowded]
-        return crowded[found], self.crowded_values[where[found]]
 
 
 def _byte_words(data: np.ndarray) -> np.ndarray:
@@ -135,79 +136,146 @@ def _byte_words(data: np.ndarray) -> np.ndarray:
     return np.ndarray((data.size - WORD + 1,), dtype="<u8", buffer=data, strides=(1,))
 
 
-def _long_words(
+def _middle_words(
     words: np.ndarray, starts: np.ndarray, lengths: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The 8-byte words of the tokens ``[s, s + length)``, ragged: ``(owner, k, word)`` with
-    the bytes past each token's end masked to zero."""
-    count = (lengths + WORD - 1) // WORD
+    """The whole 8-byte words between the first and the last word of the tokens
+    ``[s, s + length)``, ragged: ``(owner, k, word)``, the ``k``-th word (from 1) at byte
+    ``s + 8 k``; the first, middle and last words cover the token."""
+    count = np.maximum((lengths - WORD - 1) // WORD, 0)
     owner = np.repeat(np.arange(starts.size), count)
-    k = np.arange(owner.size) - np.repeat(np.cumsum(count) - count, count)
-    remaining = np.minimum(lengths[owner] - WORD * k, WORD)
-    return owner, k, words[starts[owner] + WORD * k] & _MASKS[remaining]
+    k = 1 + np.arange(owner.size) - np.repeat(np.cumsum(count) - count, count)
+    return owner, k, words[starts[owner] + WORD * k]
 
 
-def _long_hashes(word: np.ndarray, k: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Tagged keys of long tokens from their words: ``(sum_k word_k * base^k xor length) * _MIX``
-    modulo ``2^64``, low byte cleared and top bit set."""
-    powers = np.cumprod(np.full(int(k.max()) + 1, _BASE, dtype=np.uint64), dtype=np.uint64)
+def _middle_hashes(owner: np.ndarray, k: np.ndarray, word: np.ndarray, size: int) -> np.ndarray:
+    """Per token, ``sum_k word_k * _BASE^k`` over its middle words (0 without any)."""
+    out = np.zeros(size, dtype=np.uint64)
+    if owner.size:
+        powers = np.cumprod(np.full(int(k.max()) + 1, _BASE, dtype=np.uint64), dtype=np.uint64)
+        np.add.at(out, owner, word * powers[k])
+    return out
+
+
+def _long_hashes(first: np.ndarray, last: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Tagged keys of long tokens from their first and last words (the middle words already
+    folded into ``first``) and their lengths: low byte cleared, top bit set."""
     with np.errstate(over="ignore"):
-        hashes = np.add.reduceat(word * powers[k], np.flatnonzero(k == 0), dtype=np.uint64)
-        hashes = (hashes ^ lengths.astype(np.uint64)) * _MIX
+        hashes = (first * _BASE + last) ^ lengths.astype(np.uint64)
+        hashes *= _MIX
+    hashes ^= hashes >> np.uint64(32)
     return (hashes & ~_LOW_BYTE) | _LONG_TAG
 
 
 def _token_keys(
     words: np.ndarray, starts: np.ndarray, lengths: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Every token's key (step 3 of the module docstring), the positions of the long tokens and
-    their words (for the verification)."""
-    keys = words[starts] & _MASKS[np.minimum(lengths, WORD)]
+) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, tuple]]:
+    """Every token's key (step 3 of the module docstring, before the verification), the
+    positions of the long tokens, and their first words, last words and middle words."""
+    keys = words[starts]
+    keys &= _MASKS[np.minimum(lengths, WORD)]
     long = np.flatnonzero(lengths > WORD)
-    owner, k, word = _long_words(words, starts[long], lengths[long])
-    if long.size:
-        keys[long] = _long_hashes(word, k, lengths[long])
-    return keys, long, (owner, k, word)
+    if long.size == 0:
+        none = np.empty(0, np.int64)
+        return keys, long, (keys[long], keys[long], (none, none, keys[long]))
+    long_starts, long_lengths = starts[long], lengths[long]
+    first = keys[long]
+    last = words[long_starts + long_lengths - WORD]
+    middle = _middle_words(words, long_starts, long_lengths)
+    folded = first
+    if middle[0].size:
+        with np.errstate(over="ignore"):
+            folded = first ^ (_middle_hashes(*middle, long.size) * _MIX)
+    keys[long] = _long_hashes(folded, last, long_lengths)
+    return keys, long, (first, last, middle)
 
 
-def _ascii_table(tokenizer: str) -> np.ndarray:
-    """Per ASCII byte, from Python's own string methods and the tokenizer's pattern, what step 1
-    makes of it: ``0x01`` for a separator, ``0xFF`` for a character ``janitor`` deletes (its
-    punctuation), else its lower case (the document end ``0x00`` stays ``0x00``)."""
+def fold_keys(keys: np.ndarray) -> np.ndarray:
+    """``key ^ (key >> 29)`` in place (a bijection, so equal results mean equal keys): brings
+    the differences of two short tokens in their high bytes down to low bits, which the
+    polynomial n-gram hash needs (it is blind to differences in high bits only). Keys below
+    ``2^29`` (``""``, the end-of-document piece, the rejected key) are left as they are."""
+    shifted = np.right_shift(keys, _FOLD)
+    np.bitwise_xor(keys, shifted, out=keys)
+    return keys
+
+
+def _translation(tokenizer: str) -> tuple[bytes, bytes]:
+    """The ``bytes.translate`` table and deleted bytes of an ASCII chunk, from Python's own
+    string methods and the tokenizer's pattern: ``0x00`` stays (a delimiter), the ``0x01`` of
+    the mark becomes ``0xFF``, a separator becomes ``0x01``, ``janitor`` deletes its
+    punctuation, any other character becomes its lower case (``light``: itself)."""
     pattern = _SEPARATOR_RUNS[tokenizer]
-    table = np.zeros(128, dtype=np.uint8)
-    for code in range(1, 128):
+    table, delete = bytearray(range(256)), bytearray()
+    table[1] = 0xFF
+    for code in range(2, 128):
         char = chr(code)
         if tokenizer == "janitor" and char in string.punctuation:
-            table[code] = 0xFF
-        elif pattern.fullmatch(char) or char == SEPARATOR:
+            delete.append(code)
+        elif pattern.fullmatch(char):
             table[code] = 1
         else:
             table[code] = ord(char if tokenizer == "light" else char.lower())
-    return table
+    return bytes(table), bytes(delete)
 
 
-_ASCII = {name: _ascii_table(name) for name in _SEPARATOR_RUNS}
+_ASCII = {name: _translation(name) for name in _SEPARATOR_RUNS}
 
 
-def _chunk_bytes(text: str, tokenizer: str) -> np.ndarray:
-    """Step 1: the chunk's bytes after a leading ``0x01``, lowered, ``janitor``'s punctuation
-    deleted, separators ``0x01`` (one per run at least), ``WORD`` zero bytes of padding at the
-    end."""
-    if text.isascii():
-        data = _ASCII[tokenizer][np.frombuffer((SEPARATOR + text + _PADDING).encode(), np.uint8)]
-        return data[data != 0xFF] if tokenizer == "janitor" else data
+def _ascii_bytes(documents: list[str], tokenizer: str) -> np.ndarray | None:
+    """Step 1 for ASCII documents: the marked bytes, ``WORD`` zero bytes of padding at the end;
+    ``None`` when a document holds a mark character."""
+    text = _MARK.join(["", *documents, _PADDING])
+    count = len(documents) + 1
+    if text.count(SEPARATOR) != count or text.count(DOCUMENT_END) != 2 * count + WORD:
+        return None
+    table, delete = _ASCII[tokenizer]
+    return np.frombuffer(text.encode("ascii").translate(table, delete), dtype=np.uint8)
+
+
+def _unicode_bytes(documents: list[str], tokenizer: str) -> np.ndarray | None:
+    """Step 1 for any documents (``str.lower``, ``re.sub``): as :func:`_ascii_bytes`."""
+    text = DOCUMENT_END.join(documents) + DOCUMENT_END
+    if text.count(DOCUMENT_END) != len(documents) or SEPARATOR in text:
+        return None
     if tokenizer != "light":
         text = text.lower()
     if tokenizer == "janitor":
         text = text.translate(_PUNCT_TABLE)
     text = _SEPARATOR_RUNS[tokenizer].sub(SEPARATOR, text)
-    return np.frombuffer((SEPARATOR + text + _PADDING).encode("utf-8"), dtype=np.uint8)
+    mark = b"\x00\xff\x00"
+    data = mark + text.encode("utf-8").replace(b"\x00", mark) + _PADDING.encode()
+    return np.frombuffer(data, dtype=np.uint8)
+
+
+def _pieces(data: np.ndarray, keeps_empty: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Step 2: the start and length of every token and end-of-document piece of the marked
+    bytes, in order (the end-of-document piece before the first document left out)."""
+    marked = data[:-WORD]
+    if keeps_empty:
+        # A delimiter is a 0x00 byte or a run of 0x01; the pieces lie between two of them.
+        first = marked <= 1
+        run = marked == 1
+        inside = run[1:] & run[:-1]  # a 0x01 followed by another: one run
+        last = first.copy()
+        first[1:] ^= inside  # first byte of each delimiter
+        last[:-1] ^= inside  # last byte of each delimiter
+        starts = np.flatnonzero(last)[1:-1]
+        starts += 1
+        ends = np.flatnonzero(first)[2:]
+        ends -= starts
+        return starts, ends
+    # The runs of bytes other than 0x00 and 0x01 (the first is the leading 0xFF piece).
+    boundary = marked <= 1
+    changes = np.flatnonzero(boundary[1:] != boundary[:-1])
+    starts = changes[2::2] + 1
+    return starts, changes[3::2] - changes[2::2]
 
 
 class TokenTable:
-    """The test vocabulary (token -> id) of a built-in ``tokenizer`` as a :class:`HashTable` of
-    token keys, for :func:`encode_chunk`."""
+    """The test vocabulary (token -> id) of a built-in ``tokenizer``: the keys of its tokens
+    (:attr:`key_of_id`, folded; id 0 gets the end-of-document key), their words for verifying
+    long tokens, and a :class:`HashTable` from key to id for :func:`encode_chunk`."""
 
     def __init__(self, ids: dict[str, int], tokenizer: str) -> None:
         if tokenizer not in VECTORISED_TOKENIZERS:
@@ -217,93 +285,111 @@ class TokenTable:
         lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
         data = np.frombuffer(b"".join(encoded) + bytes(WORD), dtype=np.uint8)
         starts = np.cumsum(lengths) - lengths
-        keys, long, (_, k, word) = _token_keys(_byte_words(data), starts, lengths)
+        keys, long, (first, last, (owner, k, word)) = _token_keys(
+            _byte_words(data), starts, lengths
+        )
         values = np.fromiter(ids.values(), np.int64, len(ids))
         # Two long tokens of one hash would make one of them unreachable; with 64 bits a clash
         # within a test vocabulary is ~1e-10, and such a table declines every chunk.
         self.unique = bool(np.unique(keys).size == keys.size)
         self.index = HashTable(keys, values) if self.unique else None
-        # Per id: the length and first word of each long test token, for the verification.
         size = int(values.max(initial=0)) + 1
-        self.lengths = np.zeros(size, dtype=np.int64)
-        self.lengths[values] = lengths
-        self.word_start = np.zeros(size, dtype=np.int64)
-        self.word_start[values[long]] = np.flatnonzero(k == 0)
-        self.words = word
+        self.key_of_id = np.full(size, END_KEY, dtype=np.uint64)
+        self.key_of_id[values] = keys
+        fold_keys(self.key_of_id)
+        # The long test tokens, row by row: key -> row, and each row's length and words.
+        self.long = HashTable(keys[long], np.arange(long.size)) if self.unique else None
+        self.long_lengths, self.long_first, self.long_last = lengths[long], first, last
+        count = np.bincount(owner, minlength=long.size)
+        self.middle_start = np.cumsum(count) - count  # rows' middle words, in row order
+        self.middle_words = word
         self.empty_id = int(ids.get("", 0))
 
-    def lookup(self, words: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        """The id of every token ``[s, s + length)`` (0 where it is not a test token)."""
-        if self.lengths.size == 1 or starts.size == 0:
-            return np.zeros(starts.size, dtype=np.uint64)
-        keys, long, (owner, k, word) = _token_keys(words, starts, lengths)
-        out = self.index.get(keys).view(np.uint64)  # ids are >= 1, 0 for a miss
-        if long.size:
-            # Word-by-word check of the long tokens that hit, over their ragged words at once.
-            claimed = out[long].astype(np.int64)
-            hit = (claimed > 0) & (self.lengths[claimed] == lengths[long])
-            checked = hit[owner]
-            expected = self.words[self.word_start[claimed[owner[checked]]] + k[checked]]
-            wrong = np.bincount(owner[checked][word[checked] != expected], minlength=long.size)
-            out[long[~hit | (wrong > 0)]] = 0
-        return out
+    def verified_keys(
+        self, words: np.ndarray, starts: np.ndarray, lengths: np.ndarray
+    ) -> np.ndarray:
+        """Every token's key, a long token whose key claims a test token it is not given
+        ``REJECTED_KEY`` (not folded)."""
+        keys, long, (first, last, (owner, k, word)) = _token_keys(words, starts, lengths)
+        if long.size == 0 or self.long_lengths.size == 0:
+            return keys
+        position, row = self.long.find(keys[long])  # the long tokens that claim a test token
+        wrong = (
+            (self.long_lengths[row] != lengths[long[position]])
+            | (self.long_first[row] != first[position])
+            | (self.long_last[row] != last[position])
+        )
+        if owner.size:  # past 16 bytes: the middle words too, over their ragged words at once
+            claimed = np.full(long.size, -1, dtype=np.int64)
+            claimed[position[~wrong]] = row[~wrong]
+            checked = claimed[owner] >= 0
+            expected = self.middle_words[
+                self.middle_start[claimed[owner[checked]]] + k[checked] - 1
+            ]
+            differs = np.zeros(long.size, dtype=bool)
+            differs[owner[checked][word[checked] != expected]] = True
+            wrong |= differs[position]
+        keys[long[position[wrong]]] = REJECTED_KEY
+        return keys
 
 
-def encode_chunk(documents: list[str], table: TokenTable) -> tuple[np.ndarray, int] | None:
-    """Ids of ``documents`` as ``_Vocabulary.encode_documents`` gives them for the table's
-    tokenizer (every document's ids followed by a 0), and the number of tokens.
+def _groups(documents: list[str]) -> list[tuple[list[str], bool]]:
+    """The documents as one group if all are ASCII, else the ASCII ones then the others (in
+    their order), each with whether it is ASCII."""
+    try:
+        flags = list(map(str.isascii, documents))
+    except TypeError:
+        kinds = sorted({type(d).__name__ for d in documents if not isinstance(d, str)})
+        raise TypeError(f"training documents must be strings, got {', '.join(kinds)}.") from None
+    if all(flags):
+        return [(documents, True)] if documents else []
+    groups = []
+    for group, is_ascii in (
+        (list(compress(documents, flags)), True),
+        (list(compress(documents, map(not_, flags))), False),
+    ):
+        if group:
+            groups.append((group, is_ascii))
+    return groups
+
+
+def _raw_keys(documents: list[str], table: TokenTable) -> tuple[np.ndarray, int] | None:
+    """:func:`encode_keys` before the fold."""
+    if not table.unique:
+        return None
+    encoded, tokens = [], 0
+    for group, is_ascii in _groups(documents):
+        data = (_ascii_bytes if is_ascii else _unicode_bytes)(group, table.tokenizer)
+        if data is None:
+            return None
+        starts, lengths = _pieces(data, _KEEPS_EMPTY[table.tokenizer])
+        encoded.append(table.verified_keys(_byte_words(data), starts, lengths))
+        tokens += starts.size - len(group)
+    if not encoded:
+        return np.empty(0, np.uint64), 0
+    return (encoded[0] if len(encoded) == 1 else np.concatenate(encoded)), tokens
+
+
+def encode_keys(documents: list[str], table: TokenTable) -> tuple[np.ndarray, int] | None:
+    """The folded keys (:func:`fold_keys`) of every token of ``documents``, each document's
+    followed by the end-of-document key, and the number of tokens.
 
     A chunk of ASCII documents is encoded in one piece; otherwise the ASCII documents come first
     (in their order), then the others (in theirs): each group takes its own path, and since no
     n-gram crosses a document the counts do not depend on the order. Returns ``None`` when the
-    chunk cannot take this path (a marker character in its text, or a test vocabulary with two
+    chunk cannot take this path (a mark character in its text, or a test vocabulary with two
     tokens of one hash); the caller then encodes it the plain way.
     """
-    if not table.unique:
+    encoded = _raw_keys(documents, table)
+    return None if encoded is None else (fold_keys(encoded[0]), encoded[1])
+
+
+def encode_chunk(documents: list[str], table: TokenTable) -> tuple[np.ndarray, int] | None:
+    """Ids of ``documents`` as ``_Vocabulary.encode_documents`` gives them for the table's
+    tokenizer (every document's ids followed by a 0), and the number of tokens: the keys of
+    :func:`encode_keys` looked up in the test vocabulary (``None`` where it declines)."""
+    encoded = _raw_keys(documents, table)
+    if encoded is None:
         return None
-    text = DOCUMENT_END.join(documents) + DOCUMENT_END
-    if text.isascii():
-        groups = [(text, len(documents))]
-    else:
-        flags = list(map(str.isascii, documents))
-        groups = []
-        for group in (compress(documents, flags), compress(documents, map(not_, flags))):
-            group = list(group)
-            if group:
-                groups.append((DOCUMENT_END.join(group) + DOCUMENT_END, len(group)))
-    encoded = []
-    for group_text, count in groups:
-        if group_text.count(DOCUMENT_END) != count or SEPARATOR in group_text:
-            return None
-        encoded.append(_encode_text(group_text, count, table))
-    ids = np.concatenate([ids for ids, _ in encoded]) if encoded else np.empty(0, np.uint64)
-    return ids, sum(count for _, count in encoded)
-
-
-def _encode_text(text: str, documents: int, table: TokenTable) -> tuple[np.ndarray, int]:
-    """Steps 1-3 on the joined text of ``documents`` documents (all ASCII, or not)."""
-    data = _chunk_bytes(text, table.tokenizer)
-    # A token starts after each change from boundary (0x00, 0x01) to token bytes and ends at the
-    # next change back; the leading 0x01 and the padding make the changes alternate.
-    boundary = data <= 1
-    changes = np.flatnonzero(boundary[1:] != boundary[:-1]) + 1
-    starts, ends = changes[0::2], changes[1::2]
-    ids = table.lookup(_byte_words(data), starts, ends - starts)
-
-    doc_ends = np.flatnonzero(data[:-WORD] == 0)
-    doc_starts = np.concatenate([[1], doc_ends[:-1] + 1])
-    per_document = np.diff(np.searchsorted(starts, doc_ends), prepend=0)
-    if _KEEPS_EMPTY[table.tokenizer]:
-        before = boundary[doc_starts].astype(np.int64)
-        after = ((doc_ends > doc_starts) & boundary[doc_ends - 1]).astype(np.int64)
-    else:
-        before = after = np.zeros(documents, dtype=np.int64)
-    # Layout of each document: [empty edge token] its tokens [empty edge token] 0.
-    length = before + per_document + after + 1
-    offset = np.cumsum(length) - length
-    out = np.zeros(int(length.sum()), dtype=np.uint64)
-    first = np.cumsum(per_document) - per_document
-    out[np.arange(ids.size) + np.repeat(offset + before - first, per_document)] = ids
-    out[offset[before > 0]] = table.empty_id
-    out[(offset + before + per_document)[after > 0]] = table.empty_id
-    return out, int(ids.size + before.sum() + after.sum())
+    keys, tokens = encoded
+    return table.index.get(keys).view(np.uint64), tokens

@@ -26,14 +26,16 @@ train-test overlap", Algorithm 1), re-written for speed and exactness:
   two references were not indexed and count as unmatched. Parts shorter than ``n`` tokens have
   no n-gram and score 0 (HELM divides by zero there).
 
-Exactness. Tokens are mapped to integer ids from the *test* vocabulary (id 0 for every other
-token and between documents, so no window holding it can match). Each n-gram gets a 64-bit
-polynomial hash computed with numpy over ``uint64`` (wrap-around arithmetic); training windows are
-looked up among the hashes of the test n-grams (a ``HashTable``), and every
-candidate hit is then **verified token by token** against the test n-gram it claims to be, so a
-hash collision can never produce a false match. Distinct test n-grams with equal hashes are
-detected when the index is built and the hash base is redrawn. Counts are therefore exact: no
-Bloom filter, no false positives.
+Exactness. N-grams are sequences of 64-bit symbols: with a built-in tokenizer each token's exact
+key (``encoding.py``: a token of at most 8 bytes is its bytes, a longer one a hash verified word
+by word against the test token it claims to be), with a custom tokenizer its id in the *test*
+vocabulary (0 for every other token). A symbol that no test token has separates documents, so
+no window across two can match. Each n-gram gets a 64-bit polynomial hash computed with numpy
+over ``uint64`` (wrap-around arithmetic, by doubling); training windows are looked up among the
+hashes of the test n-grams (a ``HashTable``), and every candidate hit is then **verified symbol
+by symbol** against the test n-gram it claims to be, so a hash collision can never produce a
+false match. Distinct test n-grams with equal hashes are detected when the index is built and
+the hash base is redrawn. Counts are therefore exact: no Bloom filter, no false positives.
 
 Streaming. Training documents are read from any iterable (a list, a generator over files, a
 ``datasets.Dataset`` column) in chunks of ``chunk_size`` documents; memory is bounded by a few
@@ -59,7 +61,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import islice, repeat
 from multiprocessing import get_context
 from typing import Any
 
@@ -68,10 +70,11 @@ from tqdm.auto import tqdm
 
 from lightning_info.core.validation import require_int
 from lightning_info.methods.train_test_overlap.encoding import (
+    END_KEY,
     VECTORISED_TOKENIZERS,
     HashTable,
     TokenTable,
-    encode_chunk,
+    encode_keys,
 )
 from lightning_info.methods.train_test_overlap.report import OverlapReport
 
@@ -231,15 +234,39 @@ def check_overlap_options(options: OverlapOptions) -> OverlapOptions:
 
 
 def _windows_hash(ids: np.ndarray, n: int, base: np.uint64) -> np.ndarray:
-    """``h_i = sum_j ids[i + j] * base^(n - 1 - j) mod 2^64`` for every window of ``n`` ids."""
+    """``h_i = sum_j ids[i + j] * base^(n - 1 - j) mod 2^64`` for every window of ``n`` ids.
+
+    By doubling: the hashes of windows of ``2^k`` ids give those of ``2^(k+1)``
+    (``h_{a+b}(i) = h_a(i) * base^b + h_b(i + a)``, exact in wrap-around arithmetic), and the
+    binary digits of ``n`` are added from the largest, so about ``2 log2(n)`` passes over the ids
+    instead of ``2 n``."""
     count = ids.size - n + 1
     if count <= 0:
         return np.empty(0, dtype=np.uint64)
-    h = ids[:count].copy()
-    for j in range(1, n):  # in place: wraps modulo 2^64
-        np.multiply(h, base, out=h)
-        np.add(h, ids[j : j + count], out=h)
+    ids = np.asarray(ids, dtype=np.uint64)
+    powers = [ids]  # powers[k]: hashes of the windows of 2^k ids
+    while 2 ** len(powers) <= n:
+        width, previous = 2 ** (len(powers) - 1), powers[-1]
+        size = previous.size - width
+        h = np.multiply(previous[:size], _power(base, width))
+        h += previous[width : width + size]
+        powers.append(h)
+    h, width = None, 0  # the windows of the largest binary digits of n summed so far
+    for k in range(len(powers) - 1, -1, -1):
+        step = 2**k
+        if not n & step:
+            continue
+        if h is None:  # the hashes of 2^k ids are ours to overwrite, except the ids themselves
+            h, width = (powers[k][:count] if k else ids[:count].copy()), step
+            continue
+        np.multiply(h, _power(base, step), out=h)
+        h += powers[k][width : width + count]
+        width += step
     return h
+
+
+def _power(base: np.uint64, exponent: int) -> np.uint64:
+    return np.uint64(pow(int(base), exponent, 1 << 64))
 
 
 def _all_windows(sequences: Sequence[np.ndarray], n: int) -> np.ndarray:
@@ -259,9 +286,10 @@ def _all_windows(sequences: Sequence[np.ndarray], n: int) -> np.ndarray:
 
 
 class NgramIndex:
-    """The distinct n-grams of a set of token-id sequences, to be counted in training text.
+    """The distinct n-grams of a set of symbol sequences (``uint64`` token ids or keys), to be
+    counted in training text.
 
-    ``grams[k]`` is the k-th distinct n-gram (token ids), ``hashes`` their sorted 64-bit hashes
+    ``grams[k]`` is the k-th distinct n-gram (its symbols), ``hashes`` their sorted 64-bit hashes
     (distinct by construction); :meth:`count` gives each one's occurrences in a token sequence.
     """
 
@@ -279,6 +307,8 @@ class NgramIndex:
         else:
             raise RuntimeError("distinct test n-grams kept sharing a 64-bit hash; report this bug.")
         self._lookup = HashTable(self.hashes, np.arange(self.hashes.size))
+        # Each n-gram as one opaque item of 8 n bytes: a window is verified by one comparison.
+        self._items = np.ascontiguousarray(self.grams, dtype=np.uint64).view(f"V{8 * n}")[:, 0]
 
     def __len__(self) -> int:
         return len(self.grams)
@@ -289,8 +319,9 @@ class NgramIndex:
         if h.size == 0 or len(self) == 0:
             return np.empty(0, np.int64), np.empty(0, np.int64)
         candidates, slot = self._lookup.find(h)
-        windows = np.lib.stride_tricks.sliding_window_view(ids, self.n)[candidates]
-        exact = (windows == self.grams[slot]).all(axis=1)  # rule out hash collisions
+        ids = np.ascontiguousarray(ids, dtype=np.uint64)
+        windows = np.ndarray(h.shape, dtype=self._items.dtype, buffer=ids, strides=(8,))
+        exact = windows[candidates] == self._items[slot]  # rule out hash collisions
         return candidates[exact], slot[exact]
 
     def count(self, ids: np.ndarray) -> np.ndarray:
@@ -310,7 +341,7 @@ def token_overlap(counts: Sequence[int], n: int, max_frequency: int = 0) -> tupl
     if len(counts) == 0:
         return 0.0, 0.0
     covered, weighted, weight, budget = 0, 0.0, 0, 0
-    for c in np.asarray(counts).tolist():
+    for c in counts if isinstance(counts, list) else np.asarray(counts).tolist():
         if c != 0 and (max_frequency == 0 or c <= max_frequency or 0 < weight <= max_frequency):
             budget = n
             weight = min(c, weight) if weight > 0 else c
@@ -331,7 +362,8 @@ def token_overlap(counts: Sequence[int], n: int, max_frequency: int = 0) -> tupl
 
 def ngram_metrics(counts: Sequence[int], n: int, max_frequency: int = 0) -> dict[str, float]:
     """Binary, Jaccard and token overlap (HELM) of one part from the counts of its n-grams."""
-    c = np.asarray(counts, dtype=np.int64).tolist()  # a part is short: Python beats numpy calls
+    # a part is short: Python beats numpy calls
+    c = counts if isinstance(counts, list) else np.asarray(counts, dtype=np.int64).tolist()
     valid = [x for x in c if x > 0 and (max_frequency == 0 or x <= max_frequency)]
     total = len(c)
     token, token_weighted = token_overlap(c, n, max_frequency)
@@ -352,9 +384,9 @@ class _Vocabulary:
 
     def add(self, tokens: list[str]) -> np.ndarray:
         ids = self.ids
-        return np.fromiter(
-            (ids.setdefault(t, len(ids) + 1) for t in tokens), np.uint64, len(tokens)
-        )
+        new = [t for t in dict.fromkeys(tokens) if t not in ids]  # in order of first appearance
+        ids.update(zip(new, range(len(ids) + 1, len(ids) + 1 + len(new))))
+        return np.fromiter(map(ids.__getitem__, tokens), np.uint64, len(tokens))
 
     def encode_documents(self, documents: Sequence[list[str]]) -> np.ndarray:
         """All documents' ids in one array, each followed by a 0 so n-grams never span two."""
@@ -375,15 +407,14 @@ def reject_bare_text(value: Any, name: str) -> None:
 
 
 def _chunks(documents: Iterable[str], size: int) -> Iterator[list[str]]:
-    chunk: list[str] = []
-    for document in documents:
-        if not isinstance(document, str):
-            raise TypeError(f"training documents must be strings, got {type(document).__name__}.")
-        chunk.append(document)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
+    """``documents`` in lists of ``size`` (the last one shorter); their type is checked where
+    they are counted."""
+    if isinstance(documents, list):
+        for start in range(0, len(documents), size):
+            yield documents[start : start + size]
+        return
+    iterator = iter(documents)
+    while chunk := list(islice(iterator, size)):
         yield chunk
 
 
@@ -444,33 +475,53 @@ class OverlapIndex:
         if len(set(keys)) != len(keys):
             raise ValueError("test instance ids must be unique within a benchmark.")
         self.instances = instances
+        tokenize, texts = self.tokenize, []
+        for instance in instances:  # per instance: input, references, joined references
+            texts += [instance.input, *instance.references, " ".join(instance.references)]
+        tokens = [tokenize(text) for text in texts]
         self.vocab = _Vocabulary()
-        self.parts = []  # per instance: input ids, [reference ids], joined-reference ids
+        ids = self.vocab.add([token for part in tokens for token in part])
+        # The n-grams are counted over symbols: the tokens' exact keys with a built-in
+        # tokenizer (``encode_keys``; no id lookup per training token), else the ids.
+        name = _VECTORISED.get(tokenize)
+        table = TokenTable(self.vocab.ids, name) if name is not None else None
+        self.table = table if table is not None and table.unique else None
+        symbols = ids if self.table is None else self.table.key_of_id[ids]
+        self.separator = np.uint64(0 if self.table is None else END_KEY)  # in no n-gram
+        ends = np.cumsum(np.fromiter(map(len, tokens), np.int64, len(tokens))).tolist()
+        pieces = [symbols[start:end] for start, end in zip([0, *ends], ends)]
+        self.parts = []  # per instance: input, [references], joined references (symbols)
+        at = 0
         for instance in instances:
-            refs = [self.vocab.add(self.tokenize(r)) for r in instance.references]
-            joined = self.vocab.add(self.tokenize(" ".join(instance.references)))
-            self.parts.append((self.vocab.add(self.tokenize(instance.input)), refs, joined))
+            count = len(instance.references)
+            self.parts.append((pieces[at], pieces[at + 1 : at + 1 + count], pieces[at + 1 + count]))
+            at += count + 2
         self.indexes = []
         for m in self.n_values:
             sequences = []
             for inp, refs, _ in self.parts:
                 sequences += [inp, *refs, *_intersections(m, inp, refs)]
             self.indexes.append(NgramIndex(sequences, m))
-        name = _VECTORISED.get(self.tokenize)
-        self.table = TokenTable(self.vocab.ids, name) if name is not None else None
 
     def count_chunk(self, documents: list[str]) -> ChunkCounts:
         """Exact counts of every indexed n-gram in ``documents``.
 
-        With a built-in tokenizer the chunk is encoded by :func:`encode_chunk`, without a Python
-        string per token; otherwise, or when that path declines the chunk, token by token.
+        With a built-in tokenizer the chunk is encoded by :func:`encode_keys` (every token's
+        exact key, without a Python string per token); otherwise, or when that path declines
+        the chunk, token by token.
         """
-        encoded = encode_chunk(documents, self.table) if self.table is not None else None
+        encoded = encode_keys(documents, self.table) if self.table is not None else None
         if encoded is None:
+            if not all(map(isinstance, documents, repeat(str))):
+                kinds = sorted({type(d).__name__ for d in documents if not isinstance(d, str)})
+                raise TypeError(f"training documents must be strings, got {', '.join(kinds)}.")
             tokens = [self.tokenize(d) for d in documents]
-            encoded = self.vocab.encode_documents(tokens), sum(map(len, tokens))
-        ids, num_tokens = encoded
-        return ChunkCounts([index.count(ids) for index in self.indexes], len(documents), num_tokens)
+            ids = self.vocab.encode_documents(tokens)
+            symbols = ids if self.table is None else self.table.key_of_id[ids]
+            encoded = symbols, sum(map(len, tokens))
+        symbols, num_tokens = encoded
+        counts = [index.count(symbols) for index in self.indexes]
+        return ChunkCounts(counts, len(documents), num_tokens)
 
     def empty_counts(self) -> ChunkCounts:
         return ChunkCounts([np.zeros(len(index), np.int64) for index in self.indexes], 0, 0)
@@ -484,33 +535,46 @@ class OverlapIndex:
         report = OverlapReport(
             n, self.n_values, self.tokenizer_name, max_frequency, total.documents, total.tokens
         )
-        per_index = []  # per n: for each instance, the index slot of every window of each part
-        for m, index in zip(self.n_values, indexes):
+        # Per n, every part's windows in one array: each window's slot (-1: not indexed).
+        per_index = []  # per n: window counts (0 where not indexed), parts' window ranges, any hit
+        for m, index, count in zip(self.n_values, indexes, counts):
             sequences = [
-                [inp, joined, *refs, *_intersections(m, inp, refs)]
+                seq
                 for inp, refs, joined in self.parts
+                for seq in (inp, joined, *refs, *_intersections(m, inp, refs))
             ]
-            flat = _slots(index, [seq for group in sequences for seq in group])
-            per_index.append([[next(flat) for _ in group] for group in sequences])
+            slots, starts, sizes = _slot_array(index, sequences, self.separator)
+            window_counts = np.append(count, 0)[slots]  # slot -1 reads the appended 0
+            seen = np.concatenate([[0], np.cumsum(window_counts > 0)])
+            hit = (seen[starts + sizes] > seen[starts]).tolist()
+            per_index.append((window_counts, starts.tolist(), sizes.tolist(), slots, hit))
         main = self.n_values.index(n)
-        for k, (instance, (_, refs, _)) in enumerate(zip(self.instances, self.parts)):
+        window_counts, starts, sizes, slots, _ = per_index[main]
+        filters = (("", 0), ("_filtered", max_frequency))
+        at = {m: 0 for m in self.n_values}  # each n's first sequence of the current instance
+        for instance, (_, refs, _) in zip(self.instances, self.parts):
             row: dict[str, Any] = {"benchmark": instance.benchmark, "id": instance.id}
-            input_slots, joined_slots, *ref_slots = per_index[main][k][: 2 + len(refs)]
-            own = set(np.concatenate(ref_slots).tolist()) if ref_slots else set()
-            joined_slots = np.array(
-                [s if s in own else -1 for s in joined_slots.tolist()], np.int64
-            )
-            for part, slots in (("input", input_slots), ("references", joined_slots)):
-                main_counts = np.where(slots >= 0, counts[main][slots], 0)
-                for suffix, f in (("", 0), ("_filtered", max_frequency)):
-                    for kind, value in ngram_metrics(main_counts, n, f).items():
+            first, r = at[n], len(refs)
+            spans = [(starts[q], starts[q] + sizes[q]) for q in range(first, first + 2 + r)]
+            (a, b), (ja, jb), *ref_spans = spans
+            own = set(slots[ref_spans[0][0] : ref_spans[-1][1]].tolist()) if r else set()
+            joined = [
+                c if s in own else 0
+                for s, c in zip(slots[ja:jb].tolist(), window_counts[ja:jb].tolist())
+            ]
+            for part, part_counts in (
+                ("input", window_counts[a:b].tolist()),
+                ("references", joined),
+            ):
+                for suffix, f in filters:
+                    for kind, value in ngram_metrics(part_counts, n, f).items():
                         row[f"{part}_{kind}{suffix}"] = value
-            for m, count, slots in zip(self.n_values, counts, per_index):
-                input_slots, _, *rest = slots[k]
-                matched = [bool((count[s[s >= 0]] > 0).any()) for s in (input_slots, *rest)]
-                row[f"input_overlap@{m}"] = float(matched[0])
-                row[f"references_overlap@{m}"] = float(any(matched[1 : 1 + len(refs)]))
-                row[f"intersection_overlap@{m}"] = float(any(matched[1 + len(refs) :]))
+            for m, (*_, hit) in zip(self.n_values, per_index):
+                q, inter = at[m], r if m >= 2 else 0
+                row[f"input_overlap@{m}"] = float(hit[q])
+                row[f"references_overlap@{m}"] = float(any(hit[q + 2 : q + 2 + r]))
+                row[f"intersection_overlap@{m}"] = float(any(hit[q + 2 + r : q + 2 + r + inter]))
+                at[m] = q + 2 + r + inter
             row["intersection_binary"] = row[f"intersection_overlap@{n}"]
             row["any_overlap"] = float(
                 row["input_binary"] > 0
@@ -541,9 +605,9 @@ def compute_overlap(
     reported (``input_overlap@5`` ...). ``documents`` is consumed once, ``chunk_size`` documents
     at a time, so memory is bounded by a few chunks whatever the corpus size; ``progress`` shows
     a bar of documents scanned. ``threads > 1`` counts chunks in that many threads (numpy
-    releases the GIL for most of the work, a Python tokenizer holds it; the page faults of each
-    chunk's fresh arrays serialise threads under glibc's default allocator thresholds, see the
-    card); ``processes > 1`` in worker processes (worth their start-up on large corpora only).
+    releases the GIL for most of the work, a Python tokenizer holds it; see the card for what
+    they gain); ``processes > 1`` in worker processes (worth their start-up on large corpora
+    only).
     """
     options = check_overlap_options(options)
     reject_bare_text(documents, "documents")
@@ -589,18 +653,21 @@ def _count_chunks(
             yield pending.popleft().result()
 
 
-def _slots(index: NgramIndex, sequences: list[np.ndarray]) -> Iterator[np.ndarray]:
-    """For each sequence, the index slot of each of its windows (-1: not indexed), in one pass."""
-    separator = np.zeros(1, dtype=np.uint64)  # id 0 is in no indexed n-gram
-    pieces = [x for seq in sequences for x in (seq, separator)]
+def _slot_array(
+    index: NgramIndex, sequences: list[np.ndarray], separator: np.uint64
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The index slot of every window of the sequences (-1: not indexed), in one pass over the
+    sequences joined by ``separator`` (a symbol in no indexed n-gram): the sequence ``q`` has
+    its ``sizes[q]`` windows at ``starts[q]`` of the returned slots."""
+    gap = np.full(1, separator, dtype=np.uint64)
+    pieces = [x for seq in sequences for x in (seq, gap)]
     ids = np.concatenate(pieces) if pieces else np.empty(0, np.uint64)
     slots = np.full(max(ids.size - index.n + 1, 0), -1, dtype=np.int64)
     positions, found = index.lookup(ids)
     slots[positions] = found
-    start = 0
-    for seq in sequences:
-        yield slots[start : start + max(seq.size - index.n + 1, 0)]
-        start += seq.size + 1
+    lengths = np.fromiter(map(len, sequences), np.int64, len(sequences))
+    starts = np.minimum(np.cumsum(lengths + 1) - (lengths + 1), slots.size)  # past: no window
+    return slots, starts, np.maximum(lengths - index.n + 1, 0)
 
 
 def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:

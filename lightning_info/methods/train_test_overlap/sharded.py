@@ -30,6 +30,7 @@ from lightning_info.methods.train_test_overlap.functional import (
     OverlapIndex,
     OverlapOptions,
     TestInstance,
+    _chunks,
     check_overlap_options,
 )
 from lightning_info.methods.train_test_overlap.report import OverlapReport
@@ -105,23 +106,41 @@ def overlap_with_dask(
     options: OverlapOptions = OverlapOptions(),
 ) -> OverlapReport:
     """:func:`compute_overlap` over a ``dask.bag.Bag`` of documents, on the current Dask client
-    (or Dask's default scheduler without one): each partition is counted where it lives, the
-    partial counts are summed with ``Bag.fold``. Of ``options`` the index's ``n``, ``n_values``,
-    ``tokenizer`` and ``max_frequency`` are used; the bag's partitions are the chunks."""
+    (or Dask's default scheduler without one): each partition is counted where it lives,
+    ``options.chunk_size`` documents at a time (a partition of ``dask.bag.read_text(...,
+    blocksize=...)`` holds a block of text, and memory grows with the chunk, not the block), and
+    the partial counts are summed with ``Bag.fold``. Of ``options`` the index's ``n``,
+    ``n_values``, ``tokenizer`` and ``max_frequency`` are used, and ``chunk_size``."""
     require_extra("dask.bag", "audit", "Counting overlap with Dask")
-    index = OverlapIndex(instances, check_overlap_options(options))
-    partial_counts = bag.map_partitions(_PartitionCounter(index))
+    options = check_overlap_options(options)
+    index = OverlapIndex(instances, options)
+    partial_counts = bag.map_partitions(_PartitionCounter(index, options.chunk_size))
     return index.report(partial_counts.fold(_add, initial=index.empty_counts()).compute())
 
 
-class _PartitionCounter:
-    """``Bag.map_partitions`` function: one :class:`ChunkCounts` per partition (picklable)."""
+def json_lines_texts(lines: Any, text_field: str = "text") -> list[str]:
+    """The ``text_field`` of every JSON line of ``lines`` (blank lines skipped), parsed as one
+    JSON array: ``dask.bag.read_text(paths, blocksize=...).map_partitions(json_lines_texts)``
+    is a bag of the documents of JSON-lines files, one C-level parse per partition instead of
+    one ``json.loads`` per line."""
+    import json
 
-    def __init__(self, index: OverlapIndex) -> None:
-        self.index = index
+    lines = [line for line in lines if line and not line.isspace()]
+    return [record[text_field] for record in json.loads("[" + ",".join(lines) + "]")]
+
+
+class _PartitionCounter:
+    """``Bag.map_partitions`` function: one :class:`ChunkCounts` per partition, counted
+    ``chunk_size`` documents at a time (picklable)."""
+
+    def __init__(self, index: OverlapIndex, chunk_size: int = 1000) -> None:
+        self.index, self.chunk_size = index, chunk_size
 
     def __call__(self, documents: Any) -> list[ChunkCounts]:
-        return [self.index.count_chunk(list(documents))]
+        total = self.index.empty_counts()
+        for chunk in _chunks(documents, self.chunk_size):
+            total = total + self.index.count_chunk(chunk)
+        return [total]
 
 
 def _add(a: ChunkCounts, b: ChunkCounts) -> ChunkCounts:
