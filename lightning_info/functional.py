@@ -261,6 +261,7 @@ CORES: dict[str, tuple[str, ...]] = {
         "check_overlap_options",
         "ChunkCounts",
         "compute_overlap",
+        "contaminated_documents",
         "default_tokenize",
         "janitor_tokenize",
         "light_tokenize",

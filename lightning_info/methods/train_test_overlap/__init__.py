@@ -10,6 +10,7 @@ from lightning_info.methods.train_test_overlap.functional import (
     OverlapOptions,
     TestInstance,
     compute_overlap,
+    contaminated_documents,
 )
 from lightning_info.methods.train_test_overlap.methodologies import (
     llama2_contamination,
@@ -29,6 +30,7 @@ __all__ = [
     "TestInstance",
     "TrainTestOverlap",
     "compute_overlap",
+    "contaminated_documents",
     "llama2_contamination",
     "overlap_with_dask",
     "overlap_with_datasets",

@@ -82,6 +82,7 @@ __all__ = [
     "check_overlap_options",
     "ChunkCounts",
     "compute_overlap",
+    "contaminated_documents",
     "default_tokenize",
     "janitor_tokenize",
     "light_tokenize",
@@ -504,24 +505,46 @@ class OverlapIndex:
             self.indexes.append(NgramIndex(sequences, m))
 
     def count_chunk(self, documents: list[str]) -> ChunkCounts:
-        """Exact counts of every indexed n-gram in ``documents``.
-
-        With a built-in tokenizer the chunk is encoded by :func:`encode_keys` (every token's
-        exact key, without a Python string per token); otherwise, or when that path declines
-        the chunk, token by token.
-        """
-        encoded = encode_keys(documents, self.table) if self.table is not None else None
-        if encoded is None:
-            if not all(map(isinstance, documents, repeat(str))):
-                kinds = sorted({type(d).__name__ for d in documents if not isinstance(d, str)})
-                raise TypeError(f"training documents must be strings, got {', '.join(kinds)}.")
-            tokens = [self.tokenize(d) for d in documents]
-            ids = self.vocab.encode_documents(tokens)
-            symbols = ids if self.table is None else self.table.key_of_id[ids]
-            encoded = symbols, sum(map(len, tokens))
-        symbols, num_tokens = encoded
+        """Exact counts of every indexed n-gram in ``documents``."""
+        symbols, num_tokens, _ = self._symbols(documents)
         counts = [index.count(symbols) for index in self.indexes]
         return ChunkCounts(counts, len(documents), num_tokens)
+
+    def flag_chunk(self, documents: list[str], n: int | None = None) -> np.ndarray:
+        """For each of ``documents``, whether it holds any indexed test n-gram of size ``n``
+        (default: the index's ``n``; one of its ``n_values``): an n-gram of an input, of a
+        reference, or straddling an input and one of its references. These are the training
+        examples a decontamination step removes. Exact, as the counts."""
+        n = self.n if n is None else n
+        if n not in self.n_values:
+            raise ValueError(f"`n` = {n} is not indexed; build the index with it in `n_values`.")
+        flags = np.zeros(len(documents), dtype=bool)
+        for group in _encoding_groups(documents):  # each group is encoded in its own order
+            chunk = [documents[i] for i in group]
+            symbols, _, ends = self._symbols(chunk)
+            positions, _ = self.indexes[self.n_values.index(n)].lookup(symbols)
+            flags[np.asarray(group)[np.searchsorted(ends, positions)]] = True
+        return flags
+
+    def _symbols(self, documents: list[str]) -> tuple[np.ndarray, int, np.ndarray]:
+        """Every token's symbol, each document's followed by the separator; the number of
+        tokens; the position of each document's separator. With a built-in tokenizer the chunk
+        is encoded by :func:`encode_keys` (every token's exact key, without a Python string per
+        token; ASCII documents first; the end-of-document key is no token's); otherwise, or when
+        that path declines the chunk, token by token, in order (an unknown token's id is the
+        separator's, so the ends come from the documents' lengths)."""
+        encoded = encode_keys(documents, self.table) if self.table is not None else None
+        if encoded is not None:
+            symbols, num_tokens = encoded
+            return symbols, num_tokens, np.flatnonzero(symbols == self.separator)
+        if not all(map(isinstance, documents, repeat(str))):
+            kinds = sorted({type(d).__name__ for d in documents if not isinstance(d, str)})
+            raise TypeError(f"training documents must be strings, got {', '.join(kinds)}.")
+        tokens = [self.tokenize(d) for d in documents]
+        ids = self.vocab.encode_documents(tokens)
+        symbols = ids if self.table is None else self.table.key_of_id[ids]
+        lengths = np.fromiter(map(len, tokens), np.int64, len(tokens))
+        return symbols, int(lengths.sum()), np.cumsum(lengths + 1) - 1
 
     def empty_counts(self) -> ChunkCounts:
         return ChunkCounts([np.zeros(len(index), np.int64) for index in self.indexes], 0, 0)
@@ -624,6 +647,32 @@ def compute_overlap(
     finally:
         bar.close()
     return index.report(counts)
+
+
+def contaminated_documents(
+    instances: Sequence[TestInstance],
+    documents: Iterable[str],
+    options: OverlapOptions = OverlapOptions(),
+) -> np.ndarray:
+    """A boolean per training document: does it share an ``options.n``-gram with any test
+    instance (its input, a reference, or across the two)? Exact, streamed ``chunk_size`` documents
+    at a time; the flagged documents are what a decontamination step drops from a training set
+    before fine-tuning on it (the counts of :func:`compute_overlap` say which *test* instances
+    leaked; this says which *training* examples carry them)."""
+    options = check_overlap_options(options)
+    reject_bare_text(documents, "documents")
+    index = OverlapIndex(instances, options)
+    flags = [index.flag_chunk(chunk) for chunk in _chunks(documents, options.chunk_size)]
+    return np.concatenate(flags) if flags else np.zeros(0, dtype=bool)
+
+
+def _encoding_groups(documents: list[str]) -> list[list[int]]:
+    """Positions of ``documents`` in groups that :func:`encode_keys` encodes in their own order:
+    the ASCII ones and the others (a non-string is left to the encoder to refuse)."""
+    flags = [not isinstance(d, str) or d.isascii() for d in documents]
+    ascii_group = [i for i, flag in enumerate(flags) if flag]
+    others = [i for i, flag in enumerate(flags) if not flag]
+    return [group for group in (ascii_group, others) if group]
 
 
 def _count_chunks(
