@@ -115,6 +115,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "InceptionTimeClassifier",
     ),
     "lightning_info.methods.fisher_sft": (
+        "dask_two_round_select",
+        "FeatureStore",
         "FisherSubsetDataModule",
         "FisherSubsetSampler",
         "PromptResponseColumns",
@@ -155,6 +157,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "FragmentAuditOptions",
         "FragmentAuditor",
         "FragmentExtractionAudit",
+        "min_k_score",
         "prism_score",
     ),
     "lightning_info.methods.rome": (
