@@ -1,10 +1,11 @@
-"""DocKS-RAG recipe: the hybrid prompt's ablation (plain document, + DocKG, + SetRAG, both) for
-document-level relation extraction, official F1 / Ign F1 over seeds. No grid: the recipe is its
-study, e.g.::
+"""DocKS-RAG recipe: the hybrid prompt's ablation for document-level relation extraction (by
+default + DocKG against the hybrid prompt; also the plain document and + SetRAG), official F1 /
+Ign F1 over seeds. No grid: the recipe is its study, e.g.::
 
     python recipes/docks_rag.py --studies.docred.seeds='[0]'
-    python recipes/docks_rag.py --studies.docred.model=meta-llama/Meta-Llama-3-8B \
-        --studies.docred.lora='{r: 16, lora_alpha: 32}' --studies.docred.lr=5e-5 \
+    python recipes/docks_rag.py --studies.docred.variants='[plain, set_rag]'
+    python recipes/docks_rag.py --config recipes/docks_rag_gpu.yaml \
+        --studies.docred.model=/path/to/Meta-Llama-3-8B \
         --studies.docred.data='{source: {train_file: train_annotated.json, dev_file: dev.json,
         rel_info_file: rel_info.json}}'
 """

@@ -11,6 +11,9 @@ training entities (``EmpiricalPredictiveModel``). The LM's predictive is compare
 reference's: the mean ``KL(reference || LM)`` over the test entities' targets after ``0 .. steps``
 random questions.
 Every number is a mean over the test entities, then mean ± std over seeds.
+With ``model`` (a Hugging Face causal LM name or local folder) that pretrained model and its
+tokenizer are meta-trained instead of the small GPT-2 (``lora`` for adapters only; ``trainer``
+for ``accelerator`` and ``precision``), as ``recipes/adaptive_elicitation_gpu.yaml`` does.
 """
 
 from __future__ import annotations
@@ -36,10 +39,11 @@ LABELS = {
 
 
 def _train(job: dict[str, Any]):
-    """The data module and the meta-trained LM of one world and seed."""
+    """The data module, the meta-trained LM of one world and seed (on the device it trained on)
+    and its test scores."""
     import torch
 
-    from lightning_info.lm.tiny_lm import sized_causal_lm, train_bpe_tokenizer
+    from lightning_info.lm.tiny_lm import load_causal_lm, sized_causal_lm, train_bpe_tokenizer
     from lightning_info.methods.adaptive_elicitation.datamodule import (
         DigitQuestionOptions,
         ElicitationDataModule,
@@ -59,15 +63,21 @@ def _train(job: dict[str, Any]):
         texts = latent_world_questions(latent.num_questions)
     else:
         texts = digits_questions(digits.region, digits.class_questions)
-    tokenizer = train_bpe_tokenizer(texts * 5, vocab_size=300)
-    data = ElicitationDataModule(tokenizer, **settings)
-    model = sized_causal_lm(tokenizer, job["size"], seed=job["seed"])
-    optimizer = AdamWOptions(lr=job["lr"], warmup_fraction=0.05)
-    module = ElicitationLM(model, data.bank.answer_ids, optimizer=optimizer)
-    trainer = seeded_trainer(job, check_val_every_n_epoch=job["epochs"])
+    if job.get("model"):  # a pretrained LM: the data module adds its tokens to the tokenizer
+        model, tokenizer = load_causal_lm(job["model"], **job.get("model_kwargs", {}))
+        data = ElicitationDataModule(tokenizer, **settings)
+        model.resize_token_embeddings(len(tokenizer))
+    else:
+        tokenizer = train_bpe_tokenizer(texts * 5, vocab_size=300)
+        data = ElicitationDataModule(tokenizer, **settings)
+        model = sized_causal_lm(tokenizer, job["size"], seed=job["seed"])
+    optimizer = AdamWOptions(**{"lr": job["lr"], "warmup_fraction": 0.05, **job["optimizer"]})
+    module = ElicitationLM(model, data.bank.answer_ids, optimizer=optimizer, lora=job["lora"])
+    trainer = seeded_trainer(job, check_val_every_n_epoch=job["epochs"], **job["trainer"])
     trainer.fit(module, datamodule=data)
     scores = trainer.test(module, datamodule=data, verbose=False)[0]
-    return data, module.model.eval(), scores
+    # the trainer hands the model back on the CPU; the questioning runs where it trained
+    return data, module.model.to(trainer.strategy.root_device).eval(), scores
 
 
 def _predictive_kl(exact, lm, answers, targets, candidates, steps, seed) -> list[float]:
@@ -152,7 +162,13 @@ class ElicitationStudy(Study):
             200}``, ``digits: {digits: {region: 2}, ...}``: ``LatentWorldOptions`` and
             ``DigitQuestionOptions`` fields).
         size: ``layers``, ``width``, ``heads`` of the GPT-2; epochs (per world), lr: its
-            meta-training (AdamW, 5% warmup, cosine decay).
+            meta-training (AdamW, 5% warmup, cosine decay); optimizer: more
+            ``AdamWOptions`` fields (``weight_decay``, ``betas``).
+        model: a Hugging Face causal LM name or local folder meta-trained instead of the GPT-2
+            (its tokenizer with it); model_kwargs: its ``from_pretrained`` arguments; lora:
+            ``peft.LoraConfig`` arguments (``None``: every weight trains).
+        trainer: more ``Trainer`` settings of the meta-training (``{accelerator: gpu,
+            precision: bf16-mixed, gradient_clip_val: 1.0}``).
         predictive_batch: rows per forward pass when the LM predicts.
         workers: processes running (world, seed) jobs side by side; threads: torch threads each.
     """
@@ -173,6 +189,11 @@ class ElicitationStudy(Study):
     size: dict[str, int] = field(default_factory=lambda: {"layers": 2, "width": 64, "heads": 4})
     epochs: dict[str, int] = field(default_factory=lambda: {"latent": 16, "digits": 5})
     lr: float = 3e-3
+    optimizer: dict[str, Any] = field(default_factory=dict)
+    model: str = ""
+    model_kwargs: dict[str, Any] = field(default_factory=dict)
+    lora: dict[str, Any] | None = None
+    trainer: dict[str, Any] = field(default_factory=dict)
     predictive_batch: int = 512
     workers: int = 2
     threads: int = 1
@@ -208,6 +229,11 @@ class ElicitationStudy(Study):
                 "size": self.size,
                 "epochs": self.epochs[w],
                 "lr": self.lr,
+                "optimizer": self.optimizer,
+                "model": self.model,
+                "model_kwargs": self.model_kwargs,
+                "lora": self.lora,
+                "trainer": self.trainer,
                 "predictive_batch": self.predictive_batch,
                 "threads": self.threads,
                 "root": root,

@@ -9,12 +9,16 @@ scorer's own triples on the held-out documents are scored too, as a reference li
 Without ``model`` the language model is built here: a byte-level BPE tokenizer and a small
 GPT-2 (``lm.tiny_lm``), pretrained for ``pretrain_epochs`` on the training documents' text with
 their facts written as triples (so that, like an LLM, it knows the words of the answers before
-tuning); every variant and seed starts from that same pretrained model. With ``model`` (a
-Hugging Face name or path) that model and its tokenizer are tuned instead.
+tuning); every variant and seed starts from that same pretrained model (pretrained once per
+process). With ``model`` (a Hugging Face name or path, loaded with ``model_kwargs``) that model
+and its tokenizer are tuned instead; ``trainer`` adds Trainer settings (``accelerator``,
+``precision``), as ``recipes/docks_rag_gpu.yaml`` does.
 """
 
 from __future__ import annotations
 
+import copy
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,17 +50,36 @@ def _pretraining_texts(documents, relations) -> list[str]:
     return texts
 
 
+_PRETRAINED: dict[str, tuple[Any, Any]] = {}
+"""The small GPT-2 pretrained in this process, by its settings (every job of a study shares it)."""
+
+_PRETRAINING_KEYS = ("vocab_size", "size", "max_length", "pretrain_epochs", "pretrain_lr")
+
+
 def _language_model(job: dict[str, Any]) -> tuple[Any, Any]:
-    """``(model, tokenizer)``: the named model, or the small GPT-2 pretrained on the training
-    documents (module docstring), deterministic given the job's settings."""
+    """``(model, tokenizer)``: the named model (loaded with ``job["model_kwargs"]``), or a copy
+    of the small GPT-2 pretrained on the training documents (module docstring), deterministic
+    given the job's settings and pretrained once per process."""
+    from lightning_info.lm.tiny_lm import load_causal_lm
+
+    if job["model"]:
+        return load_causal_lm(job["model"], **job.get("model_kwargs", {}))
+    settings = {k: job[k] for k in _PRETRAINING_KEYS}
+    settings["source"] = job["data"].get("source", {})
+    key = json.dumps(settings, sort_keys=True)
+    if key not in _PRETRAINED:
+        _PRETRAINED.clear()  # one study's model at a time
+        _PRETRAINED[key] = _pretrained_model(job)
+    return copy.deepcopy(_PRETRAINED[key])
+
+
+def _pretrained_model(job: dict[str, Any]) -> tuple[Any, Any]:
     from torch.utils.data import DataLoader
 
-    from lightning_info.lm.tiny_lm import load_causal_lm, sized_causal_lm, train_bpe_tokenizer
+    from lightning_info.lm.tiny_lm import sized_causal_lm, train_bpe_tokenizer
     from lightning_info.lm.training import fit_causal_lm
     from lightning_info.methods.docks_rag.datamodule import DocREDSource
 
-    if job["model"]:
-        return load_causal_lm(job["model"])
     train, _, relations = DocREDSource(**job["data"].get("source", {})).load()
     texts = _pretraining_texts(train, relations)
     words = " | ".join([*PROMPT_WORDS, *relations.values()])
@@ -101,7 +124,7 @@ def run_variant(job: dict[str, Any]) -> dict[str, Any]:
     model, tokenizer = _language_model(job)
     data = DocREDDataModule(tokenizer, **settings)
     module = DocKSRAG(model, tokenizer, lora=job["lora"], optimizer=AdamWOptions(lr=job["lr"]))
-    trainer = seeded_trainer(job, limit_val_batches=0)
+    trainer = seeded_trainer(job, limit_val_batches=0, **job.get("trainer", {}))
     trainer.fit(module, datamodule=data)
     scores = trainer.test(module, datamodule=data, verbose=False)[0]
     out = {
@@ -135,18 +158,22 @@ class DocKSRAGStudy(Study):
             each variant sets ``use_kg`` and ``use_set_rag``), ``knowledge`` (``DocKGOptions``:
             ``tau``, folds, steps, encoder).
         model: a Hugging Face causal LM name or path; empty: the small GPT-2 of ``size``.
+        model_kwargs: ``from_pretrained`` arguments of a named model (``{dtype: bfloat16}``).
         size: ``layers``, ``width``, ``heads`` of the small GPT-2; vocab_size its tokenizer's.
         pretrain_epochs, pretrain_lr: its pretraining.
         lora: ``peft.LoraConfig`` arguments, or ``None`` to tune every weight.
         epochs, lr: the tuning.
         max_length: the model's context.
         workers: processes running variants side by side; threads: torch threads in each.
+        trainer: more ``Trainer`` settings of each tuning run (``{accelerator: gpu,
+            precision: bf16-mixed}``); by default one device, ``accelerator="auto"``.
     """
 
     variants: list[str] = field(default_factory=lambda: list(VARIANTS))
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
     data: dict[str, Any] = field(default_factory=dict)
     model: str = ""
+    model_kwargs: dict[str, Any] = field(default_factory=dict)
     size: dict[str, int] = field(default_factory=lambda: {"layers": 2, "width": 64, "heads": 4})
     vocab_size: int = 2000
     pretrain_epochs: int = 20
@@ -157,6 +184,7 @@ class DocKSRAGStudy(Study):
     max_length: int = 512
     workers: int = 2
     threads: int = 1
+    trainer: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         unknown = [v for v in self.variants if v not in VARIANTS]
@@ -176,6 +204,7 @@ class DocKSRAGStudy(Study):
                 "seed": s,
                 "data": data,
                 "model": self.model,
+                "model_kwargs": self.model_kwargs,
                 "size": self.size,
                 "vocab_size": self.vocab_size,
                 "pretrain_epochs": self.pretrain_epochs,
@@ -185,6 +214,7 @@ class DocKSRAGStudy(Study):
                 "lr": self.lr,
                 "max_length": self.max_length,
                 "threads": self.threads,
+                "trainer": self.trainer,
                 "root": root,
             }
             for v in self.variants

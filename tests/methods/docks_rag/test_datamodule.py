@@ -73,6 +73,7 @@ def test_no_prompt_holds_a_triple_of_its_own_pair(data):
 
 
 def test_query_triples_shows_the_scorers_own_prediction_for_the_queried_pair(data):
+    assert HybridPromptOptions().query_triples  # the paper's subgraph is the default
     # the tiny scorer keeps no triple; plant a predicted one for the first held-out pair
     index = len(data.train_documents)
     document = data.documents[index]

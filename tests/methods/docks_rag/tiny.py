@@ -27,7 +27,7 @@ def tokenizer():
 
 
 SOURCE = DocREDSource(num_train=4, num_dev=2)
-PROMPT = HybridPromptOptions(top_k=2)
+PROMPT = HybridPromptOptions(top_k=2, query_triples=False)  # no prompt holds its own pair
 KNOWLEDGE = DocKGOptions(encoder="tfidf", encoder_dim=8, kg_steps=10)
 
 
