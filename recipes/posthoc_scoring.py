@@ -1,33 +1,21 @@
-"""Post-hoc scoring recipe: confidence (MSP, temperature, PMI, PVI, PSI) and OOD shaping.
+"""Post-hoc scoring recipe: confidence (MSP, temperature, PMI, PVI, PSI) and OOD shaping, over
+seeds.
 
-Trains an MLP on sklearn's bundled digits 0-4 (one grid cell), then the ``PosthocScoring``
-callback fits every confidence scorer on the validation split and reports the failure-prediction
-table on the test split, and ``OODShapingReport`` the OOD table (energy, ReAct, VRA, PLF; OOD =
-digits 5-9, noise, pixel-shuffled digits). Any LightningCLI flag overrides
-``recipes/posthoc_scoring.yaml``, e.g.::
+For each seed an MLP is trained on sklearn's bundled digits 0-4; the ``failure`` study attaches
+``PosthocScoring`` (every confidence scorer fitted on the validation split, the failure-prediction
+table on the test split) and the ``ood`` study ``OODShapingReport`` (energy, ReAct, VRA, PLF; OOD =
+digits 5-9, noise, pixel-shuffled digits). Every cell is mean ± std over the seeds. No grid: the
+recipe is its studies, e.g.::
 
-    python recipes/posthoc_scoring.py --trainer.max_epochs=10 --trainer.logger=CSVLogger
+    python recipes/posthoc_scoring.py --studies.failure.seeds='[0, 1, 2, 3, 4]'
+    python recipes/posthoc_scoring.py --studies.ood.tune_trials=50 --studies.failure=null
 """
 
-from pathlib import Path
-
-import torch
-
-from lightning_info import DigitsDataModule, MLPClassifier
-from lightning_info.experiments import ComparisonCLI
+from lightning_info.experiments import run_study_recipe
 
 
 def main(args=None):
-    torch.set_num_threads(1)  # a small MLP on 8x8 images: one thread is fastest
-    cli = ComparisonCLI(
-        MLPClassifier,
-        DigitsDataModule,
-        links={"data.num_classes": "model.num_classes"},
-        default_config=Path(__file__).with_suffix(".yaml"),
-        args=args,
-    )
-    cli.run()
-    return cli
+    return run_study_recipe(__file__, args)
 
 
 if __name__ == "__main__":

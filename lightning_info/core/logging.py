@@ -111,6 +111,17 @@ def mean_std(values: Sequence[float]) -> str:
     return f"{statistics.fmean(values):.4f} ± {std:.4f}"
 
 
+def mean_std_rows(records: Sequence[Mapping]) -> tuple[list[str], list[list]]:
+    """One table from per-seed tables: each cell ``mean ± std`` over ``records``, each
+    ``{"columns": [name, *metrics], "rows": {row name: {metric: value}}}`` with the same rows."""
+    columns = list(records[0]["columns"])
+    rows = [
+        [name, *(mean_std([r["rows"][name][c] for r in records]) for c in columns[1:])]
+        for name in records[0]["rows"]
+    ]
+    return columns, rows
+
+
 def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """Render a Markdown table with columns padded for reading in a terminal."""
     cells = [[str(c) for c in columns]] + [[str(v) for v in row] for row in rows]

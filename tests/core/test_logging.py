@@ -61,6 +61,28 @@ def test_mean_std_uses_the_sample_standard_deviation():
     assert mean_std([]) == "-"
 
 
+def test_mean_std_rows_averages_each_cell_over_the_per_seed_tables():
+    from lightning_info.core.logging import mean_std_rows
+
+    records = [
+        {
+            "columns": ["scorer", "auroc", "ece"],
+            "rows": {"a": {"auroc": 0.9, "ece": 0.1}, "b": {"auroc": 0.5, "ece": 0.3}},
+        },
+        {
+            "columns": ["scorer", "auroc", "ece"],
+            "rows": {"a": {"auroc": 0.7, "ece": 0.1}, "b": {"auroc": 0.6, "ece": 0.5}},
+        },
+    ]
+    columns, rows = mean_std_rows(records)
+    assert columns == ["scorer", "auroc", "ece"]
+    # mean (x + y) / 2 and sample std |x - y| / sqrt(2), by hand
+    assert rows == [
+        ["a", "0.8000 ± 0.1414", "0.1000 ± 0.0000"],
+        ["b", "0.5500 ± 0.0707", "0.4000 ± 0.1414"],
+    ]
+
+
 def test_log_wandb_tables_writes_to_wandb_loggers_only(tmp_path, monkeypatch):
     from lightning.pytorch.loggers import CSVLogger, WandbLogger
 

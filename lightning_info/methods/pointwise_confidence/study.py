@@ -1,0 +1,115 @@
+"""``FailurePredictionStudy``: the post-hoc scoring recipe's confidence table, over seeds.
+
+For each seed an MLP is trained on sklearn's digits ``0..classes-1`` (``DigitsDataModule``, the
+split seeded by the seed too) with :class:`~lightning_info.methods.pointwise_confidence.
+PosthocScoring` attached, which fits every confidence scorer (MSP, MSP (temperature), PMI, PVI,
+PSI) on the ``fit_on`` split at the end of ``fit`` and scores the ``evaluate_on`` split. The
+study's table is the callback's, each cell mean ± std over the seeds
+(``lightning_info.core.logging.mean_std_rows`` of the callback's per-seed cells); the
+per-seed rows are the study's records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from lightning_info.core.logging import mean_std, mean_std_rows
+from lightning_info.experiments.study import Study, StudyResult, run_jobs, seeded_trainer
+
+__all__ = ["FailurePredictionStudy", "run_seed"]
+
+
+@dataclass
+class FailurePredictionStudy(Study):
+    """Failure prediction and calibration of each confidence scorer, mean ± std over seeds.
+
+    Args:
+        seeds: each seeds the split, the MLP's initialisation and its batch order.
+        classes, test_fraction, val_fraction, batch_size: the ``DigitsDataModule``.
+        hidden, lr, weight_decay, epochs: the ``MLPClassifier`` and its training.
+        fit_on, evaluate_on, bins: the ``PosthocScoring`` callback.
+        workers: processes running seeds side by side; threads: torch threads in each.
+    """
+
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    classes: int = 5
+    test_fraction: float = 0.5
+    val_fraction: float = 0.3
+    batch_size: int = 64
+    hidden: list[int] = field(default_factory=lambda: [64, 32])
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    epochs: int = 15
+    fit_on: str = "val"
+    evaluate_on: str = "test"
+    bins: int = 10
+    workers: int = 1
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.seeds or len(set(self.seeds)) < len(self.seeds):
+            raise ValueError(f"`seeds` must be non-empty and distinct, got {self.seeds}.")
+        if self.epochs < 1:
+            raise ValueError(f"`epochs` must be at least 1, got {self.epochs}.")
+
+    def run(self, cli=None) -> StudyResult:
+        root = str(cli.output_dir) if cli is not None else None
+        settings = asdict(self)
+        jobs = [{"seed": s, "settings": settings, "root": root} for s in self.seeds]
+
+        def describe(r: dict[str, Any]) -> str:
+            auroc = ", ".join(f"{name} {v['AUROC']:.4f}" for name, v in r["rows"].items())
+            return f"seed={r['seed']}: test accuracy {r['test_acc']:.4f}; AUROC {auroc}"
+
+        records = run_jobs(run_seed, jobs, self.workers, describe)
+        n = len(records)
+        over = f"mean ± std over {n} seed{'s' if n > 1 else ''}"
+        accuracy = (
+            ["model", "test accuracy", "test digits", "seeds"],
+            [["MLP", mean_std([r["test_acc"] for r in records]), records[0]["test_size"], n]],
+        )
+        title = f"failure prediction on {self.evaluate_on} (scorers fit on {self.fit_on}; {over})"
+        tables = {f"classifier ({over})": accuracy, title: mean_std_rows(records)}
+        return StudyResult(tables, records=records)
+
+
+
+def run_seed(job: dict[str, Any]) -> dict[str, Any]:
+    """One seed: train the MLP with ``PosthocScoring`` attached, test it; the callback's rows."""
+    import torch
+
+    from lightning_info.data.digits import DigitsDataModule
+    from lightning_info.methods.pointwise_confidence.callback import PosthocScoring
+    from lightning_info.nn.mlp import MLPClassifier
+
+    config = FailurePredictionStudy(**job["settings"])
+    torch.set_num_threads(config.threads)
+    report = PosthocScoring(fit_on=config.fit_on, evaluate_on=config.evaluate_on, bins=config.bins)
+    trainer = seeded_trainer(
+        {**job, "epochs": config.epochs}, accelerator="cpu", callbacks=[report]
+    )
+    data = DigitsDataModule(
+        classes=config.classes,
+        test_fraction=config.test_fraction,
+        batch_size=config.batch_size,
+        split_seed=job["seed"],
+        val_fraction=config.val_fraction,
+    )
+    model = MLPClassifier(
+        8 * 8,
+        data.num_classes,
+        hidden=config.hidden,
+        lr=config.lr,
+        weight_decay=config.weight_decay,
+    )
+    trainer.fit(model, datamodule=data)
+    (logged,) = trainer.test(model, datamodule=data, verbose=False)
+    columns, rows = report.tables["failure"]
+    return {
+        "seed": job["seed"],
+        "test_acc": float(logged["test/acc"]),
+        "test_size": len(data.test_images),
+        "columns": columns,
+        "rows": {row[0]: dict(zip(columns[1:], map(float, row[1:]))) for row in rows},
+    }
