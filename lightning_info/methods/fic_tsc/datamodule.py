@@ -35,6 +35,7 @@ from lightning_info.core.optional import require_extra
 from lightning_info.core.resume import ResumableDataLoader
 from lightning_info.core.sampling import EpochShuffleSampler
 from lightning_info.core.validation import require_int
+from lightning_info.methods.fic_tsc.shift import ShiftOptions, apply_shift
 
 __all__ = ["UCRUEADataModule", "available_bundled_datasets", "load_bundled_dataset"]
 
@@ -208,6 +209,11 @@ class UCRUEADataModule(pl.LightningDataModule):
 
     Datasets are ``TensorDataset(x float32 (N, C, T), y int64 (N,))``.
 
+    A controlled train/test shift (:mod:`lightning_info.methods.fic_tsc.shift`): with
+    ``test_shift`` the test inputs are that shift of a copy of the normalised TEST split (after
+    the normalisation, so in training standard deviations under ``"channel"``); the train and
+    validation parts and the normaliser's statistics are those of the unshifted run.
+
     Args:
         name: A name from :func:`available_bundled_datasets`.
         batch_size: Batch size of every loader.
@@ -216,6 +222,8 @@ class UCRUEADataModule(pl.LightningDataModule):
         normalize: ``"channel"``, ``"instance"`` or ``"none"``.
         seed: Seed of the train/validation split and of the training loader's shuffling.
         num_workers: DataLoader worker processes.
+        test_shift: a :class:`~lightning_info.methods.fic_tsc.shift.ShiftOptions` of the test
+            split (``kind``: ``none``, ``scale``, ``offset``, ``noise``), or ``None``.
     """
 
     def __init__(
@@ -226,6 +234,7 @@ class UCRUEADataModule(pl.LightningDataModule):
         normalize: str = "channel",
         seed: int = 0,
         num_workers: int = 0,
+        test_shift: ShiftOptions | None = None,
     ) -> None:
         super().__init__()
         require_int(batch_size, "batch_size", 1)
@@ -240,6 +249,10 @@ class UCRUEADataModule(pl.LightningDataModule):
                 f"`normalize` must be one of {', '.join(map(repr, _NORMALIZATIONS))}, "
                 f"got {normalize!r}."
             )
+        if test_shift is not None and not isinstance(test_shift, ShiftOptions):
+            raise TypeError(
+                f"`test_shift` must be a ShiftOptions or None, got {type(test_shift).__name__}."
+            )
         _resolve(name)
         self.save_hyperparameters()
 
@@ -249,6 +262,7 @@ class UCRUEADataModule(pl.LightningDataModule):
         self.normalize = normalize
         self.seed = seed
         self.num_workers = num_workers
+        self.test_shift = test_shift
 
         self._data: _BundledData | None = None
         self._split: tuple[np.ndarray, np.ndarray] | None = None
@@ -353,7 +367,8 @@ class UCRUEADataModule(pl.LightningDataModule):
         )
 
     def setup(self, stage: str | None = None) -> None:
-        """Split the bundled TRAIN set, fit the normaliser on the train part, build datasets."""
+        """Split the bundled TRAIN set, fit the normaliser on the train part, build datasets
+        (the test inputs under ``test_shift``, on a copy)."""
         if self.train_dataset is not None:
             return
         data = self._bundled
@@ -365,7 +380,8 @@ class UCRUEADataModule(pl.LightningDataModule):
             self.val_dataset = self._dataset(
                 self._apply_normalizer(data.x_train[val_idx]), data.y_train[val_idx]
             )
-        self.test_dataset = self._dataset(self._apply_normalizer(data.x_test), data.y_test)
+        x_test = apply_shift(self._apply_normalizer(data.x_test), self.test_shift)
+        self.test_dataset = self._dataset(x_test, data.y_test)
 
     def _loader(self, dataset: TensorDataset, shuffle: bool) -> DataLoader:
         sampler = EpochShuffleSampler(len(dataset), seed=self.seed) if shuffle else None
