@@ -5,6 +5,11 @@ e.g.::
 
     python recipes/prodiff.py --studies.trajectories.max_epochs=200
     python recipes/prodiff.py --studies.trajectories.synthetic='{"left_side_probability": 0.5}'
+
+The prototype ablation across gap lengths and data scale, with the prototype diagnostics, is a
+separate config on top of this one (its one-sided study alone: 23 min on 2 CPU cores)::
+
+    python recipes/prodiff.py --config recipes/prodiff_gaps.yaml
 """
 
 import torch

@@ -57,6 +57,7 @@ from lightning_info.methods.prodiff.module import (
     WindowScaling,
     check_window,
 )
+from lightning_info.methods.prodiff.prototypes import prototype_usage, prototype_weights
 
 __all__ = [
     "ARCHETYPES",
@@ -96,6 +97,8 @@ __all__ = [
     "prototype_attention",
     "prototype_contrastive_loss",
     "prototype_cross_entropy",
+    "prototype_usage",
+    "prototype_weights",
     "read_trajectory_csv",
     "synthetic_city",
     "trajectory_metrics",

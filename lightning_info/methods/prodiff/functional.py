@@ -45,8 +45,13 @@ the class targets over the prototypes, pairing each cluster with a random protot
 - contrastive ``L_con = mean_i relu(||f_i - P_near(i)|| - ||f_i - P_far(i)|| + margin)`` with
   ``P_near(i)`` / ``P_far(i)`` the nearest and farthest prototype of ``f_i`` in Euclidean
   distance, :func:`prototype_contrastive_loss` (batched; the reference loops over samples);
-- endpoint query attention ``p~ = softmax(cos(q, P) / sqrt(d)) P`` for the query feature ``q``
-  of the endpoints-only window (:func:`endpoints_only`), :func:`prototype_attention`.
+- endpoint query attention ``p~ = softmax(cos(q, P) / tau) P`` for the query feature ``q``
+  of the endpoints-only window (:func:`endpoints_only`), :func:`prototype_attention`; the
+  weights alone, and the diagnostics of how queries use the prototypes, are in
+  :mod:`~lightning_info.methods.prodiff.prototypes`. The paper's temperature is ``tau = sqrt(d)``:
+  as a cosine lies in [-1, 1], no weight can exceed ``e^(2 / sqrt(d))`` times another (1.09 at
+  ``d`` = 512, 1.28 at 64), so the mixture is close to the prototypes' mean for every query
+  by construction; a smaller ``tau`` sharpens it.
 
 **Diffusion loss** (section 3), on ``(B, C, k)`` windows whose endpoints are the condition:
 
@@ -60,14 +65,13 @@ the class targets over the prototypes, pairing each cluster with a random protot
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from lightning_info.core.validation import require_finite_tensor, require_int, require_real_tensor
 from lightning_info.methods.prodiff.geometry import great_circle_interpolate
+from lightning_info.methods.prodiff.prototypes import prototype_weights
 
 __all__ = [
     "INTERIOR_TIMES",
@@ -239,11 +243,12 @@ def prototype_contrastive_loss(features: Tensor, prototypes: Tensor, margin: flo
     return F.relu(near - far + margin).mean()
 
 
-def prototype_attention(query: Tensor, prototypes: Tensor) -> Tensor:
-    """``softmax(cos(q, P) / sqrt(d)) P``: ``(B, d)`` queries, ``(K, d)`` prototypes, ``(B, d)``
-    out."""
-    cosine = F.normalize(query, dim=-1) @ F.normalize(prototypes, dim=-1).T
-    return torch.softmax(cosine / math.sqrt(query.shape[-1]), dim=-1) @ prototypes
+def prototype_attention(
+    query: Tensor, prototypes: Tensor, temperature: float | None = None
+) -> Tensor:
+    """``softmax(cos(q, P) / tau) P``: ``(B, d)`` queries, ``(K, d)`` prototypes, ``(B, d)``
+    out; ``tau`` as in :func:`prototype_weights` (``None``: ``sqrt(d)``, the paper's)."""
+    return prototype_weights(query, prototypes, temperature) @ prototypes
 
 
 def endpoints_only(window: Tensor) -> Tensor:

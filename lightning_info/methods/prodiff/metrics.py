@@ -34,6 +34,11 @@ is over-weighted; here every interior point (every window, for ``maxtd``) counts
 reference the Metrics are tested against. The Metrics keep float64 sums and integer counts with
 ``dist_reduce_fx="sum"`` (``maxtd_overall`` a ``"max"``), so batches and DDP processes merge
 exactly; :func:`trajectory_metrics` bundles them in a ``MetricCollection``.
+
+``_PrototypeUsage``, ProDiff's own accumulator, is a diagnostic of the model, not a score: how
+the endpoint queries' attention spreads over the prototypes (the keys of
+:func:`~lightning_info.methods.prodiff.prototypes.prototype_usage`), merged over batches and
+processes the same way.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from torchmetrics import Metric, MetricCollection
 
 from lightning_info.core.validation import require_positive, require_real_tensor
 from lightning_info.methods.prodiff.geometry import EARTH_RADIUS_M, haversine_metres
+from lightning_info.methods.prodiff.prototypes import prototype_usage
 
 __all__ = [
     "DEFAULT_THRESHOLDS_KM",
@@ -323,6 +329,72 @@ class TrajectoryCoverage(_TrajectoryMetric):
         result = {coverage_key(t): fractions[i] for i, t in enumerate(self.thresholds_km)}
         result["tc_mean"] = fractions.mean()
         return result
+
+
+class _PrototypeUsage(Metric):
+    """How attention weights ``(B, K)`` over ``K`` prototypes use them, over everything seen
+    since the last reset: ``compute()`` equals
+    :func:`~lightning_info.methods.prodiff.prototypes.prototype_usage` on all the rows at once,
+    without ``usage`` -- ``entropy`` (nats), ``effective`` (``exp`` of it, 1 to ``K``),
+    ``sample_effective``, ``hard_effective`` and ``max_weight``. States are float64 sums and
+    counts, ``"sum"`` across processes."""
+
+    is_differentiable = False
+    full_state_update = False
+    weight_sum: Tensor
+    hard_count: Tensor
+    sample_effective_sum: Tensor
+    max_weight_sum: Tensor
+    row_count: Tensor
+
+    def __init__(self, num_prototypes: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if isinstance(num_prototypes, bool) or not isinstance(num_prototypes, int):
+            raise TypeError(f"`num_prototypes` must be an int, got {num_prototypes!r}.")
+        if num_prototypes < 1:
+            raise ValueError(f"`num_prototypes` must be >= 1, got {num_prototypes}.")
+        self.num_prototypes = num_prototypes
+        zeros = torch.zeros(num_prototypes, dtype=torch.float64)
+        self.add_state("weight_sum", zeros.clone(), dist_reduce_fx="sum")
+        self.add_state("hard_count", zeros.clone(), dist_reduce_fx="sum")
+        self.add_state("sample_effective_sum", _zero(), dist_reduce_fx="sum")
+        self.add_state("max_weight_sum", _zero(), dist_reduce_fx="sum")
+        self.add_state("row_count", _zero(torch.long), dist_reduce_fx="sum")
+
+    def update(self, weights: Tensor) -> None:
+        if weights.ndim != 2 or weights.shape[1] != self.num_prototypes:
+            raise ValueError(
+                f"`weights` must be (B, {self.num_prototypes}), got {tuple(weights.shape)}."
+            )
+        weights = weights.detach().double().to(self.device)
+        rows = weights.shape[0]
+        stats = prototype_usage(weights)
+        self.weight_sum = self.weight_sum + weights.sum(0)
+        self.hard_count = (
+            self.hard_count
+            + torch.bincount(weights.argmax(-1), minlength=self.num_prototypes).double()
+        )
+        self.sample_effective_sum = self.sample_effective_sum + stats["sample_effective"] * rows
+        self.max_weight_sum = self.max_weight_sum + stats["max_weight"] * rows
+        self.row_count = self.row_count + rows
+
+    def compute(self) -> dict[str, Tensor]:
+        if int(self.row_count) == 0:
+            raise ValueError(
+                "the prototype usage has seen no weights: call `update(weights)` with at least one "
+                "row before `compute()`."
+            )
+        count = self.row_count.double()
+        usage = self.weight_sum / count
+        shares = self.hard_count / count
+        entropy = -torch.xlogy(usage, usage).sum()
+        return {
+            "entropy": entropy,
+            "effective": entropy.exp(),
+            "sample_effective": self.sample_effective_sum / count,
+            "hard_effective": (-torch.xlogy(shares, shares).sum()).exp(),
+            "max_weight": self.max_weight_sum / count,
+        }
 
 
 def trajectory_metrics(

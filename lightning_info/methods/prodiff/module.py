@@ -79,11 +79,11 @@ from lightning_info.methods.prodiff.functional import (
     interior_l1_loss,
     kmeans,
     match_clusters,
-    prototype_attention,
     prototype_contrastive_loss,
     prototype_cross_entropy,
 )
-from lightning_info.methods.prodiff.metrics import trajectory_metrics
+from lightning_info.methods.prodiff.metrics import _PrototypeUsage, trajectory_metrics
+from lightning_info.methods.prodiff.prototypes import prototype_weights
 
 __all__ = [
     "PREDICTIONS",
@@ -107,6 +107,7 @@ DEFAULT_WINDOW_LENGTH = 16
 #: a cosine decay.
 PRODIFF_OPTIMIZER = AdamWOptions(lr=2e-4, weight_decay=0.01, warmup_fraction=0.1)
 _VALIDATION, _TEST, _PREDICT = 1, 2, 3  # generator keys of the evaluation stages
+_DIAGNOSTICS = 4  # generator key of prototype_gradient_norms' default draws
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,10 @@ class PrototypeOptions:
     iterations; ``match_pseudo_labels`` labels each cluster with its matched prototype,
     ``False`` keeps the reference's arbitrary cluster numbers) and ``L_con`` weighted by
     ``contrastive_weight`` with ``margin`` (see
-    :mod:`~lightning_info.methods.prodiff.functional`)."""
+    :mod:`~lightning_info.methods.prodiff.functional`). ``attention_temperature`` ``tau`` of
+    the endpoint query's ``softmax(cos(q, P) / tau)``: ``None`` is the paper's ``sqrt(D)``,
+    under which every weight stays within a factor ``e^(2 / sqrt(D))`` of ``1 / K`` (nearly
+    uniform); a smaller value lets a query pick its prototypes."""
 
     num_prototypes: int = 20
     ce_weight: float = 0.1
@@ -166,6 +170,7 @@ class PrototypeOptions:
     margin: float = 1.0
     kmeans_iterations: int = 20
     match_pseudo_labels: bool = True
+    attention_temperature: float | None = None
 
     def __post_init__(self) -> None:
         require_int(self.num_prototypes, "prototype_options.num_prototypes", 1)
@@ -173,6 +178,15 @@ class PrototypeOptions:
         require_non_negative(self.contrastive_weight, "prototype_options.contrastive_weight")
         require_finite(self.margin, "prototype_options.margin")
         require_int(self.kmeans_iterations, "prototype_options.kmeans_iterations", 0)
+        if self.attention_temperature is not None:
+            tau = require_finite(
+                self.attention_temperature, "prototype_options.attention_temperature"
+            )
+            if tau <= 0:
+                raise ValueError(
+                    f"`prototype_options.attention_temperature` must be > 0 (or None: sqrt(D)), "
+                    f"got {self.attention_temperature}."
+                )
 
 
 @dataclass(frozen=True)
@@ -403,6 +417,9 @@ class ProDiff(pl.LightningModule):
         self.register_buffer("scale_span", self._scaling(scaling, "span"))
         self.val_metrics = trajectory_metrics(prefix="val/")
         self.test_metrics = trajectory_metrics(prefix="test/")
+        if self.use_prototypes:  # diagnostics: how the endpoint queries use the prototypes
+            self.val_prototype_usage = _PrototypeUsage(prototype_options.num_prototypes)
+            self.test_prototype_usage = _PrototypeUsage(prototype_options.num_prototypes)
 
     @staticmethod
     def _scaling(scaling: WindowScaling | None, name: str) -> Tensor:
@@ -445,12 +462,21 @@ class ProDiff(pl.LightningModule):
         )
 
     # ----------------------------------------------------------------------------- pieces
-    def query_prototype(self, window: Tensor) -> Tensor:
-        """``p~ = softmax(cos(q, P) / sqrt(D)) P`` with ``q`` the encoder's feature of the
+    def prototype_weights(self, window: Tensor) -> Tensor:
+        """``(B, K)`` attention ``softmax(cos(q, P) / tau)`` (``tau``: ``prototype_options.
+        attention_temperature``, ``None``: ``sqrt(D)``) with ``q`` the encoder's feature of the
         endpoints-only window, computed without gradient (the prototypes keep theirs)."""
+        if not self.use_prototypes:
+            raise RuntimeError("the no-prototype ablation (use_prototypes=False) has none.")
         with torch.no_grad():
             query = self.encoder(endpoints_only(window))
-        return prototype_attention(query, self.prototypes)
+        return prototype_weights(
+            query, self.prototypes, self.prototype_options.attention_temperature
+        )
+
+    def query_prototype(self, window: Tensor) -> Tensor:
+        """``p~ = softmax(cos(q, P) / tau) P``, the weights of :meth:`prototype_weights`."""
+        return self.prototype_weights(window) @ self.prototypes
 
     def condition(self, window: Tensor) -> Tensor:
         """``(B, 4 ch)`` condition from the window's two endpoints (and their prototype)."""
@@ -480,6 +506,21 @@ class ProDiff(pl.LightningModule):
         window = batch["window"]
         check_window(window, self.window_length)
         generator = keyed_generator(self.seed, self.global_step, self.global_rank)
+        losses = self.losses(window, generator)
+        loss = losses["diffusion"]
+        if self.use_prototypes:
+            loss = loss + self.prototype_options.ce_weight * losses["ce"]
+            loss = loss + self.prototype_options.contrastive_weight * losses["contrastive"]
+        logged = dict(on_step=False, on_epoch=True, batch_size=window.shape[0], sync_dist=True)
+        self.log("train/loss", loss, prog_bar=True, **logged)
+        for name, value in losses.items():
+            self.log(f"train/{name}", value, **logged)
+        return loss
+
+    def losses(self, window: Tensor, generator: torch.Generator) -> dict[str, Tensor]:
+        """The unweighted losses of one training step on scaled windows ``(B, k, 3)``:
+        ``diffusion`` and, with prototypes, ``ce`` and ``contrastive``; every draw from
+        ``generator``."""
         size = window.shape[0]
         x0 = window.transpose(1, 2)
         steps = torch.randint(self.schedule.num_steps, (size,), generator=generator)
@@ -504,15 +545,58 @@ class ProDiff(pl.LightningModule):
             predicted = self.unet(noisy, steps, condition)
         target = noise if self.diffusion.prediction == "epsilon" else x0
         losses["diffusion"] = interior_l1_loss(predicted, target)
-        loss = losses["diffusion"]
-        if self.use_prototypes:
-            loss = loss + self.prototype_options.ce_weight * losses["ce"]
-            loss = loss + self.prototype_options.contrastive_weight * losses["contrastive"]
-        logged = dict(on_step=False, on_epoch=True, batch_size=size, sync_dist=True)
-        self.log("train/loss", loss, prog_bar=True, **logged)
-        for name, value in losses.items():
-            self.log(f"train/{name}", value, **logged)
-        return loss
+        return losses
+
+    def prototype_gradient_norms(
+        self, window: Tensor, generator: torch.Generator | None = None
+    ) -> dict[str, float]:
+        """Diagnostics: the norm of the gradient each weighted loss term of a training step on
+        ``window`` sends to the prototypes (``diffusion``, through the endpoint query's
+        mixture; ``contrastive``; ``ce``, zero by construction: that loss detaches them) and
+        of their sum (``total``), plus ``encoder_total``, the sum's gradient norm over the
+        encoder's weights. Nothing is updated and the global random state is left as it was (so a
+        run that calls it trains as one that does not); the module's mode is kept (dropout
+        acts in training mode)."""
+        if not self.use_prototypes:
+            raise RuntimeError("the no-prototype ablation (use_prototypes=False) has none.")
+        check_window(window, self.window_length)
+        generator = keyed_generator(self.seed, _DIAGNOSTICS) if generator is None else generator
+        with torch.random.fork_rng(devices=[]):  # dropout's draws leave training's stream alone
+            losses = self.losses(window, generator)
+        options = self.prototype_options
+        weighted = {
+            "diffusion": losses["diffusion"],
+            "contrastive": options.contrastive_weight * losses["contrastive"],
+            "ce": options.ce_weight * losses["ce"],
+        }
+        norms = {}
+        for name, value in weighted.items():
+            (gradient,) = torch.autograd.grad(
+                value, self.prototypes, retain_graph=True, allow_unused=True
+            )
+            norms[name] = 0.0 if gradient is None else float(gradient.norm())
+        total = sum(weighted.values())
+        encoder = [p for p in self.encoder.parameters() if p.requires_grad]
+        gradients = torch.autograd.grad(total, [self.prototypes, *encoder], allow_unused=True)
+        norms["total"] = float(gradients[0].norm())
+        squares = sum(float(g.pow(2).sum()) for g in gradients[1:] if g is not None)
+        norms["encoder_total"] = squares**0.5
+        return norms
+
+    def on_after_backward(self) -> None:
+        """Log the gradient norms reaching the prototypes and the encoder (before clipping),
+        the epoch's mean: ``train/prototype_grad_norm``, ``train/encoder_grad_norm``."""
+        if not self.use_prototypes:
+            return
+        gradient = self.prototypes.grad
+        logged = dict(on_step=False, on_epoch=True, sync_dist=True)
+        norm = torch.zeros(()) if gradient is None else gradient.detach().norm()
+        self.log("train/prototype_grad_norm", norm.float(), **logged)
+        squares = [
+            p.grad.detach().pow(2).sum() for p in self.encoder.parameters() if p.grad is not None
+        ]
+        encoder = torch.stack(squares).sum().sqrt() if squares else torch.zeros(())
+        self.log("train/encoder_grad_norm", encoder.float(), **logged)
 
     # ---------------------------------------------------------------------------- sampling
     @torch.no_grad()
@@ -616,19 +700,31 @@ class ProDiff(pl.LightningModule):
 
     def validation_step(self, batch: dict[str, Tensor], batch_index: int) -> None:
         self.val_metrics.update(self._generated(batch, batch_index, _VALIDATION), batch["raw"])
+        if self.use_prototypes:
+            self.val_prototype_usage.update(self.prototype_weights(batch["window"]))
 
     def test_step(self, batch: dict[str, Tensor], batch_index: int) -> None:
         self.test_metrics.update(self._generated(batch, batch_index, _TEST), batch["raw"])
+        if self.use_prototypes:
+            self.test_prototype_usage.update(self.prototype_weights(batch["window"]))
 
-    def _log_metrics(self, metrics) -> None:
+    def _log_metrics(self, metrics, usage: _PrototypeUsage | None, stage: str) -> None:
+        """The scores, and with prototypes their usage as ``{stage}/prototype_{entropy,
+        effective,sample_effective,hard_effective,max_weight}``."""
         self.log_dict({k: v.float() for k, v in metrics.compute().items()})
         metrics.reset()
+        if usage is not None:
+            values = usage.compute()
+            self.log_dict({f"{stage}/prototype_{k}": v.float() for k, v in values.items()})
+            usage.reset()
 
     def on_validation_epoch_end(self) -> None:
-        self._log_metrics(self.val_metrics)
+        usage = self.val_prototype_usage if self.use_prototypes else None
+        self._log_metrics(self.val_metrics, usage, "val")
 
     def on_test_epoch_end(self) -> None:
-        self._log_metrics(self.test_metrics)
+        usage = self.test_prototype_usage if self.use_prototypes else None
+        self._log_metrics(self.test_metrics, usage, "test")
 
     def predict_step(self, batch: dict[str, Tensor], batch_index: int) -> Tensor:
         """Generated windows in (time, lat, lng) degrees, float64."""

@@ -6,7 +6,13 @@ the seed) and splits its windows 80/10/10; ProDiff and the ablation are trained 
 windows (no validation during training) and generate each test window's interior from its two
 endpoints with DDIM; linear and great-circle interpolation fill the same windows. Every method
 is scored over the test windows' interior points in metres
-(:func:`~lightning_info.methods.prodiff.metrics.trajectory_scores`). Runs are independent, so
+(:func:`~lightning_info.methods.prodiff.metrics.trajectory_scores`). ``prodiff_sharp`` is
+ProDiff whose endpoint query attends with temperature ``sharp_temperature`` instead of the
+paper's ``sqrt(D)``. For every model with prototypes the study also records diagnostics
+(:func:`prototype_diagnostics`): how the test windows' endpoint queries use the prototypes
+(effective numbers, :func:`~lightning_info.methods.prodiff.prototypes.prototype_usage`) and the
+gradient norms each loss sends to the prototypes on a training batch, before and after
+training, plus the last epoch's mean total norm. Runs are independent, so
 ``workers`` processes share them. The figure draws, for the first seed, a few test windows on
 the map: the true points, the linear fill and ProDiff's.
 """
@@ -37,13 +43,16 @@ from lightning_info.methods.prodiff.functional import (
 )
 from lightning_info.methods.prodiff.metrics import trajectory_scores
 from lightning_info.methods.prodiff.module import ProDiff
+from lightning_info.methods.prodiff.prototypes import prototype_usage
 
 METHODS = {
     "linear": "linear interpolation",
     "great_circle": "great-circle interpolation",
     "prodiff": "ProDiff",
     "prodiff_no_prototypes": "ProDiff (no prototypes)",
+    "prodiff_sharp": "ProDiff (sharp attention)",
 }
+PROTOTYPE_METHODS = ("prodiff", "prodiff_sharp")
 BASELINES = {"linear": linear_interpolation, "great_circle": great_circle_interpolation}
 METRICS = {
     "mtd": "mean deviation (m)",
@@ -52,6 +61,17 @@ METRICS = {
     "tc@2km": "TC@2km",
     "tc_mean": "TC mean (1-10 km)",
     "time_mae": "time MAE (h)",
+}
+#: the diagnostics' table: key of :func:`prototype_diagnostics` -> title
+DIAGNOSTICS = {
+    "effective": "prototypes used, exp(entropy) of the mean attention",
+    "sample_effective": "prototypes mixed per window, mean exp(entropy)",
+    "hard_effective": "prototypes chosen (arg-max), exp(entropy)",
+    "max_weight": "largest attention weight, mean",
+    "grad_start_diffusion": "grad norm to prototypes from L_diff, untrained",
+    "grad_end_diffusion": "grad norm to prototypes from L_diff, trained",
+    "grad_end_contrastive": "grad norm to prototypes from L_con, trained",
+    "grad_train": "grad norm to prototypes, last epoch's mean",
 }
 EXAMPLES = 4
 
@@ -94,9 +114,12 @@ def train_prodiff(
     seed: int,
     model: dict[str, Any],
     max_epochs: int,
+    diagnostics: dict[str, float] | None = None,
 ) -> ProDiff:
     """ProDiff (:func:`build_prodiff`) fit on the training windows (no logger, no
-    checkpoints, clipping 1)."""
+    checkpoints, clipping 1). With prototypes and a ``diagnostics`` dict, the gradient norms
+    of :func:`prototype_diagnostics` are written into it (the usage needs the trained model:
+    call :func:`prototype_diagnostics` after)."""
     pl.seed_everything(seed, verbose=False)
     module = build_prodiff(data.window_length, use_prototypes, seed, model)
     trainer = quiet_trainer(
@@ -106,8 +129,37 @@ def train_prodiff(
         gradient_clip_val=1.0,
         limit_val_batches=0,
     )
+    track = use_prototypes and diagnostics is not None
+    if track:
+        # the first training windows, scaled (not through a DataLoader: its seed draw would
+        # move the global random stream the training's dropout draws from)
+        batch = data.scale(data.windows["train"][: data.batch_size]).float()
+        for name, value in module.prototype_gradient_norms(batch).items():
+            diagnostics[f"grad_start_{name}"] = value
     trainer.fit(module, datamodule=data)
+    if track:
+        for name, value in module.prototype_gradient_norms(batch).items():
+            diagnostics[f"grad_end_{name}"] = value
+        diagnostics["grad_train"] = float(trainer.callback_metrics["train/prototype_grad_norm"])
+        diagnostics["encoder_grad_train"] = float(
+            trainer.callback_metrics["train/encoder_grad_norm"]
+        )
     return module.eval()
+
+
+def prototype_diagnostics(module: ProDiff, data: TrajectoryDataModule) -> dict[str, float]:
+    """How the test windows' endpoint queries use the trained model's prototypes: the keys of
+    :func:`~lightning_info.methods.prodiff.prototypes.prototype_usage` (``usage`` as a list),
+    plus ``num_prototypes``."""
+    with torch.no_grad():
+        weights = torch.cat(
+            [module.prototype_weights(batch["window"]) for batch in data.test_dataloader()]
+        )
+    usage = prototype_usage(weights.double())
+    out = {k: float(v) for k, v in usage.items() if k != "usage"}
+    out["usage"] = usage["usage"].tolist()
+    out["num_prototypes"] = weights.shape[1]
+    return out
 
 
 def generate(module: ProDiff, data: TrajectoryDataModule, seed: int) -> torch.Tensor:
@@ -135,13 +187,23 @@ def run_setting(job: dict[str, Any]) -> dict[str, Any]:
     )
     truth = data.windows["test"]
     scores, seconds, examples = {}, {}, {"truth": truth[:EXAMPLES].tolist()}
+    diagnostics: dict[str, dict[str, Any]] = {}
     for method in job["methods"]:
         start = time.perf_counter()
         if method in BASELINES:
             generated = BASELINES[method](truth)
         else:
-            module = train_prodiff(data, method == "prodiff", seed, job["model"], job["max_epochs"])
+            model = job["model"]
+            if method == "prodiff_sharp":
+                options = dict(model.get("prototype_options", {}))
+                options["attention_temperature"] = job["sharp_temperature"]
+                model = {**model, "prototype_options": options}
+            prototypes = method in PROTOTYPE_METHODS
+            found: dict[str, Any] = {}
+            module = train_prodiff(data, prototypes, seed, model, job["max_epochs"], found)
             generated = generate(module, data, seed)
+            if prototypes:
+                diagnostics[method] = {**found, **prototype_diagnostics(module, data)}
         seconds[method] = time.perf_counter() - start
         scores[method] = trajectory_scores(generated.numpy(), truth.numpy())
         examples[method] = generated[:EXAMPLES].tolist()
@@ -151,6 +213,7 @@ def run_setting(job: dict[str, Any]) -> dict[str, Any]:
         "scores": scores,
         "seconds": seconds,
         "examples": examples,
+        "diagnostics": diagnostics,
     }
 
 
@@ -161,7 +224,8 @@ class TrajectoryStudy(Study):
     Args:
         window_lengths: ``k`` of the windows (each a whole synthetic trajectory).
         seeds: seeds of the city, the split and the models.
-        methods: of ``linear``, ``great_circle``, ``prodiff``, ``prodiff_no_prototypes``.
+        methods: of ``linear``, ``great_circle``, ``prodiff``, ``prodiff_no_prototypes``,
+            ``prodiff_sharp``.
         num_trajectories: trajectories in the synthetic city.
         synthetic: further :class:`~lightning_info.methods.prodiff.datamodule.SyntheticCity`
             options (e.g. ``left_side_probability``).
@@ -170,6 +234,7 @@ class TrajectoryStudy(Study):
             fields (see :func:`build_prodiff`).
         max_epochs, batch_size: ProDiff's epochs and batch size.
         workers: processes running settings side by side (1: in this process).
+        sharp_temperature: ``prodiff_sharp``'s attention temperature (the paper: ``sqrt(D)``).
     """
 
     window_lengths: list[int] = field(default_factory=lambda: [8, 16])
@@ -181,6 +246,7 @@ class TrajectoryStudy(Study):
     max_epochs: int = 60
     batch_size: int = 128
     workers: int = 1
+    sharp_temperature: float = 0.1
 
     def __post_init__(self) -> None:
         for method in self.methods:
@@ -199,6 +265,7 @@ class TrajectoryStudy(Study):
             "model": self.model,
             "max_epochs": self.max_epochs,
             "batch_size": self.batch_size,
+            "sharp_temperature": self.sharp_temperature,
         }
         return [
             {"window_length": length, "seed": seed, **common}
@@ -220,7 +287,28 @@ class TrajectoryStudy(Study):
             for metric, title in METRICS.items()
         }
         tables["seconds per fit and imputation"] = self._table(records, "seconds")
+        shown = [m for m in PROTOTYPE_METHODS if m in self.methods]
+        if shown:
+            tables["prototype diagnostics (test windows' endpoint queries; gradients)"] = (
+                self._diagnostics_table(records, shown)
+            )
         return StudyResult(tables, {"map": self._figure(records)}, records)
+
+    def _diagnostics_table(self, records, methods: list[str]):
+        columns = ["k", "diagnostic", *(METHODS[m] for m in methods)]
+        rows = []
+        for length in self.window_lengths:
+            for key, title in DIAGNOSTICS.items():
+                cells = []
+                for method in methods:
+                    values = [
+                        r["diagnostics"][method][key]
+                        for r in records
+                        if r["window_length"] == length and method in r.get("diagnostics", {})
+                    ]
+                    cells.append(mean_std(values))
+                rows.append([length, title, *cells])
+        return columns, rows
 
     def _values(self, records, length, method, metric) -> list[float]:
         return [
