@@ -1,0 +1,325 @@
+"""The fine-tuning pipeline's glue: a FisherSFT data module that decontaminates its pool first,
+and a callback that reports every stage's figures as test metrics.
+
+The stages are the suite's plugins, attached as a user attaches them:
+
+1. decontaminate: :class:`SFTPipelineDataModule` flags the candidate examples that share an
+   n-gram with the test set
+   (:func:`~lightning_info.methods.train_test_overlap.functional.contaminated_documents`) and,
+   with ``decontaminate=True``, drops them from the pool; the
+   :class:`~lightning_info.methods.train_test_overlap.callback.TrainTestOverlap` callback logs
+   the overlap report of the pool it trains from (a W&B table);
+2. select: the data module is a
+   :class:`~lightning_info.methods.fisher_sft.datamodule.FisherSubsetDataModule`, so FisherSFT
+   (or the random baseline) picks ``budget`` examples of the decontaminated pool;
+3. train: :class:`~lightning_info.lm.fine_tuner.CausalLMFineTuner` with LoRA, and the
+   :class:`~lightning_info.methods.fic_tsc.callback.FisherConstraint` callback;
+4. audit: the
+   :class:`~lightning_info.methods.prism.callback.FragmentExtractionAudit` callback at fit end,
+   and :class:`SFTPipelineReport` at test time: the loss on the clean and on the contaminated
+   test items, the share of test items whose n-grams reached the selected training set, the
+   share of constrained steps and the audit's figures, logged as ``test/...`` metrics (so that
+   ``ComparisonCLI`` tables them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from lightning.pytorch import Callback, LightningModule, Trainer
+from torch.utils.data import DataLoader
+
+from lightning_info.methods.fic_tsc.callback import FisherConstraint
+from lightning_info.methods.fisher_sft.datamodule import (
+    FisherSubsetDataModule,
+    PromptResponseColumns,
+    SubsetSelectionOptions,
+)
+from lightning_info.methods.prism.auditor import ATTACKS
+from lightning_info.methods.prism.callback import FragmentExtractionAudit
+from lightning_info.methods.train_test_overlap.functional import (
+    OverlapOptions,
+    TestInstance,
+    compute_overlap,
+    contaminated_documents,
+)
+
+__all__ = ["ContaminationScan", "SFTPipelineDataModule", "SFTPipelineReport", "load_examples"]
+
+TRAINING_SEPARATOR = "\n"
+"""What joins prompt and response in training (``tokenize_prompt_response``'s default): the
+``text`` column of the pool is the text the model is trained on."""
+TEST_BENCHMARK = "test"
+"""The benchmark name of the test items (the split ``TrainTestOverlap`` reads them from)."""
+
+
+def load_examples(path: str | Path) -> Any:
+    """A ``datasets.Dataset`` from a folder written by ``save_to_disk`` or a JSON-lines file."""
+    import datasets
+
+    path = Path(path)
+    if path.is_dir():
+        loaded = datasets.load_from_disk(str(path))
+        if isinstance(loaded, datasets.DatasetDict):
+            raise ValueError(f"{path} holds a DatasetDict; save the one split to use.")
+        return loaded
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is neither a saved dataset folder nor a file.")
+    with path.open(encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle if line.strip()]
+    if not rows:
+        raise ValueError(f"{path} holds no JSON lines.")
+    return datasets.Dataset.from_list(rows)
+
+
+def _set_column(dataset: Any, name: str, values: list) -> Any:
+    if name in dataset.column_names:
+        if dataset[name] == values:
+            return dataset
+        dataset = dataset.remove_columns(name)
+    return dataset.add_column(name, values)
+
+
+EMBED_32 = SubsetSelectionOptions(embed_batch_size=32)
+"""The default selection options: 32 pool examples per embedding pass."""
+PROMPT_RESPONSE = PromptResponseColumns()
+"""The default columns: ``prompt`` and ``response``, no chat template."""
+
+
+@dataclass(frozen=True)
+class ContaminationScan:
+    """What the n-gram scan of the whole candidate pool against the test set found:
+    ``pool_flags[i]``, candidate ``i`` shares an n-gram with a test item;
+    ``test_flags[j]``, test item ``j`` shares one with some candidate (the contaminated
+    subset of the test set)."""
+
+    pool_flags: np.ndarray
+    test_flags: np.ndarray
+
+
+class SFTPipelineDataModule(FisherSubsetDataModule):
+    """FisherSFT (or random) selection at ``budget`` from a pool decontaminated against the test
+    set; the test set is served whole, and split into its clean and contaminated items.
+
+    ``pool`` and ``test_set`` are prompt/response instruction sets on disk (a ``save_to_disk``
+    folder or JSON lines, :func:`load_examples`); ``tokenizer`` a Hugging Face name or folder.
+    At the first ``setup`` every candidate is scanned for ``overlap.n``-grams of the test items
+    (input: the prompt, reference: the response;
+    :func:`~lightning_info.methods.train_test_overlap.functional.contaminated_documents`), and
+    the test items sharing one with the pool make the contaminated subset. With
+    ``decontaminate`` the flagged candidates leave the pool before the selection.
+
+    For :class:`~lightning_info.methods.train_test_overlap.callback.TrainTestOverlap` the pool
+    gets a ``text`` column (prompt and response) and the test set ``input``, ``references`` and
+    ``id`` columns: the callback's defaults read them (with ``splits: [test]``). The other
+    arguments are :class:`FisherSubsetDataModule`'s.
+    """
+
+    def __init__(
+        self,
+        tokenizer: str,
+        pool: str,
+        test_set: str,
+        budget: int,
+        strategy: Literal["fisher", "random", "k_center"] = "fisher",
+        decontaminate: bool = True,
+        overlap: OverlapOptions = OverlapOptions(),
+        selection_options: SubsetSelectionOptions = EMBED_32,
+        columns: PromptResponseColumns = PROMPT_RESPONSE,
+        max_length: int = 192,
+        batch_size: int = 8,
+        seed: int = 0,
+    ) -> None:
+        from transformers import AutoTokenizer
+
+        if not isinstance(overlap, OverlapOptions):
+            raise TypeError(f"`overlap` must be an OverlapOptions, got {type(overlap).__name__}.")
+        loaded = AutoTokenizer.from_pretrained(tokenizer)
+        if loaded.pad_token is None:
+            loaded.pad_token = loaded.eos_token
+        candidates, tests = load_examples(pool), load_examples(test_set)
+        for name, data in (("pool", candidates), ("test_set", tests)):
+            missing = {columns.prompt_column, columns.response_column} - set(data.column_names)
+            if missing:
+                raise ValueError(f"`{name}` lacks column(s) {sorted(missing)}.")
+        prompts, responses = tests[columns.prompt_column], tests[columns.response_column]
+        self.test_instances = [
+            TestInstance(str(j), p, (r,), TEST_BENCHMARK)
+            for j, (p, r) in enumerate(zip(prompts, responses))
+        ]
+        tests = _set_column(tests, "input", prompts)
+        tests = _set_column(tests, "references", [[r] for r in responses])
+        tests = _set_column(tests, "id", [i.id for i in self.test_instances])
+        texts = [
+            f"{p}{TRAINING_SEPARATOR}{r}"
+            for p, r in zip(candidates[columns.prompt_column], candidates[columns.response_column])
+        ]
+        candidates = _set_column(candidates, "text", texts)
+        super().__init__(
+            candidates,
+            loaded,
+            budget,
+            strategy,
+            selection_options=selection_options,
+            eval_dataset=tests,
+            columns=columns,
+            max_length=max_length,
+            batch_size=batch_size,
+            seed=seed,
+            progress=False,
+        )
+        self.candidates = candidates
+        """The pool as given (``self.pool`` is what is left after decontamination)."""
+        self.decontaminate = bool(decontaminate)
+        self.overlap = overlap
+        self.scan: ContaminationScan | None = None
+        self._leak: float | None = None
+
+    def _scan(self) -> ContaminationScan:
+        texts = self.candidates["text"]
+        pool_flags = contaminated_documents(self.test_instances, texts, self.overlap)
+        report = compute_overlap(self.test_instances, texts, self.overlap)
+        leaked = {row["id"] for row in report.rows if row["any_overlap"] > 0}
+        test_flags = np.array([i.id in leaked for i in self.test_instances], dtype=bool)
+        return ContaminationScan(pool_flags, test_flags)
+
+    def setup(self, stage: str) -> None:
+        if self.scan is None:
+            self.scan = self._scan()
+            if self.decontaminate:
+                kept = np.flatnonzero(~self.scan.pool_flags).tolist()
+                if len(kept) < self.budget:
+                    raise ValueError(
+                        f"Decontamination leaves {len(kept)} candidates, fewer than "
+                        f"budget={self.budget}; lower the budget or grow the pool."
+                    )
+                self.pool = self.candidates.select(kept)
+        super().setup(stage)
+
+    def selected_texts(self) -> list[str]:
+        """The texts of the selected training examples (after ``setup("fit")`` or a resume)."""
+        if self.selection is None:
+            raise RuntimeError("Nothing is selected yet: call setup('fit') first.")
+        return [self.pool[int(i)]["text"] for i in self.selection.indices]
+
+    def leaked_fraction(self) -> float:
+        """The share of test items sharing an ``overlap.n``-gram with the selected training
+        examples (HELM's ``any_overlap``, :func:`compute_overlap`)."""
+        if self._leak is None:
+            report = compute_overlap(self.test_instances, self.selected_texts(), self.overlap)
+            self._leak = float(report.summary[TEST_BENCHMARK]["any_overlap"])
+        return self._leak
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        super().load_state_dict(state_dict)
+        self._leak = None
+
+    def test_subset_loader(self, contaminated: bool) -> DataLoader | None:
+        """Batches of the contaminated (or the clean) test items; ``None`` when there are none."""
+        if self.scan is None:
+            self.setup("test")
+        flags = self.scan.test_flags if contaminated else ~self.scan.test_flags
+        rows = np.flatnonzero(flags).tolist()
+        if not rows:
+            return None
+        subset = self.eval_dataset.select(rows)
+        return DataLoader(subset, batch_size=self.batch_size, collate_fn=self.collate)
+
+
+AUDIT_FIGURES = ("auc", "tpr@1%fpr", "tpr@0.1%fpr")
+"""The audit's figures tabled per attack: ROC-AUC and the TPR at the field's low FPRs."""
+
+
+@torch.no_grad()
+def _token_mean_nll(model: Any, loader: DataLoader | None, device: torch.device) -> float:
+    """The token-weighted mean NLL of the label tokens over ``loader`` (as ``test/loss``)."""
+    if loader is None:
+        return float("nan")
+    total, count = 0.0, 0
+    for batch in loader:
+        batch = {k: v.to(device) for k, v in batch.items()}
+        targets = int((batch["labels"][:, 1:] != -100).sum())
+        total += float(model(**batch).loss) * targets
+        count += targets
+    return total / count if count else float("nan")
+
+
+class SFTPipelineReport(Callback):
+    """At the end of ``test``, logs every stage's figure as a ``test/...`` metric:
+
+    - ``test/loss_clean``, ``test/loss_contaminated``: the token-mean NLL on the test items the
+      pool scan found clean, and on those it found contaminated; ``test/contamination_gap`` =
+      contaminated minus clean (below 0: the model scores better on what leaked);
+    - ``test/leaked_fraction``: the share of test items with an n-gram in the selected training
+      set; ``test/flagged_candidates`` and ``test/removed_candidates``: the pool scan's counts;
+    - ``test/constrained_fraction``: the share of optimizer steps ``FisherConstraint`` rescaled
+      (0 without the callback: no step was);
+    - ``test/audit/<attack>/<figure>`` for each of ``attacks`` and :data:`AUDIT_FIGURES`, from
+      the ``FragmentExtractionAudit`` callback's report, and ``test/audit/negatives``,
+      ``test/audit/members_trained`` (member queries that are selected training examples).
+
+    Needs an :class:`SFTPipelineDataModule`. Under DDP the audit's figures travel from global
+    rank 0 (where the audit runs) with ``trainer.strategy.broadcast``; every rank evaluates the
+    two test subsets whole, so every rank logs the same values.
+    """
+
+    def __init__(self, attacks: Sequence[str] = ("loss", "min_k++", "reference")) -> None:
+        unknown = sorted(set(attacks) - set(ATTACKS))
+        if unknown:
+            raise ValueError(f"Unknown attacks {unknown}; choose from {list(ATTACKS)}.")
+        self.attacks = tuple(attacks)
+        self.values: dict[str, float] = {}
+
+    def on_test_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        data = trainer.datamodule
+        if not isinstance(data, SFTPipelineDataModule):
+            raise TypeError("SFTPipelineReport needs an SFTPipelineDataModule.")
+        model = getattr(pl_module, "model", pl_module)
+        clean = _token_mean_nll(model, data.test_subset_loader(False), pl_module.device)
+        dirty = _token_mean_nll(model, data.test_subset_loader(True), pl_module.device)
+        values = {
+            "test/loss_clean": clean,
+            "test/loss_contaminated": dirty,
+            "test/contamination_gap": dirty - clean,
+            "test/flagged_candidates": float(data.scan.pool_flags.sum()),
+            "test/removed_candidates": float(len(data.candidates) - len(data.pool)),
+            "test/leaked_fraction": data.leaked_fraction(),
+            "test/constrained_fraction": 0.0,
+        }
+        for callback in trainer.callbacks:
+            if isinstance(callback, FisherConstraint):
+                values["test/constrained_fraction"] = callback.constrained_fraction
+        audits = [c for c in trainer.callbacks if isinstance(c, FragmentExtractionAudit)]
+        if audits:
+            audit = None
+            if trainer.is_global_zero:
+                audit = self._audit_values(audits[0], data)
+            values.update(trainer.strategy.broadcast(audit, src=0))
+        self.values = values
+        pl_module.log_dict(values)
+
+    def _audit_values(self, audit: FragmentExtractionAudit, data: SFTPipelineDataModule) -> dict:
+        if audit.report is None:
+            raise RuntimeError("FragmentExtractionAudit has no report: it runs at the end of fit.")
+        out = {
+            f"test/audit/{attack}/{figure}": float(audit.report.metrics[attack][figure])
+            for attack in self.attacks
+            for figure in AUDIT_FIGURES
+        }
+        out["test/audit/negatives"] = audit.report.diagnostics["negatives"]
+        queries = audit.attack_set
+        trained = set(data.selected_texts())  # prompt, separator, response: a query's text
+        out["test/audit/members_trained"] = float(
+            sum(
+                p + f in trained
+                for p, f, label in zip(queries.prompts, queries.fragments, queries.labels)
+                if label == 1
+            )
+        )
+        return out

@@ -1,0 +1,212 @@
+"""The SFT pipeline at toy size: the planted corpus, every stage attached and logging, the recipe's
+arms on a local model and local data sets, a mid-epoch resume, and two DDP processes."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lightning.pytorch import Callback
+
+from lightning_info import FisherConstraint, FragmentExtractionAudit, TrainTestOverlap
+from lightning_info.methods.fisher_sft import Selection
+from lightning_info.methods.prism.fragments import AttackSet
+from lightning_info.pipelines import SFTPipelineReport
+from lightning_info.pipelines.sft import load_examples
+from tests.benchmark_scripts import load_recipe
+from tests.pipelines import toy
+from tests.resume_points import CheckpointMidEpoch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_planted_corpus_holds_copied_test_items_and_canaries(tmp_path):
+    files = toy.corpus(tmp_path)
+    pool, tests = load_examples(files["pool"]), load_examples(files["test_set"])
+    canaries = AttackSet.load(files["canaries"])
+    assert pool["source"].count("docstring") == 40
+    copied = [r for r in pool if r["source"] == "contaminated"]
+    planted = [r for r in tests if r["planted"]]
+    assert len(copied) == len(planted) == 4
+    assert {(r["prompt"], r["response"]) for r in copied} == {
+        (r["prompt"], r["response"]) for r in planted
+    }
+    members = [
+        (p, f) for p, f, y in zip(canaries.prompts, canaries.fragments, canaries.labels) if y
+    ]
+    in_pool = {(r["prompt"] + "\n", r["response"]) for r in pool if r["source"] == "canary"}
+    assert len(members) == 8 and set(members) == in_pool  # a query is its training text
+    assert canaries.kinds.count("non_member") == canaries.kinds.count("unseen") == 8
+
+
+def _logged_columns(root: Path) -> set[str]:
+    (metrics,) = root.glob("csv/pipeline/version_*/metrics.csv")
+    with open(metrics) as f:
+        return set(next(csv.reader(f)))
+
+
+def test_every_stage_is_a_plugin_that_ran_and_logged(tmp_path):
+    trainer, module, data, callbacks, tested = toy.fit_and_test(tmp_path)
+    overlap, audit, constraint, report = callbacks
+    # 1. decontaminate: the planted copies are flagged and left out of the pool
+    flagged = {i for i, f in enumerate(data.scan.pool_flags) if f}
+    copies = {i for i, r in enumerate(data.candidates) if r["source"] == "contaminated"}
+    long_copies = {i for i in copies if len(data.candidates[i]["text"].split()) >= 13}
+    assert len(long_copies) >= 3 and long_copies <= flagged  # shorter than n = 13: unseen
+    assert len(data.pool) == len(data.candidates) - len(flagged)
+    assert not flagged & set(range(len(data.candidates))) - copies  # nothing else flagged
+    assert data.scan.test_flags.sum() == len(flagged)  # the contaminated test subset
+    assert overlap.report is not None and overlap.report.num_documents == len(data.pool)
+    # 2. select: FisherSFT picked the budget from the decontaminated pool
+    assert len(data.selection.indices) == 16 and all(
+        i < len(data.pool) for i in data.selection.indices
+    )
+    # 3. train: LoRA adapters only, every step constrained at this bound
+    assert constraint.num_steps == trainer.global_step > 0
+    assert constraint.constrained_fraction == 1.0
+    trainable = [n for n, p in module.model.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in n for n in trainable)
+    # 4. audit: the fragment-extraction report and the pipeline's figures
+    assert audit.report is not None and "reference" in audit.report.metrics
+    assert tested["test/leaked_fraction"] == 0.0  # nothing leaked past decontamination
+    assert tested["test/constrained_fraction"] == 1.0
+    assert tested["test/audit/negatives"] == 16.0
+    canaries = [data.pool[i]["source"] == "canary" for i in data.selection.indices]
+    assert tested["test/audit/members_trained"] == sum(canaries)
+    assert math.isfinite(tested["test/contamination_gap"])
+    assert tested["test/contamination_gap"] == pytest.approx(
+        tested["test/loss_contaminated"] - tested["test/loss_clean"], abs=1e-5
+    )
+    logged = {k: v for k, v in tested.items() if k in report.values}
+    assert report.values == pytest.approx(logged, rel=1e-6)  # logged as float32
+    columns = _logged_columns(tmp_path)
+    for name in (
+        "overlap/test/any_overlap",  # TrainTestOverlap
+        "fisher/trace_before",  # FisherConstraint
+        "fisher/constrained_fraction",
+        "prism/reference/auc",  # FragmentExtractionAudit
+        "prism/loss/tpr@0.1%fpr",
+        "test/loss",  # CausalLMFineTuner
+        "test/loss_clean",  # SFTPipelineReport
+        "test/audit/reference/tpr@1%fpr",
+    ):
+        assert name in columns, name
+
+
+def test_without_decontamination_the_copies_are_trained_on_and_leak(tmp_path):
+    module, data, callbacks = toy.pipeline_parts(tmp_path, decontaminate=False, strategy="random")
+    data.setup("fit")
+    assert len(data.pool) == len(data.candidates)
+    flagged = [i for i, f in enumerate(data.scan.pool_flags) if f]
+    data.selection = Selection(flagged, [], 0.0, 1.0, len(data.pool))  # train on the copies
+    assert data.leaked_fraction() == pytest.approx(data.scan.test_flags.mean())
+    # a canary query's text is its training example's: members_trained counts by it
+    canaries = [i for i, source in enumerate(data.pool["source"]) if source == "canary"]
+    data.selection = Selection(canaries, [], 0.0, 1.0, len(data.pool))
+    queries = callbacks[1].attack_set
+    members = {p + f for p, f, y in zip(queries.prompts, queries.fragments, queries.labels) if y}
+    assert members == set(data.selected_texts())
+
+
+def test_the_report_refuses_unknown_attacks():
+    with pytest.raises(ValueError, match="Unknown attacks"):
+        SFTPipelineReport(attacks=["loss", "psychic"])
+
+
+def test_the_recipe_runs_its_arms_on_a_local_model_and_local_data(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["recipe"])
+    config = toy.toy_config(tmp_path)
+    saved = tmp_path / "my_pool"  # a user's instruction set saved with datasets' save_to_disk
+    load_examples(tmp_path / "corpus" / "pool.jsonl").save_to_disk(str(saved))
+    arms = json.dumps(
+        {
+            "random subset": {"data": {"strategy": "random", "decontaminate": False}},
+            "+ decontaminate": {"data": {"strategy": "random", "decontaminate": True}},
+        }
+    )
+    cli = load_recipe("sft_pipeline").main(
+        [f"--config={config}", f"--compare.arms={arms}", f"--data.pool={saved}"]
+    )
+    assert cli.datamodule.candidates.num_rows == 52
+    values = {(r.arm, r.metric): r.value for r in cli.results}
+    assert values["+ decontaminate", "test/leaked_fraction"] == 0.0
+    assert values["random subset", "test/constrained_fraction"] == 0.0
+    assert values["random subset", "test/audit/negatives"] == 16.0
+    assert len(cli.results) == 2 * len(cli.config.compare.metrics)
+    table = (tmp_path / "results" / "sft_pipeline.md").read_text()
+    assert "random subset" in table and "test/audit/reference/tpr@0.1%fpr" in table
+    callbacks = {type(c) for c in cli.trainer.callbacks}
+    assert {TrainTestOverlap, FragmentExtractionAudit, SFTPipelineReport} <= callbacks
+    assert FisherConstraint not in callbacks  # the constraint's arms add it
+
+
+def test_the_recipe_s_constraint_arms_attach_fisher_constraint():
+    import yaml
+
+    arms = yaml.safe_load(toy.RECIPE_YAML.read_text())["compare"]["arms"]
+    constrained = {
+        name
+        for name, arm in arms.items()
+        for c in arm.get("trainer", {}).get("callbacks", [])
+        if c["class_path"] == "lightning_info.FisherConstraint"
+    }
+    assert constrained == {"+ FisherConstraint", "full pipeline"}
+    assert list(arms)[0] == "random subset"
+
+
+class FirstStep(Callback):
+    """Records the global step of the first training batch a run takes."""
+
+    step = None
+
+    def on_train_batch_start(self, trainer, *_):
+        if self.step is None:
+            self.step = trainer.global_step
+
+
+def test_a_run_resumed_mid_epoch_ends_with_the_same_metrics(tmp_path):
+    checkpoint = tmp_path / "mid-epoch.ckpt"
+    _, _, _, straight_callbacks, straight = toy.fit_and_test(
+        tmp_path / "straight", extra_callbacks=[CheckpointMidEpoch(checkpoint)], max_epochs=3
+    )
+    assert checkpoint.exists()
+    first_step = FirstStep()
+    resumer, _, _, resumed_callbacks, resumed = toy.fit_and_test(
+        tmp_path / "resumed",
+        seed=123,
+        ckpt_path=str(checkpoint),
+        max_epochs=3,
+        extra_callbacks=[first_step],
+    )
+    batches = resumer.num_training_batches
+    assert first_step.step == batches + batches // 2  # in the middle of the second epoch
+    assert resumed == pytest.approx(straight, abs=1e-6)
+    assert resumed_callbacks[2].state_dict() == straight_callbacks[2].state_dict()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_pipeline_runs_under_ddp_on_two_cpu_processes(tmp_path):
+    out = tmp_path / "ddp.json"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
+    command += ["--master-port", str(_free_port()), "-m", "tests.pipelines.ddp_run", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    ranks = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(r["rank"] for r in ranks) == [0, 1]
+    assert all(r["world_size"] == 2 for r in ranks)
+    first, second = ranks
+    assert first["tested"] == pytest.approx(second["tested"])  # every rank logs the same figures
+    assert first["selection"] == second["selection"]
+    assert first["tested"]["test/leaked_fraction"] == 0.0
+    assert first["tested"]["test/audit/negatives"] == 16.0
