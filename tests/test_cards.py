@@ -88,3 +88,20 @@ def test_card_python_parses_and_functional_names_resolve(card: Path):
 def test_card_links_resolve(card: Path):
     for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", card.read_text()):
         assert (card.parent / target).resolve().exists(), f"{card}: broken link {target}"
+
+
+def test_readme_method_table_gives_each_card_its_evidence():
+    """The README's method table names, per method, shown / partly / not shown, a number with
+    its spread, and a link to the card's Results."""
+    text = (ROOT / "README.md").read_text()
+    table = next(b for b in text.split("\n\n") if b.startswith("| paper (ICML 2025)"))
+    rows = table.splitlines()[2:]
+    linked = set()
+    for row in rows:
+        evidence = row.rstrip(" |").rsplit(" | ", 1)[1]
+        assert re.match(r"\*\*(shown|partly|not shown)\*\*", evidence), evidence
+        assert "±" in evidence or re.search(r"\d+ of \d+", evidence), evidence
+        card = re.search(r"\(lightning_info/methods/(\w+)/README\.md#results\)", evidence)
+        assert card, f"no link to a card's Results: {evidence}"
+        linked.add(card.group(1))
+    assert linked == {c.parent.name for c in CARDS}

@@ -375,44 +375,64 @@ def test_asymmetric_ac_logs_the_tabular_plots_to_wandb(tmp_path, monkeypatch):
     assert sorted(n.split("_")[0] for n in images) == ["actor", "critic"]
 
 
-def test_posthoc_scoring_recipe_prints_both_tables(tmp_path, lightning_messages, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # the confidence report writes to its configured results/
+def _by_hand(values: list[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation of two per-seed values, by hand: |a - b| / sqrt(2)."""
+    a, b = values
+    return (a + b) / 2, abs(a - b) / 2**0.5
+
+
+def _assert_cell_is(cell: str, values: list[float]) -> None:
+    """A printed ``mean ± std`` cell (4 decimals) against the hand computation of ``values``."""
+    (mean, std), (hand_mean, hand_std) = _mean_std(cell), _by_hand(values)
+    assert mean == pytest.approx(hand_mean, abs=5.1e-5)
+    assert std == pytest.approx(hand_std, abs=5.1e-5)
+
+
+def test_posthoc_scoring_recipe_tables_both_reports_over_seeds(tmp_path, capsys):
     cli = _recipe("posthoc_scoring").main(
         [
-            "--trainer.max_epochs=2",
-            "--trainer.enable_progress_bar=false",
+            "--studies.failure.seeds=[0, 1]",
+            "--studies.failure.epochs=2",
+            "--studies.ood.seeds=[0, 1]",
+            "--studies.ood.epochs=2",
+            "--studies.ood.tune_trials=3",
             "--trainer.logger=false",
-            f"--trainer.default_root_dir={tmp_path}",
-            f"--trainer.callbacks.output_dir={tmp_path}",
-            "--trainer.callbacks.tune_trials=3",
             f"--compare.output_dir={tmp_path}",
         ]
     )
-    (result,) = cli.results  # one trained classifier, tested
-    assert result.metric == "test/acc" and 0.0 <= result.value <= 1.0
-    tables = {
-        name: t for cb in cli.trainer.callbacks for name, t in getattr(cb, "tables", {}).items()
-    }
-    failure_columns, failure = tables["failure"]
-    assert [r[0] for r in failure] == ["MSP", "MSP (temperature)", "PMI", "PVI", "PSI"]
-    _, ood = tables["ood"]
-    assert [r[0] for r in ood] == ["energy", "react", "vra", "plf"]
-    for row in failure:
-        assert 0.0 <= float(row[failure_columns.index("AUROC")]) <= 1.0
-    printed = "\n".join(lightning_messages)  # the callbacks report through rank_zero_info
-    assert (tmp_path / "ood_shaping.md").read_text().strip() in printed
+    failure, ood = cli.study_results["failure"], cli.study_results["ood"]
+    assert [r["seed"] for r in failure.records] == [0, 1] == [r["seed"] for r in ood.records]
+    # the same seed trains the same classifier in both studies; seed 1 another split and model
+    assert [r["test_acc"] for r in failure.records] == [r["test_acc"] for r in ood.records]
+    assert failure.records[0]["rows"] != failure.records[1]["rows"]
+    accuracy, table = failure.tables.values()
+    _assert_cell_is(accuracy[1][0][1], [r["test_acc"] for r in failure.records])
+    columns, rows = table
+    assert [r[0] for r in rows] == ["MSP", "MSP (temperature)", "PMI", "PVI", "PSI"]
+    assert columns[1:4] == ["AUROC", "AUPR-success", "AUPR-error"]
+    for row in rows:  # every cell: mean ± std of the callback's two per-seed cells
+        for column, cell in zip(columns[1:], row[1:]):
+            _assert_cell_is(cell, [r["rows"][row[0]][column] for r in failure.records])
+    ((columns, rows),) = ood.tables.values()
+    assert [r[0] for r in rows] == ["energy", "react", "vra", "plf"]
+    assert columns[1:] == [
+        f"{s} {m}" for s in ("digits", "noise", "shuffled") for m in ("AUROC", "FPR@95")
+    ]
+    for row in rows:
+        for column, cell in zip(columns[1:], row[1:]):
+            _assert_cell_is(cell, [r["rows"][row[0]][column] for r in ood.records])
+    printed = capsys.readouterr().out
+    for study in ("failure", "ood"):
+        assert (tmp_path / f"posthoc_scoring_{study}.md").read_text().strip() in printed
 
 
-def test_diffusion_fisher_recipe_prints_the_three_tables(tmp_path, capsys):
+def test_diffusion_fisher_recipe_tables_the_likelihoods_over_seeds(tmp_path, capsys):
     cli = _recipe("diffusion_fisher").main(
         [
-            "--trainer.max_steps=20",
-            "--trainer.enable_progress_bar=false",
-            "--trainer.logger=false",
-            "--trainer.limit_val_batches=0",
-            f"--trainer.default_root_dir={tmp_path}",
-            "--model.hidden=16",
-            "--data.num_samples=400",
+            "--studies.likelihoods.seeds=[0, 1]",
+            "--studies.likelihoods.max_steps=20",
+            "--studies.likelihoods.model={hidden: 16}",
+            "--studies.likelihoods.data={num_samples: 400}",
             "--studies.likelihoods.test_points=16",
             "--studies.likelihoods.steps=8",
             "--studies.likelihoods.probes=2",
@@ -421,16 +441,37 @@ def test_diffusion_fisher_recipe_prints_the_three_tables(tmp_path, capsys):
             "--studies.likelihoods.ot_points=2",
             "--studies.likelihoods.ot_data_points=50",
             "--studies.likelihoods.samples=50",
+            "--trainer.logger=false",
             f"--compare.output_dir={tmp_path}",
         ]
     )
-    assert [r.metric for r in cli.results] == ["test/denoising", "test/trace_matching"]
-    exact, network, ot = cli.study_results["likelihoods"].tables.values()
-    assert [r[0] for r in exact[1]] == ["DF trace", "Hutchinson 1", "Hutchinson 2"]
-    # the DF-trace PF-ODE of the exact data model is far closer to the closed form
-    assert float(exact[1][0][1]) < float(exact[1][1][1])
-    assert [r[0] for r in network[1]] == ["DF-TM trace", "Hutchinson 1", "Hutchinson 2"]
+    result = cli.study_results["likelihoods"]
+    records = result.records
+    assert [r["seed"] for r in records] == [0, 1]
+    assert records[0]["test_denoising"] != records[1]["test_denoising"]  # two models
+    losses, exact, network, ot = result.tables.values()
+    _assert_cell_is(losses[1][0][1], [r["test_denoising"] for r in records])
+    _assert_cell_is(losses[1][0][2], [r["test_trace_matching"] for r in records])
+    names = ["DF trace", "Hutchinson 1", "Hutchinson 2"]
+    assert [r[0] for r in exact[1]] == names
+    for name, row in zip(names, exact[1]):  # error in 1e-3 nats, seconds, ratio to the DF trace
+        _assert_cell_is(row[1], [1e3 * r["exact"][name]["error"] for r in records])
+        _assert_cell_is(row[2], [r["exact"][name]["seconds"] for r in records])
+        ratios = [r["exact"][name]["seconds"] / r["exact"]["DF trace"]["seconds"] for r in records]
+        _assert_cell_is(row[3], ratios)
+    # the DF-trace PF-ODE of the exact data model is far closer to the closed form, every seed
+    assert all(
+        r["exact"]["DF trace"]["error"] < r["exact"]["Hutchinson 1"]["error"] for r in records
+    )
+    assert [r[0] for r in network[1]] == ["DF-TM trace", *names[1:], "Hutchinson 4 (reference)"]
+    for row in network[1][:-1]:
+        for column, key in zip(row[1:4], ("nll", "gap", "seconds")):
+            _assert_cell_is(column, [r["network"][row[0]][key] for r in records])
+    _assert_cell_is(network[1][-1][1], [r["reference_nll"] for r in records])
     assert [r[0] for r in ot[1]] == ["vp", "edm"]
+    for row in ot[1]:
+        _assert_cell_is(row[1], [r["ot"][row[0]]["mean"] for r in records])
+        _assert_cell_is(row[2], [r["ot"][row[0]]["max"] for r in records])
     assert (tmp_path / "diffusion_fisher_likelihoods_plots.png").stat().st_size > 0
     printed = capsys.readouterr().out
     assert (tmp_path / "diffusion_fisher_likelihoods.md").read_text().strip() in printed
@@ -485,7 +526,8 @@ def test_every_recipe_is_a_comparison_cli_whose_config_resolves(name, monkeypatc
 
     monkeypatch.setattr(ComparisonCLI, "run", resolve_only)
     args = ["--trainer.logger=false"]
-    if name == "fisher_sft":  # skip the base model's pretraining: nothing is instantiated here
+    # skip the base model's pretraining: nothing is instantiated here
+    if name in ("fisher_sft", "sft_pipeline"):
         args.append("--model.model=a-local-model")
     cli = _recipe(name).main(args)
     assert type(cli) is ComparisonCLI

@@ -76,7 +76,6 @@ class OODShapingStudy(Study):
         return StudyResult({title: mean_std_rows(records)}, records=records)
 
 
-
 def run_seed(job: dict[str, Any]) -> dict[str, Any]:
     """One seed: train the MLP with ``OODShapingReport`` attached, test it; the callback's rows."""
     import torch

@@ -74,7 +74,6 @@ class FailurePredictionStudy(Study):
         return StudyResult(tables, records=records)
 
 
-
 def run_seed(job: dict[str, Any]) -> dict[str, Any]:
     """One seed: train the MLP with ``PosthocScoring`` attached, test it; the callback's rows."""
     import torch
