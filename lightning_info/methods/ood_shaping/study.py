@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from lightning_info.core.logging import mean_std_rows
-from lightning_info.experiments.study import Study, StudyResult, run_jobs, seeded_trainer
+from lightning_info.experiments.digits_mlp import fit_digits_mlp
+from lightning_info.experiments.study import Study, StudyResult, run_jobs
 
 __all__ = ["OODShapingStudy", "run_seed"]
 
@@ -78,14 +79,9 @@ class OODShapingStudy(Study):
 
 def run_seed(job: dict[str, Any]) -> dict[str, Any]:
     """One seed: train the MLP with ``OODShapingReport`` attached, test it; the callback's rows."""
-    import torch
-
-    from lightning_info.data.digits import DigitsDataModule
     from lightning_info.methods.ood_shaping.callback import OODShapingReport
-    from lightning_info.nn.mlp import MLPClassifier
 
     config = OODShapingStudy(**job["settings"])
-    torch.set_num_threads(config.threads)
     report = OODShapingReport(
         shapers=config.shapers,
         fit_on=config.fit_on,
@@ -93,25 +89,7 @@ def run_seed(job: dict[str, Any]) -> dict[str, Any]:
         tune_trials=config.tune_trials,
         seed=job["seed"],
     )
-    trainer = seeded_trainer(
-        {**job, "epochs": config.epochs}, accelerator="cpu", callbacks=[report]
-    )
-    data = DigitsDataModule(
-        classes=config.classes,
-        test_fraction=config.test_fraction,
-        batch_size=config.batch_size,
-        split_seed=job["seed"],
-        val_fraction=config.val_fraction,
-    )
-    model = MLPClassifier(
-        8 * 8,
-        data.num_classes,
-        hidden=config.hidden,
-        lr=config.lr,
-        weight_decay=config.weight_decay,
-    )
-    trainer.fit(model, datamodule=data)
-    (logged,) = trainer.test(model, datamodule=data, verbose=False)
+    data, logged = fit_digits_mlp(job, config, [report])
     columns, rows = report.tables["ood"]
     return {
         "seed": job["seed"],

@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from lightning_info.core.logging import mean_std, mean_std_rows
-from lightning_info.experiments.study import Study, StudyResult, run_jobs, seeded_trainer
+from lightning_info.experiments.digits_mlp import fit_digits_mlp
+from lightning_info.experiments.study import Study, StudyResult, run_jobs
 
 __all__ = ["FailurePredictionStudy", "run_seed"]
 
@@ -76,34 +77,11 @@ class FailurePredictionStudy(Study):
 
 def run_seed(job: dict[str, Any]) -> dict[str, Any]:
     """One seed: train the MLP with ``PosthocScoring`` attached, test it; the callback's rows."""
-    import torch
-
-    from lightning_info.data.digits import DigitsDataModule
     from lightning_info.methods.pointwise_confidence.callback import PosthocScoring
-    from lightning_info.nn.mlp import MLPClassifier
 
     config = FailurePredictionStudy(**job["settings"])
-    torch.set_num_threads(config.threads)
     report = PosthocScoring(fit_on=config.fit_on, evaluate_on=config.evaluate_on, bins=config.bins)
-    trainer = seeded_trainer(
-        {**job, "epochs": config.epochs}, accelerator="cpu", callbacks=[report]
-    )
-    data = DigitsDataModule(
-        classes=config.classes,
-        test_fraction=config.test_fraction,
-        batch_size=config.batch_size,
-        split_seed=job["seed"],
-        val_fraction=config.val_fraction,
-    )
-    model = MLPClassifier(
-        8 * 8,
-        data.num_classes,
-        hidden=config.hidden,
-        lr=config.lr,
-        weight_decay=config.weight_decay,
-    )
-    trainer.fit(model, datamodule=data)
-    (logged,) = trainer.test(model, datamodule=data, verbose=False)
+    data, logged = fit_digits_mlp(job, config, [report])
     columns, rows = report.tables["failure"]
     return {
         "seed": job["seed"],
