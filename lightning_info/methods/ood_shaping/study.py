@@ -11,18 +11,18 @@ cells); the per-seed rows are the study's records.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from lightning_info.core.logging import mean_std_rows
-from lightning_info.experiments.digits_mlp import fit_digits_mlp
-from lightning_info.experiments.study import Study, StudyResult, run_jobs
+from lightning_info.experiments.digits_mlp import DigitsMLPStudy, fit_digits_mlp
+from lightning_info.experiments.study import StudyResult, run_jobs
 
 __all__ = ["OODShapingStudy", "run_seed"]
 
 
 @dataclass
-class OODShapingStudy(Study):
+class OODShapingStudy(DigitsMLPStudy):
     """OOD detection with each feature shaper, mean ± std over seeds.
 
     Args:
@@ -35,32 +35,13 @@ class OODShapingStudy(Study):
         workers: processes running seeds side by side; threads: torch threads in each.
     """
 
-    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
-    classes: int = 5
-    test_fraction: float = 0.5
-    val_fraction: float = 0.3
-    batch_size: int = 64
-    hidden: list[int] = field(default_factory=lambda: [64, 32])
-    lr: float = 1e-3
-    weight_decay: float = 1e-4
-    epochs: int = 15
     shapers: list[str] = field(default_factory=lambda: ["identity", "react", "vra", "plf"])
     fit_on: str = "val"
     evaluate_on: str = "test"
     tune_trials: int = 200
-    workers: int = 1
-    threads: int = 1
-
-    def __post_init__(self) -> None:
-        if not self.seeds or len(set(self.seeds)) < len(self.seeds):
-            raise ValueError(f"`seeds` must be non-empty and distinct, got {self.seeds}.")
-        if self.epochs < 1:
-            raise ValueError(f"`epochs` must be at least 1, got {self.epochs}.")
 
     def run(self, cli=None) -> StudyResult:
-        root = str(cli.output_dir) if cli is not None else None
-        settings = asdict(self)
-        jobs = [{"seed": s, "settings": settings, "root": root} for s in self.seeds]
+        jobs = self.seed_jobs(cli)
 
         def describe(r: dict[str, Any]) -> str:
             aurocs = {
