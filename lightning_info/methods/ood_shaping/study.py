@@ -25,14 +25,12 @@ __all__ = ["OODShapingStudy", "run_seed"]
 class OODShapingStudy(DigitsMLPStudy):
     """OOD detection with each feature shaper, mean ± std over seeds.
 
+    The seeds, data, network and worker settings are
+    :class:`~lightning_info.experiments.digits_mlp.DigitsMLPStudy`'s.
+
     Args:
-        seeds: each seeds the split and OOD halves, the MLP's initialisation and batch order,
-            and the shapers' tuning.
-        classes, test_fraction, val_fraction, batch_size: the ``DigitsDataModule`` (OOD: the
-            other digits, noise, pixel-shuffled digits).
-        hidden, lr, weight_decay, epochs: the ``MLPClassifier`` and its training.
+        seeds: also seed the OOD halves and the shapers' tuning.
         shapers, fit_on, evaluate_on, tune_trials: the ``OODShapingReport`` callback.
-        workers: processes running seeds side by side; threads: torch threads in each.
     """
 
     shapers: list[str] = field(default_factory=lambda: ["identity", "react", "vra", "plf"])

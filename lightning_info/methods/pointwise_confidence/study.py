@@ -25,12 +25,11 @@ __all__ = ["FailurePredictionStudy", "run_seed"]
 class FailurePredictionStudy(DigitsMLPStudy):
     """Failure prediction and calibration of each confidence scorer, mean ± std over seeds.
 
+    The seeds, data, network and worker settings are
+    :class:`~lightning_info.experiments.digits_mlp.DigitsMLPStudy`'s.
+
     Args:
-        seeds: each seeds the split, the MLP's initialisation and its batch order.
-        classes, test_fraction, val_fraction, batch_size: the ``DigitsDataModule``.
-        hidden, lr, weight_decay, epochs: the ``MLPClassifier`` and its training.
         fit_on, evaluate_on, bins: the ``PosthocScoring`` callback.
-        workers: processes running seeds side by side; threads: torch threads in each.
     """
 
     fit_on: str = "val"
