@@ -16,7 +16,8 @@ Everything a LightningCLI accepts works (``--config``, ``--trainer.*``, ``--mode
 - or any number of arms: ``compare.arms`` maps each arm's name to its overrides of ``model``,
   ``data`` and ``trainer`` arguments (``{"ROME": {"model": {"attack": {"robust": true}}}, ...}``:
   a nested mapping changes the named fields of an option group or network and keeps the others,
-  :func:`merge_override`); the first arm is the reference the others are compared with;
+  :func:`merge_override`; ``trainer: {callbacks+: [...]}`` adds callbacks to the config's list,
+  where ``callbacks`` replaces it); the first arm is the reference the others are compared with;
 - ``compare.metric`` (or several, ``compare.metrics``): the test metrics in the results table.
 
 ``compare.grid_field`` names a data-module argument (``name``) or, with a prefix, a model one
@@ -69,6 +70,8 @@ from lightning_info.experiments.study import Study, StudyResult
 
 BASELINE, METHOD = "baseline", "method"
 _ARM_SECTIONS = ("model", "data", "trainer")
+APPEND_CALLBACKS = "callbacks+"
+"""An arm's ``trainer`` key whose callbacks join the config's (as ``--trainer.callbacks+=``)."""
 
 
 @dataclass(frozen=True)
@@ -188,6 +191,14 @@ def merge_override(section: Namespace, key: str, value: Any) -> None:
         current = current.init_args
     for name, item in fields.items():
         merge_override(current, name, item)
+
+
+def _append_callbacks(trainer: Namespace, added: Any) -> None:
+    """``trainer.callbacks`` with ``added`` (a callback spec or a list of them) after its own."""
+    existing = trainer.get("callbacks") or []
+    existing = list(existing) if isinstance(existing, list) else [existing]
+    added = added if isinstance(added, list) else [added]
+    trainer["callbacks"] = existing + list(added)
 
 
 class ComparisonCLI(LightningCLI):
@@ -487,7 +498,10 @@ class ComparisonCLI(LightningCLI):
             if section == "data" and "data" not in sections:
                 raise ValueError(f"Arm {arm.name!r} overrides `data`, but the recipe has none.")
             for key, value in overrides.items():
-                merge_override(sections[section], key, value)
+                if section == "trainer" and key == APPEND_CALLBACKS:
+                    _append_callbacks(sections["trainer"], value)
+                else:
+                    merge_override(sections[section], key, value)
         for target, value in (
             (self._grid_target(base), grid_value),
             (self._seed_target(base), seed),

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,6 +41,7 @@ from lightning_info.methods.fisher_sft.datamodule import (
     PromptResponseColumns,
     SubsetSelectionOptions,
 )
+from lightning_info.methods.fisher_sft.sampler import FisherSubsetSampler
 from lightning_info.methods.prism.auditor import ATTACKS
 from lightning_info.methods.prism.callback import FragmentExtractionAudit
 from lightning_info.methods.train_test_overlap.functional import (
@@ -78,6 +79,23 @@ def load_examples(path: str | Path) -> Any:
     return datasets.Dataset.from_list(rows)
 
 
+def _with_text(dataset: Any, columns: PromptResponseColumns) -> Any:
+    """``dataset`` with a ``text`` column: each example's prompt and response as trained on."""
+    prompts, responses = dataset[columns.prompt_column], dataset[columns.response_column]
+    texts = [f"{p}{TRAINING_SEPARATOR}{r}" for p, r in zip(prompts, responses)]
+    return _set_column(dataset, "text", texts)
+
+
+def _conform(extra: Any, pool: Any) -> Any:
+    """``extra`` with exactly ``pool``'s columns and types (those it lacks are empty), so that
+    the two concatenate."""
+    extra = extra.select_columns([c for c in extra.column_names if c in pool.column_names])
+    for name in pool.column_names:
+        if name not in extra.column_names:
+            extra = extra.add_column(name, [None] * len(extra))
+    return extra.select_columns(pool.column_names).cast(pool.features)
+
+
 def _set_column(dataset: Any, name: str, values: list) -> Any:
     if name in dataset.column_names:
         if dataset[name] == values:
@@ -109,6 +127,10 @@ class SFTPipelineDataModule(FisherSubsetDataModule):
 
     ``pool`` and ``test_set`` are prompt/response instruction sets on disk (a ``save_to_disk``
     folder or JSON lines, :func:`load_examples`); ``tokenizer`` a Hugging Face name or folder.
+    ``always_train`` (optional, same format) holds examples every arm trains on: they join the
+    training set after the selection, are no candidates (neither scanned, removed nor counted in
+    ``budget``), and are served after the pool's rows (indices ``len(pool)`` onwards). Planted
+    canaries go there, so that the audit's members are members whatever the selection.
     At the first ``setup`` every candidate is scanned for ``overlap.n``-grams of the test items
     (input: the prompt, reference: the response;
     :func:`~lightning_info.methods.train_test_overlap.functional.contaminated_documents`), and
@@ -135,6 +157,7 @@ class SFTPipelineDataModule(FisherSubsetDataModule):
         max_length: int = 192,
         batch_size: int = 8,
         seed: int = 0,
+        always_train: str | None = None,
     ) -> None:
         from transformers import AutoTokenizer
 
@@ -144,7 +167,12 @@ class SFTPipelineDataModule(FisherSubsetDataModule):
         if loaded.pad_token is None:
             loaded.pad_token = loaded.eos_token
         candidates, tests = load_examples(pool), load_examples(test_set)
-        for name, data in (("pool", candidates), ("test_set", tests)):
+        extra = load_examples(always_train) if always_train is not None else None
+        if extra is not None and len(extra) == 0:
+            raise ValueError(f"`always_train` ({always_train}) holds no examples.")
+        for name, data in (("pool", candidates), ("test_set", tests), ("always_train", extra)):
+            if data is None:
+                continue
             missing = {columns.prompt_column, columns.response_column} - set(data.column_names)
             if missing:
                 raise ValueError(f"`{name}` lacks column(s) {sorted(missing)}.")
@@ -156,11 +184,7 @@ class SFTPipelineDataModule(FisherSubsetDataModule):
         tests = _set_column(tests, "input", prompts)
         tests = _set_column(tests, "references", [[r] for r in responses])
         tests = _set_column(tests, "id", [i.id for i in self.test_instances])
-        texts = [
-            f"{p}{TRAINING_SEPARATOR}{r}"
-            for p, r in zip(candidates[columns.prompt_column], candidates[columns.response_column])
-        ]
-        candidates = _set_column(candidates, "text", texts)
+        candidates = _with_text(candidates, columns)
         super().__init__(
             candidates,
             loaded,
@@ -175,7 +199,14 @@ class SFTPipelineDataModule(FisherSubsetDataModule):
             progress=False,
         )
         self.candidates = candidates
-        """The pool as given (``self.pool`` is what is left after decontamination)."""
+        """The pool as given (``self.pool``: what is left after decontamination, then the
+        ``always_train`` examples)."""
+        self.always_train = (
+            None if extra is None else _conform(_with_text(extra, columns), candidates)
+        )
+        self.num_kept_candidates: int | None = None
+        """The candidates left after decontamination (the rows of ``self.pool`` before the
+        ``always_train`` examples)."""
         self.decontaminate = bool(decontaminate)
         self.overlap = overlap
         self.scan: ContaminationScan | None = None
@@ -200,17 +231,32 @@ class SFTPipelineDataModule(FisherSubsetDataModule):
                         f"budget={self.budget}; lower the budget or grow the pool."
                     )
                 self.pool = self.candidates.select(kept)
+            self.num_kept_candidates = len(self.pool)
+        fresh = stage == "fit" and self.selection is None
         super().setup(stage)
+        if fresh and self.always_train is not None:
+            self._append_always_train()
+
+    def _append_always_train(self) -> None:
+        import datasets
+
+        first = self.num_kept_candidates
+        self.pool = datasets.concatenate_datasets([self.pool, self.always_train])
+        indices = [*self.selection.indices, *range(first, len(self.pool))]
+        self.selection = replace(self.selection, indices=indices, pool_size=len(self.pool))
+        self.sampler = FisherSubsetSampler(indices, seed=self.seed)
+        self.sampler.selection = self.selection
 
     def selected_texts(self) -> list[str]:
-        """The texts of the selected training examples (after ``setup("fit")`` or a resume)."""
+        """The texts of the training examples: the selected ones, then the ``always_train``
+        ones (after ``setup("fit")`` or a resume)."""
         if self.selection is None:
             raise RuntimeError("Nothing is selected yet: call setup('fit') first.")
         return [self.pool[int(i)]["text"] for i in self.selection.indices]
 
     def leaked_fraction(self) -> float:
-        """The share of test items sharing an ``overlap.n``-gram with the selected training
-        examples (HELM's ``any_overlap``, :func:`compute_overlap`)."""
+        """The share of test items sharing an ``overlap.n``-gram with the training examples
+        (HELM's ``any_overlap``, :func:`compute_overlap`)."""
         if self._leak is None:
             report = compute_overlap(self.test_instances, self.selected_texts(), self.overlap)
             self._leak = float(report.summary[TEST_BENCHMARK]["any_overlap"])
@@ -232,8 +278,15 @@ class SFTPipelineDataModule(FisherSubsetDataModule):
         return DataLoader(subset, batch_size=self.batch_size, collate_fn=self.collate)
 
 
-AUDIT_FIGURES = ("auc", "tpr@1%fpr", "tpr@0.1%fpr")
-"""The audit's figures tabled per attack: ROC-AUC and the TPR at the field's low FPRs."""
+AUDIT_FIGURES = {
+    "auc": "auc",
+    "auc_vs_non_members": "auc vs non-members",
+    "tpr@1%fpr": "tpr@1%fpr",
+    "tpr@0.1%fpr": "tpr@0.1%fpr",
+}
+"""The audit's figures logged per attack (logged name: the report's key): ROC-AUC against all
+negatives and against the never-planted records alone (the membership question proper: same
+distribution, not trained on), and the TPR at the field's low FPRs (all negatives)."""
 
 
 @torch.no_grad()
@@ -256,20 +309,21 @@ class SFTPipelineReport(Callback):
     - ``test/loss_clean``, ``test/loss_contaminated``: the token-mean NLL on the test items the
       pool scan found clean, and on those it found contaminated; ``test/contamination_gap`` =
       contaminated minus clean (below 0: the model scores better on what leaked);
-    - ``test/leaked_fraction``: the share of test items with an n-gram in the selected training
-      set; ``test/flagged_candidates`` and ``test/removed_candidates``: the pool scan's counts;
+    - ``test/leaked_fraction``: the share of test items with an n-gram in the training set;
+      ``test/flagged_candidates`` and ``test/removed_candidates``: the pool scan's counts;
     - ``test/constrained_fraction``: the share of optimizer steps ``FisherConstraint`` rescaled
       (0 without the callback: no step was);
-    - ``test/audit/<attack>/<figure>`` for each of ``attacks`` and :data:`AUDIT_FIGURES`, from
+    - ``test/audit/<attack>/<figure>`` for each of ``attacks`` (all the audit's, :data:`ATTACKS`,
+      by default) and :data:`AUDIT_FIGURES`, from
       the ``FragmentExtractionAudit`` callback's report, and ``test/audit/negatives``,
-      ``test/audit/members_trained`` (member queries that are selected training examples).
+      ``test/audit/members_trained`` (member queries that are training examples).
 
     Needs an :class:`SFTPipelineDataModule`. Under DDP the audit's figures travel from global
     rank 0 (where the audit runs) with ``trainer.strategy.broadcast``; every rank evaluates the
     two test subsets whole, so every rank logs the same values.
     """
 
-    def __init__(self, attacks: Sequence[str] = ("loss", "min_k++", "reference")) -> None:
+    def __init__(self, attacks: Sequence[str] = ATTACKS) -> None:
         unknown = sorted(set(attacks) - set(ATTACKS))
         if unknown:
             raise ValueError(f"Unknown attacks {unknown}; choose from {list(ATTACKS)}.")
@@ -288,7 +342,7 @@ class SFTPipelineReport(Callback):
             "test/loss_contaminated": dirty,
             "test/contamination_gap": dirty - clean,
             "test/flagged_candidates": float(data.scan.pool_flags.sum()),
-            "test/removed_candidates": float(len(data.candidates) - len(data.pool)),
+            "test/removed_candidates": float(len(data.candidates) - data.num_kept_candidates),
             "test/leaked_fraction": data.leaked_fraction(),
             "test/constrained_fraction": 0.0,
         }
@@ -308,9 +362,10 @@ class SFTPipelineReport(Callback):
         if audit.report is None:
             raise RuntimeError("FragmentExtractionAudit has no report: it runs at the end of fit.")
         out = {
-            f"test/audit/{attack}/{figure}": float(audit.report.metrics[attack][figure])
+            f"test/audit/{attack}/{name}": float(audit.report.metrics[attack][key])
             for attack in self.attacks
-            for figure in AUDIT_FIGURES
+            for name, key in AUDIT_FIGURES.items()
+            if key in audit.report.metrics[attack]  # no non-members in the set: no such AUC
         }
         out["test/audit/negatives"] = audit.report.diagnostics["negatives"]
         queries = audit.attack_set

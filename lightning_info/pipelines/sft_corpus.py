@@ -1,5 +1,6 @@
 """The fine-tuning pipeline's bundled corpus: FisherSFT's docstring instruction pool with test
-items copied into it (planted contamination) and PRISM's synthetic records planted as canaries.
+items copied into it (planted contamination), and PRISM's synthetic records as canaries that every
+arm trains on.
 
 Everything ships with Python or is generated; nothing is downloaded.
 """
@@ -18,7 +19,12 @@ from lightning_info.methods.prism.fragments import AttackSet, build_attack_set, 
 
 __all__ = ["CORPUS_FILES", "write_planted_sft_corpus"]
 
-CORPUS_FILES = {"pool": "pool.jsonl", "test_set": "test.jsonl", "canaries": "canaries.json"}
+CORPUS_FILES = {
+    "pool": "pool.jsonl",
+    "test_set": "test.jsonl",
+    "always_train": "canary_examples.jsonl",
+    "canaries": "canaries.json",
+}
 """The files :func:`write_planted_sft_corpus` writes, by role."""
 
 SEPARATOR = "\n"
@@ -39,26 +45,30 @@ def write_planted_sft_corpus(
     test_size: int | None = None,
     contaminated: int = 20,
     canaries: int = 40,
+    non_members: int | None = None,
     seed: int = 0,
 ) -> dict[str, Path]:
-    """Write ``pool.jsonl``, ``test.jsonl`` and ``canaries.json`` to ``out_dir``; their paths.
+    """Write :data:`CORPUS_FILES` to ``out_dir``; their paths by role.
 
     - the test set: the held-out docstrings of
       :func:`~lightning_info.methods.fisher_sft.datamodule.docstring_splits` ("Explain <name>."
       -> docstring; other modules than the pool's), the first ``test_size`` (``None``: all);
       a ``planted`` field says which were copied into the pool;
-    - the pool: the fine-tuning docstrings (the first ``pool_size``), ``contaminated`` test items
-      copied verbatim, and one example per canary record: a synthetic record
+    - the pool: the fine-tuning docstrings (the first ``pool_size``) and ``contaminated`` test
+      items copied verbatim; a ``source`` field says ``docstring`` or ``contaminated``;
+      shuffled with ``seed``;
+    - the canary examples (``always_train``: trained by every arm, whatever the selection), one
+      per canary record: a synthetic record
       (:func:`~lightning_info.methods.prism.fragments.synthetic_records`) with one of its
-      fragments as the response and the others as the prompt's context; a ``source`` field
-      says ``docstring``, ``contaminated`` or ``canary``; shuffled with ``seed``;
+      fragments as the response and the others as the prompt's context, ``source`` ``canary``;
     - the canaries' attack set (:func:`~lightning_info.methods.prism.fragments.build_attack_set`):
-      the planted queries (members), as many records never planted (non-members) and as many
-      fragments of no record (unseen), in the training format (the query is the example's prompt
-      and separator, then its fragment).
+      the planted queries (members), ``non_members`` records never planted (``None``: as many
+      as ``canaries``) and ``canaries`` fragments of no record (unseen), in the training format
+      (the query is the example's prompt and separator, then its fragment).
     """
     contaminated = require_int(contaminated, "contaminated", 0)
     canaries = require_int(canaries, "canaries", 1)
+    non_members = canaries if non_members is None else require_int(non_members, "non_members", 1)
     _, pool_pairs, test_pairs = docstring_splits(split_seed)
     if pool_size is not None:
         pool_pairs = pool_pairs[: require_int(pool_size, "pool_size", 1)]
@@ -73,7 +83,7 @@ def write_planted_sft_corpus(
         {"prompt": row["prompt"], "response": row["response"], "planted": j in planted}
         for j, row in enumerate(tests)
     ]
-    records = synthetic_records(2 * canaries, seed=seed)
+    records = synthetic_records(canaries + non_members, seed=seed)
     drawn = build_attack_set(records[:canaries], records[canaries:], seed=seed)
     attack = AttackSet(
         [p.rstrip() + SEPARATOR for p in drawn.prompts],
@@ -87,18 +97,19 @@ def write_planted_sft_corpus(
         for row in instruction_dataset(pool_pairs, seed=split_seed)
     ]
     pool_rows += [{**test_rows[j], "source": "contaminated"} for j in sorted(planted)]
-    pool_rows += [
+    for row in pool_rows:
+        row.pop("planted", None)
+    rng.shuffle(pool_rows)
+    canary_rows = [
         {"prompt": p.rstrip(), "response": f, "source": "canary"}
         for p, f, kind in zip(attack.prompts, attack.fragments, attack.kinds)
         if kind == "member"
     ]
-    for row in pool_rows:
-        row.pop("planted", None)
-    rng.shuffle(pool_rows)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {role: out / name for role, name in CORPUS_FILES.items()}
     _write_jsonl(paths["pool"], pool_rows)
     _write_jsonl(paths["test_set"], test_rows)
+    _write_jsonl(paths["always_train"], canary_rows)
     attack.save(paths["canaries"])
     return paths

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 from jsonargparse import Namespace
-from lightning.pytorch import LightningModule, Trainer
+from lightning.pytorch import Callback, LightningModule, Trainer
 from torch import nn
 
 from lightning_info.core.options import AdamWOptions
@@ -134,3 +134,40 @@ def test_a_bad_option_of_an_arms_data_group_fails_before_any_training(tmp_path, 
     cli = ComparisonCLI(NetworkClassifier, OptionsDataModule, args=args)
     with pytest.raises(ValueError, match="num_samples"):
         cli.run()
+
+
+class Marker(Callback):
+    """A callback that only carries a name."""
+
+    def __init__(self, name: str = "arm") -> None:
+        self.name = name
+
+
+class OtherMarker(Marker):
+    """Another callback class."""
+
+
+def test_an_arm_s_callbacks_plus_joins_the_config_s_callbacks(tmp_path, monkeypatch):
+    marker = "tests.experiments.test_arm_overrides.Marker"
+    other = "tests.experiments.test_arm_overrides.OtherMarker"
+    arms = (
+        "--compare.arms={base: {}, "
+        f"added: {{trainer: {{callbacks+: [{{class_path: {marker}}}]}}}}, "
+        f"replaced: {{trainer: {{callbacks: [{{class_path: {other}}}]}}}}}}"
+    )
+    own = f"--trainer.callbacks=[{{class_path: {marker}, init_args: {{name: own}}}}]"
+    args = [*QUIET, arms, f"--compare.output_dir={tmp_path}", own]
+    seen = []
+    fit = Trainer.fit
+
+    def record(trainer, *args, **kwargs):
+        seen.append([(type(c), c.name) for c in trainer.callbacks if isinstance(c, Marker)])
+        return fit(trainer, *args, **kwargs)
+
+    monkeypatch.setattr(Trainer, "fit", record)
+    ComparisonCLI(NetworkClassifier, TinyDataModule, args=args).run()
+    assert seen == [
+        [(Marker, "own")],  # the config's list
+        [(Marker, "own"), (Marker, "arm")],  # the config's, then the arm's
+        [(OtherMarker, "arm")],  # `callbacks` replaces the list
+    ]

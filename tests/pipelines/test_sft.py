@@ -11,13 +11,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from lightning.pytorch import Callback
+from sklearn.metrics import roc_auc_score
 
 from lightning_info import FisherConstraint, FragmentExtractionAudit, TrainTestOverlap
 from lightning_info.methods.fisher_sft import Selection
 from lightning_info.methods.prism.fragments import AttackSet
-from lightning_info.pipelines import SFTPipelineReport
+from lightning_info.pipelines import SFTPipelineReport, write_planted_sft_corpus
 from lightning_info.pipelines.sft import load_examples
 from tests.benchmark_scripts import load_recipe
 from tests.pipelines import toy
@@ -30,7 +32,8 @@ def test_the_planted_corpus_holds_copied_test_items_and_canaries(tmp_path):
     files = toy.corpus(tmp_path)
     pool, tests = load_examples(files["pool"]), load_examples(files["test_set"])
     canaries = AttackSet.load(files["canaries"])
-    assert pool["source"].count("docstring") == 40
+    always = load_examples(files["always_train"])
+    assert pool["source"].count("docstring") == 40 and "canary" not in pool["source"]
     copied = [r for r in pool if r["source"] == "contaminated"]
     planted = [r for r in tests if r["planted"]]
     assert len(copied) == len(planted) == 4
@@ -40,9 +43,12 @@ def test_the_planted_corpus_holds_copied_test_items_and_canaries(tmp_path):
     members = [
         (p, f) for p, f, y in zip(canaries.prompts, canaries.fragments, canaries.labels) if y
     ]
-    in_pool = {(r["prompt"] + "\n", r["response"]) for r in pool if r["source"] == "canary"}
-    assert len(members) == 8 and set(members) == in_pool  # a query is its training text
+    trained = {(r["prompt"] + "\n", r["response"]) for r in always if r["source"] == "canary"}
+    assert len(members) == len(always) == 8 and set(members) == trained  # query = training text
     assert canaries.kinds.count("non_member") == canaries.kinds.count("unseen") == 8
+    more = write_planted_sft_corpus(tmp_path / "more", pool_size=40, canaries=8, non_members=30)
+    kinds = AttackSet.load(more["canaries"]).kinds
+    assert (kinds.count("member"), kinds.count("non_member"), kinds.count("unseen")) == (8, 30, 8)
 
 
 def _logged_columns(root: Path) -> set[str]:
@@ -59,14 +65,16 @@ def test_every_stage_is_a_plugin_that_ran_and_logged(tmp_path):
     copies = {i for i, r in enumerate(data.candidates) if r["source"] == "contaminated"}
     long_copies = {i for i in copies if len(data.candidates[i]["text"].split()) >= 13}
     assert len(long_copies) >= 3 and long_copies <= flagged  # shorter than n = 13: unseen
-    assert len(data.pool) == len(data.candidates) - len(flagged)
+    assert data.num_kept_candidates == len(data.candidates) - len(flagged)
     assert not flagged & set(range(len(data.candidates))) - copies  # nothing else flagged
     assert data.scan.test_flags.sum() == len(flagged)  # the contaminated test subset
     assert overlap.report is not None and overlap.report.num_documents == len(data.pool)
-    # 2. select: FisherSFT picked the budget from the decontaminated pool
-    assert len(data.selection.indices) == 16 and all(
-        i < len(data.pool) for i in data.selection.indices
-    )
+    # 2. select: FisherSFT picked the budget from the decontaminated pool; the 8 canaries
+    # follow it, trained whatever the selection
+    kept = data.num_kept_candidates
+    chosen, always = data.selection.indices[:16], data.selection.indices[16:]
+    assert len(set(chosen)) == 16 and all(i < kept for i in chosen)
+    assert always == list(range(kept, kept + 8)) == list(range(kept, len(data.pool)))
     # 3. train: LoRA adapters only, every step constrained at this bound
     assert constraint.num_steps == trainer.global_step > 0
     assert constraint.constrained_fraction == 1.0
@@ -77,8 +85,15 @@ def test_every_stage_is_a_plugin_that_ran_and_logged(tmp_path):
     assert tested["test/leaked_fraction"] == 0.0  # nothing leaked past decontamination
     assert tested["test/constrained_fraction"] == 1.0
     assert tested["test/audit/negatives"] == 16.0
-    canaries = [data.pool[i]["source"] == "canary" for i in data.selection.indices]
-    assert tested["test/audit/members_trained"] == sum(canaries)
+    assert [data.pool[i]["source"] for i in always] == ["canary"] * 8
+    assert tested["test/audit/members_trained"] == 8.0  # every member query was trained
+    # members against the never-planted records alone, checked with scikit-learn
+    kinds = np.asarray(audit.attack_set.kinds)
+    keep = kinds != "unseen"
+    for attack in ("loss", "reference"):
+        expected = roc_auc_score(audit.report.labels[keep], audit.report.scores[attack][keep])
+        logged = tested[f"test/audit/{attack}/auc_vs_non_members"]
+        assert logged == pytest.approx(expected, abs=1e-6)
     assert math.isfinite(tested["test/contamination_gap"])
     assert tested["test/contamination_gap"] == pytest.approx(
         tested["test/loss_contaminated"] - tested["test/loss_clean"], abs=1e-5
@@ -102,7 +117,7 @@ def test_every_stage_is_a_plugin_that_ran_and_logged(tmp_path):
 def test_without_decontamination_the_copies_are_trained_on_and_leak(tmp_path):
     module, data, callbacks = toy.pipeline_parts(tmp_path, decontaminate=False, strategy="random")
     data.setup("fit")
-    assert len(data.pool) == len(data.candidates)
+    assert data.num_kept_candidates == len(data.candidates) == len(data.pool) - 8
     flagged = [i for i, f in enumerate(data.scan.pool_flags) if f]
     data.selection = Selection(flagged, [], 0.0, 1.0, len(data.pool))  # train on the copies
     assert data.leaked_fraction() == pytest.approx(data.scan.test_flags.mean())
@@ -112,6 +127,43 @@ def test_without_decontamination_the_copies_are_trained_on_and_leak(tmp_path):
     queries = callbacks[1].attack_set
     members = {p + f for p, f, y in zip(queries.prompts, queries.fragments, queries.labels) if y}
     assert members == set(data.selected_texts())
+
+
+def test_always_train_examples_are_served_every_epoch_whatever_the_selection(tmp_path):
+    from lightning_info.pipelines import SFTPipelineDataModule
+
+    files = toy.corpus(tmp_path / "corpus")
+    model_dir = toy.base_model(tmp_path / "base")
+    # a user's file: its own extra column, no `source`
+    own = tmp_path / "own.jsonl"
+    rows = [{"prompt": f"Q{k}", "response": f"A{k}", "note": "mine"} for k in range(3)]
+    own.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for seed in (0, 1):
+        data = SFTPipelineDataModule(
+            str(model_dir), str(files["pool"]), str(files["test_set"]), budget=5,
+            strategy="random", seed=seed, always_train=str(own),
+        )  # fmt: skip
+        data.setup("fit")
+        kept = data.num_kept_candidates
+        assert kept == len(data.candidates) - int(data.scan.pool_flags.sum())
+        assert len(data.pool) == kept + 3
+        tail = data.pool.select(range(kept, kept + 3))
+        assert tail["prompt"] == ["Q0", "Q1", "Q2"] and tail["source"] == [None] * 3
+        assert tail["text"] == ["Q0\nA0", "Q1\nA1", "Q2\nA2"]
+        for epoch in (0, 1):
+            data.sampler.set_epoch(epoch)
+            served = list(data.sampler)
+            assert sorted(served) == sorted(data.selection.indices)
+            assert len(served) == 8 and set(range(kept, kept + 3)) <= set(served)
+    (tmp_path / "empty.jsonl").write_text("\n")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"question": "Q", "response": "A"}) + "\n")
+    for path, message in ((tmp_path / "empty.jsonl", "no JSON lines"), (bad, "always_train")):
+        with pytest.raises(ValueError, match=message):
+            SFTPipelineDataModule(
+                str(model_dir), str(files["pool"]), str(files["test_set"]), budget=5,
+                always_train=str(path),
+            )  # fmt: skip
 
 
 def test_the_report_refuses_unknown_attacks():
@@ -133,8 +185,9 @@ def test_the_recipe_runs_its_arms_on_a_local_model_and_local_data(tmp_path, monk
     cli = load_recipe("sft_pipeline").main(
         [f"--config={config}", f"--compare.arms={arms}", f"--data.pool={saved}"]
     )
-    assert cli.datamodule.candidates.num_rows == 52
+    assert cli.datamodule.candidates.num_rows == 44  # 40 docstrings + 4 copies
     values = {(r.arm, r.metric): r.value for r in cli.results}
+    assert values["random subset", "test/audit/members_trained"] == 8.0
     assert values["+ decontaminate", "test/leaked_fraction"] == 0.0
     assert values["random subset", "test/constrained_fraction"] == 0.0
     assert values["random subset", "test/audit/negatives"] == 16.0
@@ -153,7 +206,7 @@ def test_the_recipe_s_constraint_arms_attach_fisher_constraint():
     constrained = {
         name
         for name, arm in arms.items()
-        for c in arm.get("trainer", {}).get("callbacks", [])
+        for c in arm.get("trainer", {}).get("callbacks+", [])
         if c["class_path"] == "lightning_info.FisherConstraint"
     }
     assert constrained == {"+ FisherConstraint", "full pipeline"}

@@ -37,7 +37,8 @@ def base_model(folder: Path) -> Path:
 
 
 def corpus(folder: Path) -> dict[str, Path]:
-    """The planted corpus at toy size: 40 docstrings + 4 planted test items + 8 canaries."""
+    """The planted corpus at toy size: 40 docstrings + 4 planted test items in the pool, and 8
+    canaries that every arm trains on."""
     return write_planted_sft_corpus(folder, pool_size=40, test_size=12, contaminated=4, canaries=8)
 
 
@@ -104,6 +105,7 @@ def pipeline_parts(
         decontaminate=decontaminate,
         max_length=256,
         batch_size=4,
+        always_train=str(files["always_train"]),
     )
     module = CausalLMFineTuner(
         str(model_dir),
