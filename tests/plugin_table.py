@@ -261,6 +261,9 @@ EXEMPT = {
     "FisherSubsetDataModule base has a row",
     "SFTPipelineReport": "reads the SFTPipelineDataModule's scan and the audit callback's report; "
     "covered with its data module in tests/pipelines/test_sft.py (DDP, resume, every stage logged)",
+    "EpochScores": "a recorder inside SDCIB's ReferenceProtocolStudy (per-epoch loss and scores "
+    "of one single-process run), not a plugin; tests/methods/sdcib/test_reference_protocol.py "
+    "checks it leaves training unchanged and its records against the model's own scores",
 }
 """Lightning classes of the package without a row, and why (checked by discovery)."""
 
