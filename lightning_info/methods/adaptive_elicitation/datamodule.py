@@ -5,7 +5,9 @@ Entities come from the latent-type world, scikit-learn's digits, or a user's JSO
 (``entities.py``). They are split by entity into train, validation and test, from a seeded
 permutation; with ``held_out_questions`` the split is also by question: those questions never
 appear in the training sequences, only in validation and test (the targets a model must
-generalise to).
+generalise to). The digits' ``shifts`` augment the training images only, after the split: each
+training image becomes one entity per pixel shift, and validation and test keep the unshifted
+images, so no test image reaches training in any shift.
 
 Every epoch each training entity's blocks come in a new order, drawn from a generator keyed by
 ``(seed, epoch, entity)``: the model learns ``p(answer | any subset of the entity's other
@@ -33,6 +35,8 @@ from lightning_info.core.validation import require_fraction, require_int, requir
 from lightning_info.lm.features import pad_token_id, pad_token_rows
 from lightning_info.methods.adaptive_elicitation.entities import (
     EntityTable,
+    digit_shifts,
+    digits_questions,
     digits_table,
     latent_world_table,
     read_entities_jsonl,
@@ -85,16 +89,46 @@ class LatentWorldOptions:
 class DigitQuestionOptions:
     """The digits' questions (:func:`~.entities.digits_table`): "Region r dark?" for square
     regions of ``region`` pixels a side (it divides 8) whose mean ink reaches ``threshold``, then
-    "Is it a k?" for the ten classes when ``class_questions``."""
+    "Is it a k?" for the ten classes when ``class_questions``. ``shifts``: the ``(down, right)``
+    pixel shifts each training image is augmented with (one entity per image and shift;
+    validation and test images stay unshifted); ``[[0, 0]]``, the default, is none. ``shift``
+    is the shorthand for every shift in ``-shift..shift`` both ways (``1``: 9 per image).
+    ``regions``: only these region questions, in this order (default: all), so a question's
+    index is its place in this list."""
 
     region: int = 2
     threshold: float = 0.5
     class_questions: bool = True
+    shifts: tuple[tuple[int, int], ...] = ((0, 0),)
+    shift: int = 0
+    regions: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if 8 % require_int(self.region, "region", 1):
             raise ValueError(f"region must divide the digits' 8 pixels, got {self.region}")
         require_fraction(self.threshold, "threshold")
+        shift = require_int(self.shift, "shift", 0)
+        shifts = digit_shifts(self.shifts)
+        if shift:
+            if shifts != ((0, 0),):
+                raise ValueError("give shifts or shift, not both")
+            span = range(-shift, shift + 1)
+            shifts = digit_shifts([(down, right) for down in span for right in span])
+        object.__setattr__(self, "shifts", shifts)
+        if self.regions is not None:
+            object.__setattr__(self, "regions", tuple(self.regions))
+        self.questions()  # the regions are checked
+
+    def questions(self) -> list[str]:
+        """The question texts (:func:`~.entities.digits_questions`)."""
+        return digits_questions(self.region, self.class_questions, self.regions)
+
+    def table(self, images=None, shifts=((0, 0),)) -> EntityTable:
+        """The entities of ``images`` (default: all) in each of ``shifts``
+        (:func:`~.entities.digits_table`)."""
+        return digits_table(
+            self.region, self.threshold, self.class_questions, images, shifts, self.regions
+        )
 
 
 class _EpochIndexSampler(EpochShuffleSampler):
@@ -149,7 +183,10 @@ class ElicitationDataModule(LightningDataModule):
 
     After construction: ``table`` (:class:`~.entities.EntityTable`), ``bank``
     (:class:`~.sequences.QuestionBank`), ``world`` (the latent-type world, else ``None``) and the
-    entity indices ``train_entities``, ``val_entities``, ``test_entities``.
+    entity indices ``train_entities``, ``val_entities``, ``test_entities``. ``origins`` gives
+    each entity's source row (its unshifted digit image, else itself) and ``train_originals``
+    the unshifted training rows: with the digits' ``shifts`` the table holds every unshifted
+    image first, then the shifted copies of the training images.
     """
 
     def __init__(
@@ -181,7 +218,7 @@ class ElicitationDataModule(LightningDataModule):
             self.world = latent.sample()
             self.table = latent_world_table(self.world, latent.num_entities, seed=self.seed)
         elif source == "digits":
-            self.table = digits_table(digits.region, digits.threshold, digits.class_questions)
+            self.table = digits.table()
         elif Path(source).suffix in (".jsonl", ".json") or Path(source).is_file():
             self.table = read_entities_jsonl(source, answer_names)
         else:
@@ -189,6 +226,7 @@ class ElicitationDataModule(LightningDataModule):
                 f"source must be one of {SOURCES} or a JSON-lines file of entities, got {source!r}"
             )
         count = self.table.answers.shape[0]
+        self.origins = torch.arange(count)
         if num_val + num_test >= count:
             raise ValueError(
                 f"num_val + num_test ({num_val + num_test}) leaves no training entity of {count}"
@@ -205,9 +243,27 @@ class ElicitationDataModule(LightningDataModule):
         order = torch.randperm(count, generator=torch.Generator().manual_seed(self.seed))
         self.val_entities = order[:num_val]
         self.test_entities = order[num_val : num_val + num_test]
-        self.train_entities = order[num_val + num_test :]
+        self.train_entities = self.train_originals = order[num_val + num_test :]
+        if source == "digits" and digits.shifts != ((0, 0),):
+            self._augment(digits)
         self.bank = QuestionBank(tokenizer, self.table.questions, self.table.num_answers)
         self.tokenizer = tokenizer
+
+    def _augment(self, digits: DigitQuestionOptions) -> None:
+        """Append the training images' shifted copies; they alone train (the unshifted ones
+        too when ``(0, 0)`` is a shift)."""
+        moved = [s for s in digits.shifts if s != (0, 0)]
+        copies = digits.table(self.train_originals, moved)
+        count = self.table.answers.shape[0]
+        self.table = EntityTable(
+            self.table.questions,
+            self.table.answer_names,
+            torch.cat([self.table.answers, copies.answers]),
+            torch.cat([self.table.labels, copies.labels]),
+        )
+        self.origins = torch.cat([self.origins, self.train_originals.repeat(len(moved))])
+        kept = [self.train_originals] if (0, 0) in digits.shifts else []
+        self.train_entities = torch.cat([*kept, torch.arange(count, count + len(copies.answers))])
 
     def _collate(self, rows: list[tuple[list[int], list[int]]]) -> dict[str, torch.Tensor]:
         input_ids, attention = pad_token_rows(

@@ -10,6 +10,9 @@ every question) and ``answers (N, Q)``: entity ``n``'s answer to question ``q`` 
   downloaded). The 8x8 image is cut into square regions; question ``r`` is "Region r dark?"
   and the answer is ``Yes`` when the region's mean ink (pixels / 16) is at least ``threshold``;
   "Is it a k?" questions give the digit class as yes/no answers. The class is also ``labels``.
+  With ``shifts`` each image is also moved by whole pixels (:func:`shift_images`, blank pixels
+  moved in) before the questions are answered: one entity per image and shift, the
+  augmentation the data module applies to training images only.
 - :func:`read_entities_jsonl`: a user's JSON lines, one entity per line,
   ``{"answers": {"question text": "answer", ...}}`` (other keys are ignored). Questions are
   ordered by first appearance; the answer set is ``answer_names`` when given, else the answers
@@ -29,15 +32,18 @@ from torch import Tensor
 
 from lightning_info.core.files import read_json_lines
 from lightning_info.core.validation import require_fraction, require_int
+from lightning_info.methods.adaptive_elicitation.functional import check_index
 from lightning_info.methods.adaptive_elicitation.world import LatentTypeWorld
 
 __all__ = [
     "EntityTable",
+    "digit_shifts",
     "digits_questions",
     "digits_table",
     "latent_world_questions",
     "latent_world_table",
     "read_entities_jsonl",
+    "shift_images",
 ]
 
 MISSING = -1
@@ -93,36 +99,109 @@ def latent_world_table(world: LatentTypeWorld, count: int, seed: int = 0) -> Ent
     return EntityTable(latent_world_questions(world.num_questions), names, answers, types)
 
 
-def digits_questions(region: int = 2, class_questions: bool = True) -> list[str]:
+def digits_questions(
+    region: int = 2, class_questions: bool = True, regions: Sequence[int] | None = None
+) -> list[str]:
     """The question texts of :func:`digits_table`: "Region r dark?" for the ``(8 / region)^2``
-    regions, then "Is it a k?" for the ten classes when ``class_questions``."""
-    region = require_int(region, "region", 1)
-    if 8 % region:
-        raise ValueError(f"region must divide the digits' 8 pixels, got {region}")
-    questions = [f"Region {r} dark?" for r in range((8 // region) ** 2)]
+    regions (or only ``regions``, in that order), then "Is it a k?" for the ten classes when
+    ``class_questions``."""
+    kept = _digit_regions(region, regions)
+    questions = [f"Region {r} dark?" for r in kept]
     return questions + ([f"Is it a {k}?" for k in range(10)] if class_questions else [])
 
 
+def _digit_regions(region: int, regions: Sequence[int] | None) -> list[int]:
+    region = require_int(region, "region", 1)
+    if 8 % region:
+        raise ValueError(f"region must divide the digits' 8 pixels, got {region}")
+    count = (8 // region) ** 2
+    if regions is None:
+        return list(range(count))
+    for r in regions:
+        check_index(r, "regions entry", count)
+    kept = [int(r) for r in regions]
+    if not kept or len(set(kept)) != len(kept):
+        raise ValueError(f"regions must be distinct indices in 0..{count - 1}, got {regions!r}")
+    return kept
+
+
+def shift_images(images: Tensor, down: int, right: int) -> Tensor:
+    """``images (..., H, W)`` moved ``down`` rows and ``right`` columns (negative: up, left).
+    Pixels moved past the edge are dropped and the ones moved in are 0 (blank), not wrapped
+    around as ``torch.roll`` would."""
+    height, width = images.shape[-2:]
+    for name, value, size in (("down", down, height), ("right", right, width)):
+        if not isinstance(value, int) or isinstance(value, bool) or not -size < value < size:
+            raise ValueError(f"{name} must be an int in ({-size}, {size}), got {value!r}")
+    out = torch.zeros_like(images)
+    rows = slice(max(down, 0), height + min(down, 0)), slice(max(-down, 0), height + min(-down, 0))
+    cols = (
+        slice(max(right, 0), width + min(right, 0)),
+        slice(max(-right, 0), width + min(-right, 0)),
+    )
+    out[..., rows[0], cols[0]] = images[..., rows[1], cols[1]]
+    return out
+
+
 def digits_table(
-    region: int = 2, threshold: float = 0.5, class_questions: bool = True
+    region: int = 2,
+    threshold: float = 0.5,
+    class_questions: bool = True,
+    images: Sequence[int] | Tensor | None = None,
+    shifts: Sequence[tuple[int, int]] = ((0, 0),),
+    regions: Sequence[int] | None = None,
 ) -> EntityTable:
     """scikit-learn's digits as entities of yes/no "Region r dark?" questions (module
     docstring); ``region`` divides 8, regions are numbered row-major. With
     ``class_questions`` the questions "Is it a k?" (``k = 0..9``) follow the regions: the digit
-    class as yes/no targets."""
+    class as yes/no targets. ``images`` picks which of the 1,797 images (default: all, in
+    order); ``shifts`` lists ``(down, right)`` pixel shifts: entity ``s * len(images) + i`` is
+    image ``images[i]`` shifted by ``shifts[s]`` (:func:`shift_images`). ``regions`` keeps only
+    those region questions, in that order (default: all)."""
     from sklearn.datasets import load_digits
 
-    questions = digits_questions(region, class_questions)
+    questions = digits_questions(region, class_questions, regions)
     threshold = require_fraction(threshold, "threshold")
+    shifts = digit_shifts(shifts)
     features, labels = load_digits(return_X_y=True)
+    pixels = torch.tensor(features / 16.0).view(-1, 8, 8)
+    labels_t = torch.as_tensor(labels)
+    if images is not None:
+        picked = torch.as_tensor(images, dtype=torch.long).reshape(-1)
+        if picked.numel() == 0 or bool(((picked < 0) | (picked >= len(features))).any()):
+            raise ValueError(f"images must be a non-empty set of indices in 0..{len(features) - 1}")
+        pixels, labels_t = pixels[picked], labels_t[picked]
+    pixels = torch.cat([shift_images(pixels, down, right) for down, right in shifts])
+    labels_t = labels_t.repeat(len(shifts))
     side = 8 // region
-    images = torch.tensor(features / 16.0).view(-1, side, region, side, region)
-    ink = images.mean(dim=(2, 4)).reshape(len(features), side * side)
-    answers = (ink >= threshold).long()  # 1 = Yes
+    ink = pixels.view(-1, side, region, side, region).mean(dim=(2, 4)).reshape(-1, side * side)
+    answers = (ink >= threshold).long()[:, _digit_regions(region, regions)]  # 1 = Yes
     if class_questions:
-        labels_t = torch.as_tensor(labels)
         answers = torch.cat([answers, (labels_t[:, None] == torch.arange(10)).long()], dim=1)
-    return EntityTable(questions, ["No", "Yes"], answers, torch.as_tensor(labels))
+    return EntityTable(questions, ["No", "Yes"], answers, labels_t)
+
+
+def digit_shifts(shifts: Sequence[Sequence[int]]) -> tuple[tuple[int, int], ...]:
+    """``shifts`` as distinct ``(down, right)`` int pairs, each within ``-7..7``; refused
+    otherwise."""
+    try:
+        pairs = [tuple(pair) for pair in shifts]
+    except TypeError:
+        pairs = None
+    if (
+        not pairs
+        or any(len(pair) != 2 for pair in pairs)
+        or any(
+            not isinstance(v, int) or isinstance(v, bool) or abs(v) > 7 for p in pairs for v in p
+        )
+    ):
+        raise ValueError(
+            "shifts must be a non-empty list of (down, right) int pairs within -7..7, "
+            f"got {shifts!r}"
+        )
+    if len(set(pairs)) != len(pairs):
+        raise ValueError(f"shifts must be distinct, got {shifts!r}")
+    return tuple(pairs)
 
 
 def read_entities_jsonl(path: str | Path, answer_names: Sequence[str] | None = None) -> EntityTable:

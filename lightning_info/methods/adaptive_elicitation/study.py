@@ -7,9 +7,11 @@ the training entities (``ElicitationDataModule``), then the held-out test entiti
 (EIG, lookahead, answer entropy or at random) and predicts the target questions. The reference
 model choosing by EIG and predicting itself is the upper reference line: on the latent-type world
 the exact posterior (``ExactPosteriorModel``), on the digits the empirical conditional of the
-training entities (``EmpiricalPredictiveModel``). The LM's predictive is compared with the
-reference's: the mean ``KL(reference || LM)`` over the test entities' targets after ``0 .. steps``
-random questions.
+training entities (``EmpiricalPredictiveModel``). With the digits' ``shifts`` those are the
+training images' shifted copies the LM trains on, and a second line gives the empirical
+predictive of the unshifted training images alone. The LM's predictive is compared with the
+reference's: the mean ``KL(reference || LM)`` over the test entities' targets after
+``0 .. steps`` random questions.
 Every number is a mean over the test entities, then mean ± std over seeds.
 With ``model`` (a Hugging Face causal LM name or local folder) that pretrained model and its
 tokenizer are meta-trained instead of the small GPT-2 (``lora`` for adapters only; ``trainer``
@@ -35,6 +37,7 @@ LABELS = {
     "max_entropy": "max answer entropy (LM)",
     "random": "random (LM)",
     "reference": "reference EIG (exact / empirical)",
+    "reference_unshifted": "reference EIG (empirical, unshifted images)",
 }
 
 
@@ -49,10 +52,7 @@ def _train(job: dict[str, Any]):
         ElicitationDataModule,
         LatentWorldOptions,
     )
-    from lightning_info.methods.adaptive_elicitation.entities import (
-        digits_questions,
-        latent_world_questions,
-    )
+    from lightning_info.methods.adaptive_elicitation.entities import latent_world_questions
     from lightning_info.methods.adaptive_elicitation.module import ElicitationLM
 
     torch.set_num_threads(job["threads"])
@@ -62,7 +62,7 @@ def _train(job: dict[str, Any]):
     if job["world"] == "latent":
         texts = latent_world_questions(latent.num_questions)
     else:
-        texts = digits_questions(digits.region, digits.class_questions)
+        texts = digits.questions()
     if job.get("model"):  # a pretrained LM: the data module adds its tokens to the tokenizer
         model, tokenizer = load_causal_lm(job["model"], **job.get("model_kwargs", {}))
         data = ElicitationDataModule(tokenizer, **settings)
@@ -98,6 +98,8 @@ def _predictive_kl(exact, lm, answers, targets, candidates, steps, seed) -> list
 
 def run_world(job: dict[str, Any]) -> dict[str, Any]:
     """One world and seed: meta-train, then every policy's curves on the test entities."""
+    import torch
+
     from lightning_info.methods.adaptive_elicitation.evaluation import elicitation_curves
     from lightning_info.methods.adaptive_elicitation.sequences import LMPredictive
     from lightning_info.methods.adaptive_elicitation.world import (
@@ -139,6 +141,12 @@ def run_world(job: dict[str, Any]) -> dict[str, Any]:
         reference = EmpiricalPredictiveModel(training, data.table.num_answers)
     curves = elicitation_curves("eig", reference, answers, candidates, targets, job["steps"])
     out["curves"]["reference"] = {k: v.mean(0).tolist() for k, v in curves.items()}
+    if not torch.equal(data.train_entities, data.train_originals):  # shifted digits
+        unshifted = EmpiricalPredictiveModel(
+            data.table.answers[data.train_originals], data.table.num_answers
+        )
+        curves = elicitation_curves("eig", unshifted, answers, candidates, targets, job["steps"])
+        out["curves"]["reference_unshifted"] = {k: v.mean(0).tolist() for k, v in curves.items()}
     out["kl"] = _predictive_kl(
         reference, lm, answers, targets, candidates, job["steps"], job["seed"]
     )
@@ -159,8 +167,8 @@ class ElicitationStudy(Study):
         candidates: per world, the candidate question indices (default: all but the targets).
         latent, digits: ``ElicitationDataModule`` arguments of each world, the world's options
             as a dict under its own name (``latent: {latent: {num_types: 3, ...}, num_val:
-            200}``, ``digits: {digits: {region: 2}, ...}``: ``LatentWorldOptions`` and
-            ``DigitQuestionOptions`` fields).
+            200}``, ``digits: {digits: {region: 2, shift: 1}, ...}``: ``LatentWorldOptions``
+            and ``DigitQuestionOptions`` fields).
         size: ``layers``, ``width``, ``heads`` of the GPT-2; epochs (per world), lr: its
             meta-training (AdamW, 5% warmup, cosine decay); optimizer: more
             ``AdamWOptions`` fields (``weight_decay``, ``betas``).
