@@ -65,6 +65,7 @@ CORES: dict[str, tuple[str, ...]] = {
         "inference_layout",
         "kept_mask",
         "median_truncation",
+        "random_masking",
         "reconstruction_loss",
     ),
     "cmv_nd": (

@@ -1,8 +1,8 @@
 """``TabularImputationDataModule``: a table, its (simulated) missingness, a split and a scaling.
 
 The table is one of scikit-learn's bundled data sets (``diabetes``, ``wine``, ``breast_cancer``,
-``iris``, ``linnerud``; no download), a generated nonlinear table (``synthetic[:rows]``), a CSV
-file, or any array / DataFrame
+``iris``, ``linnerud``, ``digits``; no download), statsmodels' bundled ``fair`` (6,366 rows),
+a generated nonlinear table (``synthetic[:rows]``), a CSV file, or any array / DataFrame
 (:meth:`TabularImputationDataModule.from_table`). A complete table gets simulated missingness
 (:func:`~lightning_info.methods.cacti.missingness.simulate_missing`, the evaluation protocol,
 at the strength of a :class:`~lightning_info.methods.cacti.missingness.MissingnessOptions`);
@@ -36,6 +36,7 @@ from lightning_info.methods.cacti.missingness import (
 
 __all__ = [
     "BUNDLED_TABLES",
+    "OFFLINE_TABLES",
     "SplitOptions",
     "TabularImputationDataModule",
     "load_table",
@@ -43,6 +44,23 @@ __all__ = [
 ]
 
 BUNDLED_TABLES = ("diabetes", "wine", "breast_cancer", "iris", "linnerud")
+#: Larger tables that ship offline: scikit-learn's ``digits`` (1,797 8x8 images, the 61
+#: non-constant pixel columns: pixels (0, 0), (4, 0) and (4, 7) are 0 in every image and are
+#: dropped) and statsmodels' ``fair`` (Fair's 1974 survey of 6,366 married women, 9 columns;
+#: needs statsmodels, which the ``causal`` extra installs).
+OFFLINE_TABLES = ("digits", "fair")
+
+_FAIR_DESCRIPTIONS = {
+    "rate_marriage": "self-rated marriage, 1 = very poor to 5 = very good",
+    "age": "age in years",
+    "yrs_married": "number of years married",
+    "children": "number of children",
+    "religious": "how religious, 1 = not to 4 = strongly",
+    "educ": "years of education, 9 = grade school to 20 = advanced degree",
+    "occupation": "occupation, 1 = student to 6 = professional with advanced degree",
+    "occupation_husb": "husband's occupation, 1 = student to 6 = professional",
+    "affairs": "time spent in extramarital affairs",
+}
 
 
 @dataclass(frozen=True)
@@ -92,6 +110,8 @@ def load_table(
     if str(source).split(":")[0] == "synthetic":
         _, _, rows = str(source).partition(":")
         return synthetic_table(int(rows) if rows else 2000)
+    if str(source) in OFFLINE_TABLES:
+        return offline_table(str(source))
     if str(source) in BUNDLED_TABLES:
         import sklearn.datasets
 
@@ -105,6 +125,45 @@ def load_table(
     import pandas as pd
 
     return frame_values(pd.read_csv(path), encode_categorical)
+
+
+def offline_table(name: str) -> tuple[np.ndarray, list[str]]:
+    """One of :data:`OFFLINE_TABLES` as ``(values, column names)``."""
+    if name == "digits":
+        import sklearn.datasets
+
+        bunch = sklearn.datasets.load_digits()
+        keep = np.flatnonzero(bunch.data.std(0) > 0)  # the 3 pixels that are 0 in every image
+        return bunch.data[:, keep].astype(np.float64), [bunch.feature_names[j] for j in keep]
+    if name == "fair":
+        try:
+            from statsmodels.datasets import fair
+        except ImportError as error:
+            raise ImportError(
+                "the 'fair' table ships with statsmodels: pip install statsmodels (the causal "
+                "extra installs it)."
+            ) from error
+        frame = fair.load_pandas().data
+        return frame.to_numpy(dtype=np.float64), [str(c) for c in frame.columns]
+    raise ValueError(f"unknown offline table {name!r}: choose from {OFFLINE_TABLES}.")
+
+
+def table_descriptions(name: str, columns: list[str]) -> dict[str, str] | None:
+    """The columns' descriptions of a named table (``None`` for a CSV, an in-memory table or
+    ``synthetic``)."""
+    if name in BUNDLED_TABLES:
+        return column_descriptions(name)
+    if name == "fair":
+        return dict(_FAIR_DESCRIPTIONS)
+    if name == "digits":
+        pixels = [c.split("_") for c in columns]
+        return {
+            column: f"ink count (0 to 16) of the 4x4 pixel block at row {p[1]}, column {p[2]} "
+            "of an 8x8 image of a handwritten digit"
+            for column, p in zip(columns, pixels)
+            if len(p) == 3 and p[0] == "pixel"
+        }
+    return None
 
 
 def frame_values(frame, encode_categorical: bool = False) -> tuple[np.ndarray, list[str]]:
@@ -168,8 +227,8 @@ class TabularImputationDataModule(SplitDataModule):
 
     Args:
         name: a bundled table (``diabetes``, ``wine``, ``breast_cancer``, ``iris``,
-            ``linnerud``), ``synthetic[:<rows>]`` (a generated nonlinear latent-factor table) or
-            the path of a CSV file with a header row.
+            ``linnerud``, ``digits``, ``fair``), ``synthetic[:<rows>]`` (a generated nonlinear
+            latent-factor table) or the path of a CSV file with a header row.
         mechanism: ``mcar``, ``mar``, ``mnar`` (simulated on a complete table) or ``none``
             (the table's own NaN are the missing entries).
         missingness: the simulated missing ``rate`` and ``observed_share`` (the share of
@@ -184,6 +243,9 @@ class TabularImputationDataModule(SplitDataModule):
             ``tfidf``, ``minilm``, any sentence-transformers model name, or ``none``.
         context_dim: the TF-IDF + SVD width.
         encode_categorical: ordinal codes for a CSV's non-numeric columns.
+        drop_empty_rows: drop the rows the simulated missingness leaves without any observed
+            value (there is nothing to impute them from; the count is ``dropped_rows``)
+            instead of refusing the table (high rates on few columns draw some).
     """
 
     def __init__(
@@ -199,6 +261,7 @@ class TabularImputationDataModule(SplitDataModule):
         context_dim: int = 32,
         encode_categorical: bool = False,
         num_workers: int = 0,
+        drop_empty_rows: bool = False,
         _table: tuple[np.ndarray, list[str]] | None = None,
     ) -> None:
         super().__init__()
@@ -235,13 +298,21 @@ class TabularImputationDataModule(SplitDataModule):
                 self.table, missingness.rate, mechanism, missingness.observed_share, data_seed
             )
         self.observed = ~own_missing & ~self.simulated
+        empty = ~self.observed.any(1)
+        self.dropped_rows = int(empty.sum()) if drop_empty_rows else 0
+        if self.dropped_rows:
+            if self.dropped_rows > self.table.shape[0] - 2:
+                raise ValueError(f"the missingness leaves fewer than 2 rows of table {name!r}.")
+            self.table = self.table[~empty]
+            self.simulated = self.simulated[~empty]
+            self.observed = self.observed[~empty]
         check_missingness(self.observed, self.columns, f"table {name!r}")
         self.splits = self._split(split.test_fraction, split.val_fraction, data_seed)
         train = self.splits["train"]
         check_missingness(self.observed[train], self.columns, f"the training rows of {name!r}")
         self.scaling = MinMaxScaling(self.table[train], self.observed[train])
-        if descriptions is None and name in BUNDLED_TABLES:
-            descriptions = column_descriptions(name)
+        if descriptions is None:
+            descriptions = table_descriptions(str(name), self.columns)
         self.descriptions = descriptions
         self.context_texts = context_texts(self.columns, descriptions)
         self.context_embeddings = (

@@ -19,6 +19,9 @@ attends to a frozen pad token instead, and at inference truncates every row of a
 batch's shortest, which is why it predicts one row at a time; with key-padding masks any batch
 gives the one-row predictions.)
 
+ReMasker (Du et al., 2023), the masked autoencoder CACTI builds on, is :func:`random_masking`:
+no copy mask, a fixed share of each row's observed values re-masked at random.
+
 The training objective (:func:`reconstruction_loss`) is the masked autoencoder's squared error
 over the values the encoder saw plus that over the observed values MT-CM hid.
 
@@ -48,6 +51,7 @@ __all__ = [
     "inference_layout",
     "kept_mask",
     "median_truncation",
+    "random_masking",
     "reconstruction_loss",
 ]
 
@@ -92,13 +96,36 @@ def median_truncation(
     """MT-CM step 2: the layout ``(positions, padding)`` of ``L = encoder_length`` slots per
     row, each row's visible columns (``~mask``) in random order, truncated to ``L`` or padded."""
     _check_mask(mask, "mask")
+    return _shuffled_layout(mask, max(encoder_length((~mask).sum(1)), 1), generator)
+
+
+def _shuffled_layout(
+    mask: Tensor, length: int, generator: torch.Generator | None
+) -> tuple[Tensor, Tensor]:
+    """Each row's visible columns (``~mask``) in uniformly random order in ``length`` slots,
+    truncated or padded."""
     visible = (~mask).sum(1)
-    length = max(encoder_length(visible), 1)
     noise = torch.rand(mask.shape, generator=generator).to(mask.device)
     noise = noise.masked_fill(mask, 2.0)  # masked columns sort after every visible one
     positions = noise.argsort(dim=1)[:, :length]
     padding = torch.arange(length, device=mask.device)[None, :] >= visible[:, None]
     return positions, padding
+
+
+def random_masking(
+    missing: Tensor, ratio: float = 0.5, generator: torch.Generator | None = None
+) -> tuple[Tensor, Tensor]:
+    """ReMasker's training layout (Du et al., 2023), the masked autoencoder without copy
+    masking: ``L = max(1, int(d * (1 - ratio)))`` slots per row holding ``L`` of the row's
+    observed columns drawn uniformly without replacement; the row's other observed values are
+    re-masked (reconstructed by the loss). A row with fewer than ``L`` observed values keeps
+    them all and is padded (ReMasker fills those slots with missing entries instead). On a
+    complete row the re-masked share is ``1 - L / d`` (``ratio`` when ``d * ratio`` is whole)."""
+    _check_mask(missing, "missing")
+    if not 0 <= ratio < 1:
+        raise ValueError(f"`ratio` (the re-masked share) must lie in [0, 1), got {ratio!r}.")
+    length = max(1, int(missing.shape[1] * (1 - ratio)))
+    return _shuffled_layout(missing, length, generator)
 
 
 def inference_layout(missing: Tensor) -> tuple[Tensor, Tensor]:

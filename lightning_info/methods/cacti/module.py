@@ -10,6 +10,11 @@ the visible values plus that over the observed values MT-CM hid. Batches are dic
 for scoring, ``truth`` (B, d) and ``target`` (B, d) bool, the entries whose truth is known but
 hidden. Validation and test log ``{val,test}/r2``, ``/rmse``, ``/mae`` and ``/wasserstein`` over
 ``target`` through the DDP-ready Metrics of :mod:`~lightning_info.methods.cacti.metrics`.
+
+``masking="random"`` with ``use_context=False`` is ReMasker (Du et al., 2023), the masked
+autoencoder CACTI builds on: a share ``mask_ratio`` of each row's observed values re-masked at
+random (:func:`~lightning_info.methods.cacti.functional.random_masking`) instead of MT-CM, the
+same network, loss and optimizer otherwise.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping
 from dataclasses import fields, replace
-from typing import Any
+from typing import Any, Literal
 
 import lightning.pytorch as pl
 import numpy as np
@@ -26,12 +31,18 @@ from torch import Tensor, nn
 
 from lightning_info.core.options import AdamWOptions
 from lightning_info.core.sampling import keyed_generator
-from lightning_info.core.validation import all_finite, require_fraction, require_int
+from lightning_info.core.validation import (
+    all_finite,
+    require_choice,
+    require_fraction,
+    require_int,
+)
 from lightning_info.methods.cacti.functional import (
     copy_masks,
     inference_layout,
     kept_mask,
     median_truncation,
+    random_masking,
     reconstruction_loss,
 )
 from lightning_info.methods.cacti.metrics import imputation_metrics
@@ -96,6 +107,9 @@ class CACTI(pl.LightningModule):
             paper's size). Its ``num_columns`` and ``context_dim``, where it has them, must
             match. Not saved in the hyperparameters: pass it again to ``load_from_checkpoint``.
         copy_probability: ``p_cm`` of MT-CM.
+        masking: ``copy`` (MT-CM, CACTI's) or ``random`` (ReMasker's: ``mask_ratio`` of the
+            observed values re-masked at random; ``copy_probability`` unused).
+        mask_ratio: the re-masked share of ``masking="random"``, in ``[0, 1)``.
         optimizer: AdamW and its warmup-cosine schedule (:data:`CACTI_OPTIMIZER`); with
             ``schedule_steps=None`` the schedule's length is the trainer's estimate for its
             ``max_epochs`` / ``max_steps`` (a run continued to a larger ``max_epochs`` than it
@@ -113,10 +127,14 @@ class CACTI(pl.LightningModule):
         copy_probability: float = 0.9,
         optimizer: AdamWOptions = CACTI_OPTIMIZER,
         seed: int = 0,
+        masking: Literal["copy", "random"] = "copy",
+        mask_ratio: float = 0.5,
     ) -> None:
         super().__init__()
         self.num_columns = require_int(num_columns, "num_columns", 2)
         self.copy_probability = require_fraction(copy_probability, "copy_probability")
+        self.masking = require_choice(masking, "masking", ("copy", "random"))
+        self.mask_ratio = require_fraction(mask_ratio, "mask_ratio")
         if not isinstance(optimizer, AdamWOptions):
             raise TypeError(
                 f"`optimizer` must be an AdamWOptions (e.g. dataclasses.replace(CACTI_OPTIMIZER, "
@@ -191,12 +209,18 @@ class CACTI(pl.LightningModule):
         return torch.where(observed, values, prediction.to(values.dtype))
 
     # ---------------------------------------------------------------------------- training
+    def training_layout(self, observed: Tensor) -> tuple[Tensor, Tensor]:
+        """The encoder's layout of a training batch: MT-CM (``masking="copy"``) or ReMasker's
+        random re-masking (``"random"``), drawn from the (seed, step, rank) generator."""
+        generator = keyed_generator(self.seed, self.global_step, self.global_rank)
+        if self.masking == "random":
+            return random_masking(~observed, self.mask_ratio, generator)
+        return median_truncation(copy_masks(~observed, self.copy_probability, generator), generator)
+
     def training_step(self, batch: dict[str, Tensor], batch_index: int) -> Tensor:
         values, observed = batch["values"], batch["observed"]
         check_batch(values, observed, self.num_columns)
-        generator = keyed_generator(self.seed, self.global_step, self.global_rank)
-        mask = copy_masks(~observed, self.copy_probability, generator)
-        positions, padding = median_truncation(mask, generator)
+        positions, padding = self.training_layout(observed)
         prediction = self(values, observed, positions, padding)
         loss = reconstruction_loss(
             prediction, values, observed, kept_mask(positions, padding, self.num_columns)
