@@ -438,9 +438,13 @@ def _rome():
 
 
 def _sdcib():
-    from lightning_info.methods.sdcib import SDCIB, ClusteringViewsDataModule
+    from lightning_info.methods.sdcib import SDCIB, ClusteringViewsDataModule, SyntheticViewsOptions
 
-    data = ClusteringViewsDataModule("synthetic", num_samples=48, latent_clusters=3, batch_size=8)
+    data = ClusteringViewsDataModule(
+        "synthetic",
+        synthetic=SyntheticViewsOptions(num_samples=48, latent_clusters=3),
+        batch_size=8,
+    )
     return SDCIB([32, 32, 32], 3, hidden=(8, 4)), data
 
 

@@ -76,7 +76,7 @@ from lightning_info.methods.rome import (
     RobustEvaluationOptions,
     SmallConvNet,
 )
-from lightning_info.methods.sdcib import SDCIB, ClusteringViewsDataModule
+from lightning_info.methods.sdcib import SDCIB, ClusteringViewsDataModule, SyntheticViewsOptions
 from lightning_info.methods.smoothed_information.functional import SmoothedEstimatorOptions
 from lightning_info.methods.train_test_overlap.callback import TrainTestOverlap
 from lightning_info.methods.train_test_overlap.functional import OverlapOptions, TestInstance
@@ -358,7 +358,9 @@ PLUGINS = [
         id="SDCIB-ClusteringViewsDataModule",
         make_model=lambda: SDCIB([32, 32, 32], 3, hidden=(8, 4)),
         make_data=lambda batch_size: ClusteringViewsDataModule(
-            "synthetic", num_samples=48, latent_clusters=3, batch_size=batch_size
+            "synthetic",
+            SyntheticViewsOptions(num_samples=48, latent_clusters=3),
+            batch_size=batch_size,
         ),
     ),
     PluginCase(

@@ -561,7 +561,7 @@ def test_clustering_recipe_puts_sdcib_next_to_kmeans_on_views_and_graph_views(tm
             "--trainer.enable_progress_bar=false",
             f"--trainer.default_root_dir={tmp_path}",
             "--model.hidden=[8, 4]",
-            "--data.num_samples=96",
+            "--data.synthetic.num_samples=96",
             "--data.batch_size=16",
             "--studies.views.runs=[[synthetic, kmeans]]",
             "--studies.views.sources="
@@ -569,7 +569,11 @@ def test_clustering_recipe_puts_sdcib_next_to_kmeans_on_views_and_graph_views(tm
                 {
                     "synthetic": {
                         "class_path": "lightning_info.methods.sdcib.ClusteringViewsDataModule",
-                        "init_args": {"name": "synthetic", "num_samples": 96, "batch_size": 16},
+                        "init_args": {
+                            "name": "synthetic",
+                            "synthetic": {"num_samples": 96},
+                            "batch_size": 16,
+                        },
                     }
                 }
             ),

@@ -7,7 +7,7 @@ re-declaring its fields; LightningCLI reads a dataclass argument as a nested gro
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +21,7 @@ from lightning_info.core.validation import (
     require_positive,
 )
 
-__all__ = ["AdamWOptions"]
+__all__ = ["AdamWOptions", "as_options"]
 
 
 @dataclass(frozen=True)
@@ -73,3 +73,13 @@ class AdamWOptions:
 
 
 torch.serialization.add_safe_globals([AdamWOptions])  # checkpoints load under weights_only
+
+
+def as_options(value: Any, name: str, kind: type) -> Any:
+    """``value`` as a ``kind`` (an options dataclass): one already, or a mapping of its fields
+    (a plain config dict, as a study's ``init_args`` give it)."""
+    if isinstance(value, Mapping):
+        return kind(**value)
+    if not isinstance(value, kind):
+        raise TypeError(f"`{name}` must be a {kind.__name__}, got {type(value).__name__}.")
+    return value

@@ -243,9 +243,6 @@ class TabularImputationDataModule(SplitDataModule):
             ``tfidf``, ``minilm``, any sentence-transformers model name, or ``none``.
         context_dim: the TF-IDF + SVD width.
         encode_categorical: ordinal codes for a CSV's non-numeric columns.
-        drop_empty_rows: drop the rows the simulated missingness leaves without any observed
-            value (there is nothing to impute them from; the count is ``dropped_rows``)
-            instead of refusing the table (high rates on few columns draw some).
     """
 
     def __init__(
@@ -261,7 +258,6 @@ class TabularImputationDataModule(SplitDataModule):
         context_dim: int = 32,
         encode_categorical: bool = False,
         num_workers: int = 0,
-        drop_empty_rows: bool = False,
         _table: tuple[np.ndarray, list[str]] | None = None,
     ) -> None:
         super().__init__()
@@ -299,7 +295,7 @@ class TabularImputationDataModule(SplitDataModule):
             )
         self.observed = ~own_missing & ~self.simulated
         empty = ~self.observed.any(1)
-        self.dropped_rows = int(empty.sum()) if drop_empty_rows else 0
+        self.dropped_rows = int(empty.sum()) if missingness.drop_empty_rows else 0
         if self.dropped_rows:
             if self.dropped_rows > self.table.shape[0] - 2:
                 raise ValueError(f"the missingness leaves fewer than 2 rows of table {name!r}.")

@@ -56,10 +56,15 @@ class MissingnessOptions:
             ``(0, 1)``.
         observed_share: the share of always-observed columns (``mar``, at least one) and of
             input columns of the logistic model (``mnar``), in ``[0, 1)``.
+        drop_empty_rows: drop the rows the simulated missingness leaves without any observed
+            value (there is nothing to impute them from; a data module counts them in
+            ``dropped_rows``) instead of refusing the table (high rates on few columns draw
+            some).
     """
 
     rate: float = 0.3
     observed_share: float = 0.3
+    drop_empty_rows: bool = False
 
     def __post_init__(self) -> None:
         _rate(self.rate)

@@ -111,11 +111,10 @@ def run_setting(job: dict[str, Any]) -> dict[str, Any]:
     data = TabularImputationDataModule(
         table,
         mechanism=mechanism,
-        missingness=MissingnessOptions(rate=job["rate"]),
+        missingness=MissingnessOptions(rate=job["rate"], drop_empty_rows=True),
         data_seed=seed,
         context=job["context"],
         batch_size=job.get("batch_size", 128),
-        drop_empty_rows=True,
     )
     train, _, _ = data.arrays("train")
     test, truth, target = data.arrays("test")

@@ -29,15 +29,15 @@ baseline ``[X̃, ÂX̃, ..., Â^K X̃]`` on mean-imputed attributes; ``"imputed"
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import torch
 from torch import Tensor
 
+from lightning_info.core.options import as_options
 from lightning_info.core.validation import (
     require_choice,
     require_finite_tensor,
@@ -302,16 +302,6 @@ def missing_mask(num_nodes: int, missing_rate: float, seed: int = 0) -> Tensor:
 torch.serialization.add_safe_globals([SBMOptions, GraphFeatureOptions, GraphFiles])
 
 
-def _options(value: Any, name: str, kind: type) -> Any:
-    """``value`` as a ``kind``: one already, or a mapping of its fields (a plain config dict, as
-    a study's ``init_args`` give)."""
-    if isinstance(value, Mapping):
-        return kind(**value)
-    if not isinstance(value, kind):
-        raise TypeError(f"`{name}` must be a {kind.__name__}, got {type(value).__name__}.")
-    return value
-
-
 class AttributeMissingGraphDataModule(MultiViewDataModule):
     """A graph with missing node attributes as multi-view clustering data (module docstring).
 
@@ -356,10 +346,10 @@ class AttributeMissingGraphDataModule(MultiViewDataModule):
     ) -> None:
         require_choice(source, "source", SOURCES)
         require_choice(views, "views", VIEWS)
-        sbm = _options(sbm, "sbm", SBMOptions)
-        features = _options(features, "features", GraphFeatureOptions)
+        sbm = as_options(sbm, "sbm", SBMOptions)
+        features = as_options(features, "features", GraphFeatureOptions)
         if files is not None:
-            files = _options(files, "files", GraphFiles)
+            files = as_options(files, "files", GraphFiles)
         if source == "files" and files is None:
             raise ValueError('source="files" needs `files` (its `edge_file` and `feature_file`).')
         if source != "files" and files is not None:

@@ -15,16 +15,20 @@ Both are :class:`~lightning_info.data.multiview.MultiViewDataModule` s;
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
+
 import torch
 from torch import Tensor
 from torch.nn import functional as F
 
+from lightning_info.core.options import as_options
 from lightning_info.core.validation import require_int, require_non_negative, require_positive
 from lightning_info.data.digits import load_digits_images
 from lightning_info.data.multiview import MultiViewDataModule
 
 __all__ = [
     "ClusteringViewsDataModule",
+    "SyntheticViewsOptions",
     "digits_views",
     "shared_latent_views",
     "view_specific_parts",
@@ -148,18 +152,36 @@ def _synthetic_views(
     return [v + p for v, p in zip(views, private[0])], labels, private
 
 
+@dataclass(frozen=True)
+class SyntheticViewsOptions:
+    """The draw of the ``synthetic`` source, :func:`shared_latent_views`'s arguments:
+    ``num_samples``, ``latent_clusters`` (its ``num_clusters``, named apart from a model's
+    ``num_clusters``, since both sit in one logger's hyperparameters), ``num_views``,
+    ``latent_dim``, ``view_dim``, ``separation``, ``noise``, and ``private_clusters`` /
+    ``private_separation`` (``>= 2`` gives every view its own nuisance clusters, 0 none)."""
+
+    num_samples: int = 1500
+    latent_clusters: int = 5
+    num_views: int = 3
+    latent_dim: int = 8
+    view_dim: int = 32
+    separation: float = 3.0
+    noise: float = 0.5
+    private_clusters: int = 0
+    private_separation: float = 3.0
+
+
+torch.serialization.add_safe_globals([SyntheticViewsOptions])  # checkpoints load weights-only
+
+
 class ClusteringViewsDataModule(MultiViewDataModule):
     """``digits`` or ``synthetic`` multi-view clustering data (see the module docstring).
 
     Args:
         name: ``"digits"`` or ``"synthetic"``.
         classes: digit classes kept (``digits``).
-        num_samples, latent_clusters, num_views, latent_dim, view_dim, separation, noise,
-            private_clusters, private_separation: of ``synthetic``
-            (:func:`shared_latent_views`; ``latent_clusters`` is its ``num_clusters``, named
-            apart from a model's ``num_clusters``, since both sit in one logger's
-            hyperparameters; ``private_clusters >= 2`` gives every view its own nuisance
-            clusters, 0 none).
+        synthetic: the draw of ``synthetic`` (:class:`SyntheticViewsOptions`, or a mapping of
+            its fields; in a YAML ``synthetic: {num_samples: 320, noise: 1.0}``).
         batch_size, standardize: as in ``MultiViewDataModule``.
         data_seed: its ``seed`` (the shuffling, and the draw of the synthetic data), named apart
             from a model's ``seed``.
@@ -169,33 +191,18 @@ class ClusteringViewsDataModule(MultiViewDataModule):
         self,
         name: str = "digits",
         classes: int = 10,
-        num_samples: int = 1500,
-        latent_clusters: int = 5,
-        num_views: int = 3,
-        latent_dim: int = 8,
-        view_dim: int = 32,
-        separation: float = 3.0,
-        noise: float = 0.5,
-        private_clusters: int = 0,
-        private_separation: float = 3.0,
+        synthetic: SyntheticViewsOptions = SyntheticViewsOptions(),
         batch_size: int = 128,
         data_seed: int = 0,
         standardize: bool = True,
     ) -> None:
         if name not in SOURCES:
             raise ValueError(f"`name` must be one of {SOURCES}, got {name!r}.")
+        synthetic = as_options(synthetic, "synthetic", SyntheticViewsOptions)
         self.name = name
-        self._synthetic = dict(
-            num_samples=num_samples,
-            num_clusters=latent_clusters,
-            num_views=num_views,
-            latent_dim=latent_dim,
-            view_dim=view_dim,
-            separation=separation,
-            noise=noise,
-            private_clusters=private_clusters,
-            private_separation=private_separation,
-        )
+        options = asdict(synthetic)
+        options["num_clusters"] = options.pop("latent_clusters")
+        self._synthetic = options
         self.classes = classes
         super().__init__(batch_size, data_seed, standardize)
         self.save_hyperparameters()

@@ -57,10 +57,9 @@ def test_rows_left_empty_are_dropped_only_when_asked():
     data = TabularImputationDataModule.from_table(
         table,
         mechanism="mcar",
-        missingness=options,
+        missingness=MissingnessOptions(rate=0.6, drop_empty_rows=True),
         data_seed=4,
         context="none",
-        drop_empty_rows=True,
     )
     assert data.dropped_rows == empty.sum()
     np.testing.assert_array_equal(data.table, table[~empty])
@@ -125,9 +124,8 @@ def test_study_over_rates_with_remasker_and_tuned_baselines(monkeypatch):
         data = TabularImputationDataModule(
             "synthetic:80",
             mechanism="mnar",
-            missingness=MissingnessOptions(rate=rate),
+            missingness=MissingnessOptions(rate=rate, drop_empty_rows=True),
             context="none",
-            drop_empty_rows=True,
         )
         train, _, _ = data.arrays("train")
         test, truth, target = data.arrays("test")

@@ -15,7 +15,11 @@ from lightning_info.methods.sdcib import (
     SDCIBLossOptions,
     ViewEncoder,
 )
-from lightning_info.methods.sdcib.datamodule import digits_views, shared_latent_views
+from lightning_info.methods.sdcib.datamodule import (
+    SyntheticViewsOptions,
+    digits_views,
+    shared_latent_views,
+)
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # small MLPs: one thread is fastest
 
@@ -50,14 +54,20 @@ def test_shared_latent_views_are_seeded_and_balanced():
 
 
 def test_data_module_standardises_each_view_and_keeps_the_labels_apart():
-    data = ClusteringViewsDataModule("synthetic", num_samples=60, latent_clusters=3, batch_size=8)
+    data = ClusteringViewsDataModule(
+        "synthetic",
+        synthetic=SyntheticViewsOptions(num_samples=60, latent_clusters=3),
+        batch_size=8,
+    )
     assert data.view_dims == [32, 32, 32] and data.num_classes == 3 and data.num_views == 3
     for view in data.views:
         torch.testing.assert_close(view.mean(0), torch.zeros(32), atol=1e-5, rtol=0)
     ((views, y),) = [next(iter(data.train_dataloader()))]
     assert len(views) == 3 and views[0].shape == (8, 32) and y.shape == (8,)
     with pytest.raises(ValueError, match="exceeds"):
-        ClusteringViewsDataModule("synthetic", num_samples=10, batch_size=16)
+        ClusteringViewsDataModule(
+            "synthetic", synthetic=SyntheticViewsOptions(num_samples=10), batch_size=16
+        )
     with pytest.raises(ValueError, match="name"):
         ClusteringViewsDataModule("cora")
 
@@ -79,10 +89,9 @@ def test_sdcib_separates_well_separated_synthetic_clusters():
     for seed in range(3):
         data = ClusteringViewsDataModule(
             "synthetic",
-            num_samples=150,
-            latent_clusters=3,
-            separation=6.0,
-            noise=0.2,
+            synthetic=SyntheticViewsOptions(
+                num_samples=150, latent_clusters=3, separation=6.0, noise=0.2
+            ),
             batch_size=50,
             data_seed=seed,
         )
@@ -157,7 +166,11 @@ def test_injected_encoders_are_the_default_ones_when_built_alike():
 def test_the_study_builds_the_loss_options_from_a_mapping():
     from lightning_info.methods.sdcib.study import fit_sdcib
 
-    data = ClusteringViewsDataModule("synthetic", num_samples=24, latent_clusters=2, batch_size=12)
+    data = ClusteringViewsDataModule(
+        "synthetic",
+        synthetic=SyntheticViewsOptions(num_samples=24, latent_clusters=2),
+        batch_size=12,
+    )
     scores, model = fit_sdcib(data, 0, {"hidden": [4], "loss": {"alpha": 0.2}}, max_epochs=1)
     assert model.loss_options == SDCIBLossOptions(alpha=0.2)
     assert set(scores) == {"acc", "nmi", "ari"}

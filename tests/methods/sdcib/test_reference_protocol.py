@@ -12,7 +12,7 @@ import lightning.pytorch as pl
 import pytest
 import torch
 
-from lightning_info.methods.sdcib import SDCIB, ClusteringViewsDataModule
+from lightning_info.methods.sdcib import SDCIB, ClusteringViewsDataModule, SyntheticViewsOptions
 from lightning_info.methods.sdcib.study import (
     KMEANS,
     EpochScores,
@@ -24,7 +24,11 @@ from lightning_info.methods.sdcib.study import (
 from tests.benchmark_scripts import RECIPES, load_recipe
 
 SYNTHETIC = "lightning_info.methods.sdcib.ClusteringViewsDataModule"
-TOY_NOISY = {"name": "synthetic", "num_samples": 48, "private_clusters": 5, "batch_size": 16}
+TOY_NOISY = {
+    "name": "synthetic",
+    "synthetic": {"num_samples": 48, "private_clusters": 5},
+    "batch_size": 16,
+}
 
 
 def _epoch(epoch, last, mean, acc, nmi, ari):
@@ -68,7 +72,9 @@ def test_the_reference_protocol_by_hand():
 
 def _toy_data():
     return ClusteringViewsDataModule(
-        "synthetic", num_samples=48, latent_clusters=3, private_clusters=2, batch_size=16
+        "synthetic",
+        synthetic=SyntheticViewsOptions(num_samples=48, latent_clusters=3, private_clusters=2),
+        batch_size=16,
     )
 
 
@@ -112,7 +118,7 @@ def _mean_std(values):
 def test_the_study_rows_follow_from_its_records():
     source = {
         "class_path": SYNTHETIC,
-        "init_args": {"name": "synthetic", "num_samples": 48, "batch_size": 16},
+        "init_args": {"name": "synthetic", "synthetic": {"num_samples": 48}, "batch_size": 16},
     }
     study = ReferenceProtocolStudy(
         sources={"toy": source},
@@ -177,7 +183,7 @@ def test_the_reference_configs_hold_the_reference_settings(_recipe_argv, monkeyp
         assert study.sdcib["hidden"] == [1024, 1024, 1024, 128] and study.sdcib["lr"] == 1e-4
         assert (study.max_epochs, study.runs_per_group, len(study.seeds)) == (40, 10, 10)
         assert study.arms == {"SDCIB": {}, "SDCIB (last layer only)": {"deep": False}}
-        assert study.sources["noisy"]["init_args"]["private_clusters"] == 5
+        assert study.sources["noisy"]["init_args"]["synthetic"]["private_clusters"] == 5
 
 
 def test_the_reference_recipe_runs_at_a_toy_size(_recipe_argv, tmp_path):

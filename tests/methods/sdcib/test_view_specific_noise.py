@@ -10,7 +10,7 @@ from sklearn.cluster import KMeans
 
 from lightning_info.data.multiview import standardize_columns
 from lightning_info.measures.clustering import clustering_scores
-from lightning_info.methods.sdcib import ClusteringViewsDataModule
+from lightning_info.methods.sdcib import ClusteringViewsDataModule, SyntheticViewsOptions
 from lightning_info.methods.sdcib.datamodule import (
     _synthetic_views,
     shared_latent_views,
@@ -93,7 +93,9 @@ def test_the_nuisance_is_strong_in_its_own_view_only_and_costs_joined_kmeans():
 
 def test_the_data_module_passes_the_nuisance_on():
     data = ClusteringViewsDataModule(
-        "synthetic", num_samples=60, latent_clusters=3, private_clusters=2, batch_size=8
+        "synthetic",
+        synthetic=SyntheticViewsOptions(num_samples=60, latent_clusters=3, private_clusters=2),
+        batch_size=8,
     )
     views, labels = shared_latent_views(60, 3, private_clusters=2, noise=0.5)
     assert torch.equal(data.labels, labels)
