@@ -251,6 +251,7 @@ def _free_port() -> int:
 
 def test_the_pipeline_runs_under_ddp_on_two_cpu_processes(tmp_path):
     out = tmp_path / "ddp.json"
+    toy.prepare(tmp_path / "run")  # the run's inputs, written before either rank starts
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
     command += ["--master-port", str(_free_port()), "-m", "tests.pipelines.ddp_run", str(out)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)

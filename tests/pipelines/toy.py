@@ -75,6 +75,23 @@ def toy_config(root: Path, **overrides) -> Path:
     return path
 
 
+def prepare(root: Path) -> tuple[Path, dict[str, Path], Path]:
+    """The base model, the corpus files and the pool saved with ``save_to_disk``, under ``root``,
+    written only where missing. The DDP test calls it before launching the processes: were each
+    rank to write them, one could read a file the other is still writing."""
+    from lightning_info.pipelines.sft import load_examples
+    from lightning_info.pipelines.sft_corpus import CORPUS_FILES
+
+    model_dir = base_model(root / "base")
+    files = {role: root / "corpus" / name for role, name in CORPUS_FILES.items()}
+    if not all(path.exists() for path in files.values()):
+        files = corpus(root / "corpus")
+    saved = root / "pool_dataset"
+    if not saved.exists():
+        load_examples(files["pool"]).save_to_disk(str(saved))
+    return model_dir, files, saved
+
+
 def pipeline_parts(
     root: Path, *, decontaminate: bool = True, strategy: str = "fisher", max_fisher: float = 1e-10
 ):
@@ -90,12 +107,8 @@ def pipeline_parts(
     from lightning_info.methods.prism.auditor import FragmentAuditOptions
     from lightning_info.methods.train_test_overlap.functional import OverlapOptions
     from lightning_info.pipelines import SFTPipelineDataModule, SFTPipelineReport
-    from lightning_info.pipelines.sft import load_examples
 
-    model_dir, files = base_model(root / "base"), corpus(root / "corpus")
-    saved = root / "pool_dataset"
-    if not saved.exists():
-        load_examples(files["pool"]).save_to_disk(str(saved))
+    model_dir, files, saved = prepare(root)
     data = SFTPipelineDataModule(
         str(model_dir),
         str(saved),
