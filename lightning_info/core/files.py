@@ -148,3 +148,39 @@ def _fsync_folder(folder: Path) -> None:
             os.fsync(descriptor)
     finally:
         os.close(descriptor)
+
+
+def read_csv_table(path: str | Path) -> Any:
+    """A CSV file with a header row as a pandas DataFrame (a UTF-8 byte-order mark is accepted).
+
+    Refuses a missing file, an empty file, a header that repeats a name (pandas would silently
+    rename the second ``a`` to ``a.1``) and a row with more or fewer fields than the header (a
+    truncated or shifted line; a missing value is an empty field, ``1,,3``), each naming the
+    file and line.
+    """
+    import csv
+
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"CSV file {path} does not exist.")
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if not header:
+            raise ValueError(f"{path} has no header row: the first line must name the columns.")
+        repeated = sorted({name for name in header if header.count(name) > 1})
+        if repeated:
+            raise ValueError(
+                f"{path}: the header repeats the column name(s) {repeated}; give every column "
+                "its own name."
+            )
+        for row in reader:
+            if row and len(row) != len(header):
+                raise ValueError(
+                    f"{path}, line {reader.line_num}: {len(row)} field(s) for the header's "
+                    f"{len(header)} columns (a truncated line?); fix or remove the line, and "
+                    "leave a missing value's field empty (1,,3)."
+                )
+    return pd.read_csv(path, encoding="utf-8-sig")

@@ -15,6 +15,7 @@ import torch
 
 from lightning_info.core.schedules import warmup_cosine_config
 from lightning_info.core.validation import (
+    require_finite,
     require_fraction,
     require_int,
     require_non_negative,
@@ -34,7 +35,10 @@ class AdamWOptions:
         warmup_fraction: the share of the schedule spent warming up; ``None``: a constant
             ``lr`` and no scheduler.
         schedule_steps: the schedule's length (``None``: the trainer's estimated steps).
-        min_lr: the floor the cosine decays to.
+        min_lr: the floor the cosine decays to, at most ``lr``.
+
+    Every number is checked in ``__post_init__``: bools are not numbers, NaN and infinities are
+    refused, and so is a ``min_lr`` above ``lr`` (the cosine would rise instead of decay).
     """
 
     lr: float = 1e-3
@@ -45,11 +49,28 @@ class AdamWOptions:
     min_lr: float = 0.0
 
     def __post_init__(self) -> None:
-        require_positive(self.lr, "optimizer.lr")
+        lr = require_positive(self.lr, "optimizer.lr")
         require_non_negative(self.weight_decay, "optimizer.weight_decay")
-        require_non_negative(self.min_lr, "optimizer.min_lr")
-        if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
-            raise ValueError(f"`optimizer.betas` must be two numbers in [0, 1), got {self.betas}.")
+        min_lr = require_non_negative(self.min_lr, "optimizer.min_lr")
+        if min_lr > lr:
+            raise ValueError(
+                f"`optimizer.min_lr` ({min_lr!r}) must not exceed `optimizer.lr` ({lr!r}): it is "
+                "the floor the schedule decays to; pass a min_lr <= lr."
+            )
+        betas = self.betas
+        if isinstance(betas, (str, bytes)) or not hasattr(betas, "__len__"):
+            raise TypeError(
+                f"`optimizer.betas` must be a pair of numbers in [0, 1), got {betas!r}."
+            )
+        if len(betas) != 2:
+            raise ValueError(
+                f"`optimizer.betas` must be a pair of numbers in [0, 1), got {betas!r}."
+            )
+        for index, beta in enumerate(betas):
+            if require_finite(beta, f"optimizer.betas[{index}]") >= 1.0 or beta < 0.0:
+                raise ValueError(
+                    f"`optimizer.betas` must be two numbers in [0, 1), got {tuple(betas)}."
+                )
         if self.warmup_fraction is not None:
             require_fraction(self.warmup_fraction, "optimizer.warmup_fraction")
         if self.schedule_steps is not None:

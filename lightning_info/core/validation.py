@@ -6,6 +6,7 @@ import math
 import numbers
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 
@@ -265,3 +266,14 @@ def require_string_sequence(value: object, name: str) -> list[str]:
                 f"`{name}[{position}]` must be a string, got {type(item).__name__} {item!r}."
             )
     return items
+
+
+def require_bool(value: object, name: str) -> bool:
+    """Return ``value``, or raise unless it is ``True`` or ``False``: a string such as
+    ``"no"`` or ``"False"`` is truthy and a number is not a switch. A NumPy bool is taken as
+    the bool it holds."""
+    if isinstance(value, np.bool_):
+        value = bool(value)
+    if not isinstance(value, bool):
+        raise TypeError(f"`{name}` must be True or False, got {value!r}.")
+    return value

@@ -13,6 +13,7 @@ from lightning_info.lm.features import pooled_features, response_features, token
 from lightning_info.lm.fine_tuner import CausalLMFineTuner
 from lightning_info.lm.tiny_lm import (
     load_causal_lm,
+    load_tokenizer,
     sized_causal_lm,
     tiny_causal_lm,
     train_bpe_tokenizer,
@@ -24,6 +25,7 @@ __all__ = [
     "PROMPT_TEMPLATES",
     "instruction_dataset",
     "load_causal_lm",
+    "load_tokenizer",
     "module_of",
     "pooled_features",
     "response_features",

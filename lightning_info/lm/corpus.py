@@ -94,6 +94,8 @@ _SENTENCE_END = re.compile(r"[.!?:](?=\s)")
 
 def module_of(name: str) -> str:
     """Top-level package of a qualified name: ``"urllib.parse.quote"`` -> ``"urllib"``."""
+    if not isinstance(name, str):
+        raise TypeError(f"`name` must be a qualified name (str), got {name!r}.")
     return name.partition(".")[0]
 
 
@@ -119,6 +121,11 @@ def stdlib_docstrings(
     """
     min_chars = require_int(min_chars, "min_chars", 1)
     max_chars = require_int(max_chars, "max_chars", min_chars)
+    if isinstance(modules, str):
+        raise TypeError(
+            f"`modules` must be a sequence of module names, got the single string {modules!r}; "
+            "wrap it in a list: [name]."
+        )
     modules = DEFAULT_MODULES if modules is None else tuple(modules)
     if not modules:
         raise ValueError("`modules` is empty; pass at least one module name.")

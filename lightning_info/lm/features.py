@@ -22,7 +22,12 @@ from tqdm.auto import tqdm
 from lightning_info.core.blocks import TokenBlocks, pooled_features
 from lightning_info.core.validation import require_int
 
-__all__ = ["pooled_features", "response_features", "tokenize_prompt_response"]
+__all__ = [
+    "pooled_features",
+    "require_matching_tokenizer",
+    "response_features",
+    "tokenize_prompt_response",
+]
 
 
 def tokenize_prompt_response(
@@ -196,13 +201,28 @@ def check_causal_lm(model: Any, tokenizer: Any = None) -> Any:
             "load the checkpoint with AutoModelForCausalLM."
         )
     if tokenizer is not None:
-        embedding_rows = base.get_input_embeddings().weight.shape[0]
-        if len(tokenizer) > embedding_rows:
-            raise ValueError(
-                f"The tokenizer has {len(tokenizer)} tokens but the model's input embedding has "
-                f"only {embedding_rows} rows; the tokenizer does not belong to this model."
-            )
+        require_matching_tokenizer(base, tokenizer)
     return base
+
+
+def require_matching_tokenizer(model: Any, tokenizer: Any) -> None:
+    """Raise unless every token id of ``tokenizer`` has a row in ``model``'s input embedding (a
+    tokenizer of another model would index past it). A model without ``get_input_embeddings``
+    is not checked."""
+    get_embeddings = getattr(_unwrap(model), "get_input_embeddings", None)
+    embeddings = get_embeddings() if callable(get_embeddings) else None
+    weight = getattr(embeddings, "weight", None)
+    if weight is None or tokenizer is None:
+        return
+    rows, vocabulary = weight.shape[0], len(tokenizer)
+    if vocabulary > rows:
+        raise ValueError(
+            f"The tokenizer does not belong to this model: a vocabulary/embedding mismatch, its "
+            f"vocabulary has {vocabulary} tokens but the model's input embedding has only {rows} "
+            f"rows, so token ids {rows}..{vocabulary - 1} have no embedding. Use the tokenizer "
+            "saved with this model, or call "
+            "`model.resize_token_embeddings(len(tokenizer))` after adding tokens to it."
+        )
 
 
 def _columns(dataset: Any, prompt_column: str, response_column: str) -> tuple[list, list]:
@@ -213,6 +233,12 @@ def _columns(dataset: Any, prompt_column: str, response_column: str) -> tuple[li
     missing = [c for c in (prompt_column, response_column) if c not in present]
     if missing:
         raise ValueError(f"Column(s) {missing} not found; the data set has columns {present}.")
+    for column in (prompt_column, response_column):
+        if isinstance(dataset[column], (str, bytes)):
+            raise TypeError(
+                f"Column {column!r} must hold one string per row, got a single string; wrap it "
+                "in a list: {column: [text]}."
+            )
     prompts, responses = list(dataset[prompt_column]), list(dataset[response_column])
     if len(prompts) != len(responses):
         raise ValueError(
@@ -255,6 +281,12 @@ def _encode_rows(
 ) -> list[tuple[list[int], int, int]]:
     """Per row: token ids and the ``[start, end)`` token span of the response, truncated."""
     max_length = require_int(max_length, "max_length", 1)
+    for name, values in (("prompts", prompts), ("responses", responses)):
+        if isinstance(values, (str, bytes)):
+            raise TypeError(
+                f"`{name}` must be a sequence of strings, one per row, got a single "
+                f"{type(values).__name__}; wrap it in a list: [text]."
+            )
     if len(prompts) != len(responses):
         raise ValueError(
             f"Got {len(prompts)} prompts but {len(responses)} responses; they must pair up."

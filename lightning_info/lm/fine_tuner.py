@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -15,7 +17,8 @@ class CausalLMFineTuner(LightningModule):
     """Fine-tunes ``model`` on batches with ``input_ids``, ``attention_mask`` and ``labels``.
 
     ``model`` is a causal LM module, or a Hugging Face name or local path loaded with
-    :func:`~lightning_info.lm.tiny_lm.load_causal_lm` (what a LightningCLI config passes).
+    :func:`~lightning_info.lm.tiny_lm.load_causal_lm` (what a LightningCLI config passes): a
+    missing folder, an unreachable hub id or a tokenizer of another model fails at once.
 
     The loss is the mean next-token negative log-likelihood over the label tokens (``labels ==
     -100`` are ignored), as computed by the model itself. Validation and test log the
@@ -42,10 +45,21 @@ class CausalLMFineTuner(LightningModule):
                 "AdamWOptions(lr=..., weight_decay=...) (in a YAML: `optimizer: {lr: ...}`)."
             )
         self.optimizer_options = optimizer
-        if isinstance(model, str):
+        if isinstance(model, (str, os.PathLike)):
             from lightning_info.lm.tiny_lm import load_causal_lm
 
             model, _ = load_causal_lm(model)
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(
+                "`model` must be a causal LM (a torch.nn.Module) or a local folder / Hugging "
+                f"Face hub id (a str), got {type(model).__name__}."
+            )
+        if lora is not None and not isinstance(lora, Mapping):
+            raise TypeError(
+                "`lora` must be a dict of peft.LoraConfig arguments or None, got "
+                f"{type(lora).__name__}; e.g. {{'r': 8, 'lora_alpha': 16, "
+                "'target_modules': ['c_attn']}."
+            )
         if lora is not None:
             from peft import LoraConfig, get_peft_model
 

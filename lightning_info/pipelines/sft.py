@@ -24,7 +24,7 @@ The stages are the suite's plugins, attached as a user attaches them:
 
 from __future__ import annotations
 
-import json
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -35,6 +35,8 @@ import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 from torch.utils.data import DataLoader
 
+from lightning_info.core.files import read_json_or_lines
+from lightning_info.core.validation import require_bool, require_string_sequence
 from lightning_info.methods.fic_tsc.callback import FisherConstraint
 from lightning_info.methods.fisher_sft.datamodule import (
     FisherSubsetDataModule,
@@ -61,7 +63,12 @@ TEST_BENCHMARK = "test"
 
 
 def load_examples(path: str | Path) -> Any:
-    """A ``datasets.Dataset`` from a folder written by ``save_to_disk`` or a JSON-lines file."""
+    """A ``datasets.Dataset`` from a folder written by ``save_to_disk``, a JSON-lines file (one
+    object per line) or a JSON file holding a list of objects (a UTF-8 BOM is fine).
+
+    A syntax error names the file, line and column; a line that is not an object, and a column
+    whose values have different types (a number among strings, a list among strings), name the
+    file, the column and a row of each type."""
     import datasets
 
     path = Path(path)
@@ -72,11 +79,46 @@ def load_examples(path: str | Path) -> Any:
         return loaded
     if not path.is_file():
         raise FileNotFoundError(f"{path} is neither a saved dataset folder nor a file.")
-    with path.open(encoding="utf-8") as handle:
-        rows = [json.loads(line) for line in handle if line.strip()]
+    rows = read_json_or_lines(path)
+    if isinstance(rows, dict):
+        rows = [rows]
     if not rows:
         raise ValueError(f"{path} holds no JSON lines.")
+    for number, row in enumerate(rows, start=1):
+        if not isinstance(row, dict):
+            raise ValueError(
+                f"{path}, example {number}: expected a JSON object such as "
+                f'{{"prompt": ..., "response": ...}}, got {type(row).__name__} {row!r:.60}.'
+            )
+    _require_one_type_per_column(rows, path)
     return datasets.Dataset.from_list(rows)
+
+
+def _kind(value: Any) -> str:
+    """The type of a JSON value as a column holds it (ints and floats are both numbers)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, numbers.Number):
+        return "number"
+    return {str: "string", list: "list", dict: "object"}.get(type(value), type(value).__name__)
+
+
+def _require_one_type_per_column(rows: list[dict], path: Path) -> None:
+    """Raise, naming the column, unless every column's non-null values share one JSON type (a
+    ``datasets`` column has one type; Arrow's own error names neither column nor row)."""
+    first_of: dict[str, dict[str, int]] = {}
+    for number, row in enumerate(rows, start=1):
+        for column, value in row.items():
+            if value is not None:
+                first_of.setdefault(column, {}).setdefault(_kind(value), number)
+    for column, kinds in first_of.items():
+        if len(kinds) > 1:
+            seen = ", ".join(f"{kind} (first at example {n})" for kind, n in kinds.items())
+            raise ValueError(
+                f"{path}: column {column!r} mixes value types: {seen}. A column holds one type: "
+                "make its values all of one type (e.g. quote the numbers as strings), or drop "
+                "the column."
+            )
 
 
 def _with_text(dataset: Any, columns: PromptResponseColumns) -> Any:
@@ -159,11 +201,12 @@ class SFTPipelineDataModule(FisherSubsetDataModule):
         seed: int = 0,
         always_train: str | None = None,
     ) -> None:
-        from transformers import AutoTokenizer
+        from lightning_info.lm.tiny_lm import load_tokenizer
 
         if not isinstance(overlap, OverlapOptions):
             raise TypeError(f"`overlap` must be an OverlapOptions, got {type(overlap).__name__}.")
-        loaded = AutoTokenizer.from_pretrained(tokenizer)
+        require_bool(decontaminate, "decontaminate")
+        loaded = load_tokenizer(tokenizer)
         if loaded.pad_token is None:
             loaded.pad_token = loaded.eos_token
         candidates, tests = load_examples(pool), load_examples(test_set)
@@ -207,7 +250,7 @@ class SFTPipelineDataModule(FisherSubsetDataModule):
         self.num_kept_candidates: int | None = None
         """The candidates left after decontamination (the rows of ``self.pool`` before the
         ``always_train`` examples)."""
-        self.decontaminate = bool(decontaminate)
+        self.decontaminate = decontaminate
         self.overlap = overlap
         self.scan: ContaminationScan | None = None
         self._leak: float | None = None
@@ -236,6 +279,11 @@ class SFTPipelineDataModule(FisherSubsetDataModule):
         super().setup(stage)
         if fresh and self.always_train is not None:
             self._append_always_train()
+
+    def served_count(self) -> int:
+        """The ``budget`` selected, then the ``always_train`` examples."""
+        extra = 0 if self.always_train is None else len(self.always_train)
+        return self.budget + extra
 
     def _append_always_train(self) -> None:
         import datasets
@@ -324,6 +372,7 @@ class SFTPipelineReport(Callback):
     """
 
     def __init__(self, attacks: Sequence[str] = ATTACKS) -> None:
+        attacks = require_string_sequence(attacks, "attacks")
         unknown = sorted(set(attacks) - set(ATTACKS))
         if unknown:
             raise ValueError(f"Unknown attacks {unknown}; choose from {list(ATTACKS)}.")

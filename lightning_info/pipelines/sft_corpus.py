@@ -66,6 +66,8 @@ def write_planted_sft_corpus(
       as ``canaries``) and ``canaries`` fragments of no record (unseen), in the training format
       (the query is the example's prompt and separator, then its fragment).
     """
+    split_seed = require_int(split_seed, "split_seed", 0)
+    seed = require_int(seed, "seed", 0)
     contaminated = require_int(contaminated, "contaminated", 0)
     canaries = require_int(canaries, "canaries", 1)
     non_members = canaries if non_members is None else require_int(non_members, "non_members", 1)

@@ -9,6 +9,7 @@ from lightning_info.core.files import (
     atomic_torch_save,
     atomic_write,
     atomic_write_text,
+    read_csv_table,
     read_json,
     read_json_lines,
     read_json_or_lines,
@@ -156,3 +157,28 @@ def test_read_json_or_lines_tells_the_formats_apart(tmp_path):
     path.write_text('[\n  {"a": 1},\n  {"a" 2}\n]\n')
     with pytest.raises(ValueError, match=r"data, line 3, column \d+: not valid JSON .* nor JSON"):
         read_json_or_lines(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "error", "message"),
+    [
+        ("a,b,a\n1,2,3\n", ValueError, r"repeats the column name\(s\) \['a'\]"),
+        ("a,b\n1,2\n3\n", ValueError, r"line 3: 1 field\(s\) for the header's 2 columns"),
+        ("", ValueError, "has no header row"),
+    ],
+)
+def test_read_csv_table_refuses_what_pandas_would_bend(tmp_path, text, error, message):
+    path = tmp_path / "t.csv"
+    path.write_text(text)
+    with pytest.raises(error, match=message):
+        read_csv_table(path)
+
+
+def test_read_csv_table_reads_a_bom_and_empty_fields_like_pandas(tmp_path):
+    pandas = pytest.importorskip("pandas")
+    plain, marked = tmp_path / "plain.csv", tmp_path / "marked.csv"
+    plain.write_text("a,b\n1,\n3,4\n")
+    marked.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    pandas.testing.assert_frame_equal(read_csv_table(marked), pandas.read_csv(plain))
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        read_csv_table(tmp_path / "none.csv")

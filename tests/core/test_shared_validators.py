@@ -14,6 +14,7 @@ import torch
 
 from lightning_info.core.fingerprint import fingerprint, require_fingerprint
 from lightning_info.core.validation import (
+    require_bool,
     require_equal_lengths,
     require_index,
     require_indices,
@@ -167,3 +168,14 @@ def test_a_stale_or_missing_fingerprint_is_refused():
         require_fingerprint("abc", "abd", what="selection", where="s.json")
     with pytest.raises(ValueError, match="without a fingerprint"):
         require_fingerprint(None, "abd", what="selection", where="s.json")
+
+
+@pytest.mark.parametrize("value", ["no", "False", 1, 0, None])
+def test_a_switch_is_a_bool(value):
+    with pytest.raises(TypeError, match="must be True or False"):
+        require_bool(value, "flag")
+
+
+def test_a_switch_accepts_python_and_numpy_bools():
+    assert require_bool(False, "flag") is False
+    assert require_bool(np.bool_(True), "flag") is True

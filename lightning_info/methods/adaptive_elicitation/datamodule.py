@@ -232,6 +232,14 @@ class ElicitationDataModule(LightningDataModule):
                 f"num_val + num_test ({num_val + num_test}) leaves no training entity of {count}"
             )
         total = len(self.table.questions)
+        if isinstance(held_out_questions, (str, bytes)) or not hasattr(
+            held_out_questions, "__iter__"
+        ):
+            raise TypeError(
+                "`held_out_questions` must be a list of question indices (ints), got "
+                f"{type(held_out_questions).__name__} {held_out_questions!r}; one question q "
+                "is [q]."
+            )
         for q in held_out_questions:  # ints in range: 1.5 or -1 would hold out another question
             check_index(q, "held_out_questions entry", total)
         held_out = sorted({int(q) for q in held_out_questions})

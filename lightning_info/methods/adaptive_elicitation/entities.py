@@ -31,7 +31,11 @@ import torch
 from torch import Tensor
 
 from lightning_info.core.files import read_json_lines
-from lightning_info.core.validation import require_fraction, require_int
+from lightning_info.core.validation import (
+    require_fraction,
+    require_int,
+    require_string_sequence,
+)
 from lightning_info.methods.adaptive_elicitation.functional import check_index
 from lightning_info.methods.adaptive_elicitation.world import LatentTypeWorld
 
@@ -205,7 +209,13 @@ def digit_shifts(shifts: Sequence[Sequence[int]]) -> tuple[tuple[int, int], ...]
 
 
 def read_entities_jsonl(path: str | Path, answer_names: Sequence[str] | None = None) -> EntityTable:
-    """A user's entities from JSON lines (module docstring)."""
+    """A user's entities from JSON lines (module docstring). ``answer_names``, when given, is
+    a list of distinct strings (a bare string is refused, not read letter by letter)."""
+    if answer_names is not None:
+        answer_names = require_string_sequence(answer_names, "answer_names")
+        repeated = sorted({a for a in answer_names if answer_names.count(a) > 1})
+        if repeated:
+            raise ValueError(f"`answer_names` repeats {repeated}; name each answer once.")
     questions: dict[str, int] = {}
     names = {a: i for i, a in enumerate(answer_names or [])}
     rows: list[dict[int, int]] = []

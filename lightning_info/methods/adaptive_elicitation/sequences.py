@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from lightning_info.core.validation import require_int
 from lightning_info.lm.features import cache_argument, output_cache, pad_token_rows
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "LMPredictive",
     "QuestionBank",
     "add_elicitation_tokens",
+    "answer_tokens",
     "encode_entity",
 ]
 
@@ -37,11 +39,17 @@ ANSWER, END_OF_BLOCK, END_OF_ENTITY = "<Answer>", "<EOS>", "<EOP>"
 def add_elicitation_tokens(tokenizer: Any, num_answers: int) -> list[int]:
     """Add the block markers and answer tokens ``<A0>`` ... to ``tokenizer`` (resize the model's
     embeddings to ``len(tokenizer)`` afterwards); returns the answer token ids."""
-    answers = [f"<A{i}>" for i in range(num_answers)]
+    answers = [f"<A{i}>" for i in range(require_int(num_answers, "num_answers", 1))]
     tokenizer.add_special_tokens(
         {"additional_special_tokens": [ANSWER, END_OF_BLOCK, END_OF_ENTITY, *answers]}
     )
-    return tokenizer.convert_tokens_to_ids(answers)
+    return answer_tokens(tokenizer, num_answers)
+
+
+def answer_tokens(tokenizer: Any, num_answers: int) -> list[int]:
+    """The ids the tokenizer gives the answer tokens ``<A0>`` ... ``<A{num_answers - 1}>``
+    (its unknown token's id, or ``None``, for one it does not hold)."""
+    return list(tokenizer.convert_tokens_to_ids([f"<A{i}>" for i in range(num_answers)]))
 
 
 class QuestionBank:
@@ -94,8 +102,7 @@ class LMPredictive:
     def __init__(
         self, model: Any, bank: QuestionBank, batch_size: int = 256, share_context: bool = True
     ):
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        batch_size = require_int(batch_size, "batch_size", 1)
         self.model, self.bank, self.batch_size = model, bank, batch_size
         self.share_context = share_context
         self.num_answers = bank.num_answers

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
+from lightning_info.core.files import read_csv_table
 from lightning_info.core.optional import require_extra
 from lightning_info.core.resume import ResumableDataLoader
 from lightning_info.core.validation import require_fraction, require_int
@@ -53,11 +54,15 @@ __all__ = [
 def equal_frequency_bins(values: np.ndarray, bins: int) -> np.ndarray:
     """Codes ``0 .. bins - 1`` of a continuous column cut at its ``j / bins`` quantiles, so each
     bin holds about ``n / bins`` values (ties stay in one bin; fewer bins when the column has
-    fewer distinct values). NaN is refused."""
+    fewer distinct values). NaN and infinities are refused."""
     values = np.asarray(values, dtype=np.float64)
     bins = require_int(bins, "bins", 2)
     if np.isnan(values).any():
         raise ValueError("a continuous column holds NaN: drop or impute those rows first.")
+    if np.isinf(values).any():
+        raise ValueError(
+            "a continuous column holds an infinite value: replace or drop those rows first."
+        )
     edges = np.unique(np.quantile(values, np.arange(1, bins) / bins))
     cells = np.searchsorted(edges, values, side="right")
     return np.unique(cells, return_inverse=True)[1]  # consecutive codes from 0
@@ -187,6 +192,7 @@ class BayesianNetworkDataModule(pl.LightningDataModule):
                 f"`constant_columns` must be 'error' or 'hide', got {constant_columns!r}."
             )
         num_samples = require_int(num_samples, "num_samples", 2)
+        data_seed = require_int(data_seed, "data_seed", 0)
         hidden_fraction = require_fraction(hidden_fraction, "hidden_fraction")
         self.moves = require_int(moves, "moves", 1)
         model = load_network(network)
@@ -233,6 +239,8 @@ class BayesianNetworkDataModule(pl.LightningDataModule):
         values = table.to_numpy() if hasattr(table, "to_numpy") else np.asarray(table)
         if values.ndim != 2:
             raise ValueError(f"from_table needs a 2-D table (rows x columns), got {values.shape}.")
+        if isinstance(names, str):
+            raise TypeError(f"`names` must be a list of column names, got the string {names!r}.")
         if names is None:
             names = getattr(table, "columns", None)
         if names is None:
@@ -255,7 +263,7 @@ class BayesianNetworkDataModule(pl.LightningDataModule):
                 if all(isinstance(v, (float, np.floating)) for v in column):
                     values[:, j] = equal_frequency_bins(column.astype(np.float64), bins)
         module.names = names
-        module.codes, module.levels = encode(values, max_levels=max_levels)
+        module.codes, module.levels = encode(values, max_levels=max_levels, names=names)
         module.moves = require_int(moves, "moves", 1)
         module.hidden, module.dag, module.truth, module.truth_mag = [], None, None, None
         module.constant_hidden = []
@@ -266,11 +274,11 @@ class BayesianNetworkDataModule(pl.LightningDataModule):
     def from_csv(
         cls, path: str | Path, moves: int = 1, max_levels: int = 50, bins: int | None = None
     ):
-        """A data module over the columns of a CSV file (header row of names), see
-        :meth:`from_table`."""
-        import pandas as pd
-
-        return cls.from_table(pd.read_csv(path), moves=moves, max_levels=max_levels, bins=bins)
+        """A data module over the columns of a CSV file (header row of names; a UTF-8
+        byte-order mark is accepted), see :meth:`from_table`. A header that repeats a name
+        (pandas would rename the second ``A`` to ``A.1``) and a row with more or fewer fields
+        than the header (a truncated line) are refused, naming them."""
+        return cls.from_table(read_csv_table(path), moves=moves, max_levels=max_levels, bins=bins)
 
     def _moves(self) -> DataLoader:
         moves = TensorDataset(torch.arange(self.moves))

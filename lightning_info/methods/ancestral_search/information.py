@@ -87,13 +87,16 @@ def _is_missing(value: object) -> bool:
         return True
 
 
-def encode(columns, max_levels: int = 50) -> tuple[np.ndarray, np.ndarray]:
+def encode(
+    columns, max_levels: int = 50, names: Sequence[str] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Integer-code an ``(n, m)`` table of categorical values, column by column.
 
     ``columns``: anything ``np.asarray`` turns into a 2-D array (a list of rows, a numpy array,
-    a pandas DataFrame -- whose column names then appear in the error messages) of ints, strings
-    or other hashable values. Each column ``j`` becomes codes ``0..r_j - 1`` (levels in sorted
-    order, or in order of first appearance when the values cannot be sorted, as MIIC's
+    a pandas DataFrame -- whose column names, or ``names``, then appear in the error messages) of
+    ints, strings or other hashable values. Each column ``j`` becomes codes ``0..r_j - 1``
+    (levels in sorted order, or in order of first appearance when the values cannot be sorted,
+    as MIIC's
     ``factor(x, levels = unique(x))``; the order does not change any information).
 
     Returns ``(codes, levels)``: an ``(n, m)`` int64 array and the ``(m,)`` int64 level counts
@@ -102,7 +105,7 @@ def encode(columns, max_levels: int = 50) -> tuple[np.ndarray, np.ndarray]:
     """
     if isinstance(max_levels, bool) or not isinstance(max_levels, int) or max_levels < 2:
         raise ValueError(f"`max_levels` must be an int >= 2, got {max_levels!r}.")
-    names = [str(c) for c in getattr(columns, "columns", [])]
+    names = [str(c) for c in (getattr(columns, "columns", []) if names is None else names)]
     table = np.asarray(columns)
     if table.ndim != 2:
         raise ValueError(

@@ -10,7 +10,10 @@ edge_deltas`, :func:`~lightning_info.methods.ancestral_search.functional.choose_
 search stops the Trainer once no admissible move lowers the score. Under DDP the edges' deltas
 are split across the ranks and gathered with Lightning's ``all_gather``, so every rank applies
 the same move. The graph, the phase, the last move (the tabu) and the visited graphs are saved
-in checkpoints, so a resumed search continues exactly. Each step logs the moves made, the last
+in checkpoints, so a resumed search continues exactly; the checkpoint also holds a fingerprint of
+the data's column names and codes, and a search is never resumed on other data (another table,
+other columns or another order of them: the saved graph would be read over the wrong variables).
+Each step logs the moves made, the last
 delta and, against a known truth, the orientation and skeleton F1
 (:func:`~lightning_info.methods.ancestral_search.graphs.graph_scores`).
 """
@@ -24,6 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from lightning_info.core.fingerprint import fingerprint, require_fingerprint
 from lightning_info.core.validation import require_fraction
 from lightning_info.methods.ancestral_search.functional import (
     choose_move,
@@ -39,6 +43,8 @@ from lightning_info.methods.ancestral_search.information import METHODS, Informa
 __all__ = ["AncestralGraphSearch"]
 
 _START, _EDGES, _DONE = 0, 1, 2
+_DATA_KEY = "ancestral_search_data"
+_NOT_LOADED = "not loaded"  # survives pickling (ddp_spawn), unlike a sentinel object
 
 
 class AncestralGraphSearch(pl.LightningModule):
@@ -69,6 +75,7 @@ class AncestralGraphSearch(pl.LightningModule):
         self.score: InformationCache | None = None
         self.names: list[str] = []
         self.truth: np.ndarray | None = None
+        self._loaded_data: object = _NOT_LOADED
 
     # ----------------------------------------------------------------------------- setup
     def setup(self, stage: str) -> None:
@@ -87,6 +94,21 @@ class AncestralGraphSearch(pl.LightningModule):
         self.truth = getattr(data, "truth", None)
         if self.types.numel() == 0:
             self.types = torch.zeros(len(self.names), len(self.names), dtype=torch.int8)
+        self._check_loaded_data()
+
+    def _data_fingerprint(self) -> str:
+        return fingerprint(self.names, np.asarray(self.codes))
+
+    def _check_loaded_data(self) -> None:
+        """Refuse a search state saved for other data than the data module's."""
+        if self._loaded_data == _NOT_LOADED or not self.names:
+            return
+        require_fingerprint(
+            self._loaded_data,
+            self._data_fingerprint(),
+            what="search state (its graph over the data's columns)",
+            where="the checkpoint",
+        )
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.SGD([self.step_marker], lr=0.0)
@@ -164,9 +186,13 @@ class AncestralGraphSearch(pl.LightningModule):
     # ------------------------------------------------------------------------ checkpoints
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint["ancestral_search_seen"] = sorted(self.seen)
+        if self.names:
+            checkpoint[_DATA_KEY] = self._data_fingerprint()
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self.seen = set(checkpoint.get("ancestral_search_seen", []))
+        self._loaded_data = checkpoint.get(_DATA_KEY)
+        self._check_loaded_data()  # after setup when a Trainer resumes, else at setup
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
         # the graph's size is the data's: take it from the state being loaded

@@ -14,7 +14,12 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from lightning_info.core.resume import ResumableDataLoader
-from lightning_info.core.validation import require_fraction, require_int, require_positive
+from lightning_info.core.validation import (
+    require_bool,
+    require_fraction,
+    require_int,
+    require_positive,
+)
 from lightning_info.methods.asymmetric_ac.exact import (
     agent_state_chain,
     critic_error,
@@ -85,6 +90,7 @@ class LinearAsymmetricActorCritic(pl.LightningModule):
         if pomdp is None:
             pomdp = t_maze(1, 1.0, penalty=-0.5)
         self.chain = agent_state_chain(pomdp, require_int(window, "window", 1))
+        asymmetric = require_bool(asymmetric, "asymmetric")
         self.kind = "asymmetric" if asymmetric else "symmetric"
         self.gamma = require_fraction(gamma, "gamma")
         self.td_steps = require_int(td_steps, "td_steps", 1)

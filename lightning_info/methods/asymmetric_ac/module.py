@@ -21,6 +21,7 @@ collects its own episodes and the gradients are averaged.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,10 +35,13 @@ from torch.utils.data import DataLoader
 from lightning_info.core.optional import require_extra
 from lightning_info.core.resume import ResumableDataLoader
 from lightning_info.core.validation import (
-    require_fraction,
+    require_bool,
+    require_finite_tensor,
+    require_indices,
     require_int,
     require_non_negative,
     require_positive,
+    require_probability,
 )
 from lightning_info.methods.asymmetric_ac.wrappers import ObservationWindow, PartialObservation
 
@@ -79,14 +83,55 @@ def make_agent_env(
     (:class:`PartialObservation`); ``None`` keeps them all, and the environment's own
     ``info["state"]`` is the privileged state, or the observation when it reports none. The agent
     sees the last ``window`` observations (:class:`ObservationWindow`).
+
+    ``max_episode_steps`` limits the episodes of a gymnasium id (replacing its registered limit)
+    and of a factory's environment alike (``gymnasium.wrappers.TimeLimit``; a limit of the
+    factory's own still applies, so the shorter one wins). An environment without any time limit
+    is refused: an episode that never ends would stall training.
     """
-    base = gym.make(env, max_episode_steps=max_episode_steps) if isinstance(env, str) else env()
+    if max_episode_steps is not None:
+        require_int(max_episode_steps, "max_episode_steps", 1)
+    if isinstance(env, str):
+        base = gym.make(env, max_episode_steps=max_episode_steps)
+    elif callable(env):
+        base = env()
+        if not isinstance(base, gym.Env):
+            raise TypeError(
+                f"`env` must return a gymnasium.Env when called, got {type(base).__name__}."
+            )
+        if max_episode_steps is not None:
+            base = gym.wrappers.TimeLimit(base, max_episode_steps)
+    else:
+        raise TypeError(
+            f"`env` must be a gymnasium id (str) or a factory returning an environment, got "
+            f"{type(env).__name__}."
+        )
     if not isinstance(base.action_space, spaces.Discrete):
         raise TypeError(
             f"AsymmetricActorCritic needs a Discrete action space, got {base.action_space}."
         )
+    if not isinstance(base.observation_space, spaces.Box):
+        raise TypeError(
+            f"AsymmetricActorCritic needs a Box observation space, got {base.observation_space}; "
+            "one-hot encode a Discrete one with gymnasium.wrappers.FlattenObservation, or use "
+            "LinearAsymmetricActorCritic for a tabular POMDP."
+        )
+    if not _has_time_limit(base):
+        raise ValueError(
+            f"The environment {base} has no time limit, so an episode may never end; pass "
+            "max_episode_steps (or wrap the environment in gymnasium.wrappers.TimeLimit)."
+        )
     partial = _FullState(base) if keep is None else PartialObservation(base, keep)
     return ObservationWindow(partial, window)
+
+
+def _has_time_limit(env: gym.Env) -> bool:
+    """Whether ``env`` or a wrapper inside it is a ``TimeLimit``."""
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, gym.wrappers.TimeLimit):
+            return True
+        env = env.env
+    return False
 
 
 @dataclass(frozen=True)
@@ -97,7 +142,7 @@ class A2COptions:
 
     Args:
         num_envs: episodes collected per training step.
-        gamma: discount factor.
+        gamma: discount factor in ``[0, 1]`` (1: undiscounted episodic returns).
         td_steps: ``m`` of the m-step return.
         entropy_coef: ``c_H``.
         actor_lr, critic_lr: the Adam learning rates of the actor and of the critic.
@@ -114,7 +159,7 @@ class A2COptions:
         require_int(self.num_envs, "a2c.num_envs", 1)
         require_int(self.td_steps, "a2c.td_steps", 1)
         checked = {
-            "gamma": require_fraction(self.gamma, "a2c.gamma"),
+            "gamma": require_probability(self.gamma, "a2c.gamma"),
             "entropy_coef": require_non_negative(self.entropy_coef, "a2c.entropy_coef"),
             "actor_lr": require_positive(self.actor_lr, "a2c.actor_lr"),
             "critic_lr": require_positive(self.critic_lr, "a2c.critic_lr"),
@@ -131,14 +176,17 @@ class AsymmetricActorCritic(pl.LightningModule):
     """Advantage actor-critic with an asymmetric ``V(s, z)`` or symmetric ``V(z)`` critic.
 
     Args:
-        env: a gymnasium id (``"CartPole-v1"``) or a factory returning an environment with a 1-D
-            ``Box`` observation and ``Discrete`` actions. A factory's environment may report its
-            own privileged ``info["state"]`` when ``keep`` is ``None``.
+        env: a gymnasium id (``"CartPole-v1"``) or a factory returning an environment with a
+            ``Box`` observation and ``Discrete`` actions, and a time limit (its own or
+            ``max_episode_steps``). A factory's environment may report its own privileged
+            ``info["state"]`` when ``keep`` is ``None``. Rewards, observations and states must
+            be finite: each step's are checked on the host, where ``env.step`` returns them.
         keep: observation coordinates the agent sees (``[0, 2]`` hides CartPole's velocities);
             ``None`` shows all of them.
         window: agent state = the last ``window`` observations.
         asymmetric: give the critic the privileged state as well.
-        max_episode_steps: time limit of a gymnasium id (truncation, bootstrapped).
+        max_episode_steps: time limit of the episodes, of a gymnasium id or a factory's
+            environment (truncation, bootstrapped).
         actor: maps the flattened agent state ``(N, window * obs)`` to action logits
             ``(N, A)``; ``None`` builds a Tanh MLP with two hidden layers of width ``hidden``.
         critic: maps ``[s, z]`` flattened, ``(N, state + window * obs)`` (asymmetric), or ``z``
@@ -171,11 +219,14 @@ class AsymmetricActorCritic(pl.LightningModule):
         self.save_hyperparameters(ignore=ignore)
         self.automatic_optimization = False
         self.env = env
-        self.keep = None if keep is None else [int(i) for i in keep]
+        self.keep = None if keep is None else require_indices(keep, "keep").tolist()
         self.window = require_int(window, "window", 1)
+        asymmetric = require_bool(asymmetric, "asymmetric")
         self.asymmetric = bool(asymmetric)
         self.max_episode_steps = (
-            None if max_episode_steps is None else require_int(max_episode_steps, "max steps", 1)
+            None
+            if max_episode_steps is None
+            else require_int(max_episode_steps, "max_episode_steps", 1)
         )
         if not isinstance(a2c, A2COptions):
             raise TypeError(f"`a2c` must be an A2COptions, got {type(a2c).__name__}.")
@@ -250,6 +301,10 @@ class AsymmetricActorCritic(pl.LightningModule):
         Returns time-major tensors ``(T, E, ...)``: ``state``, ``agent_state``, ``action``,
         ``reward``, ``terminated``, ``truncated``, ``alive`` (the episode was running at ``t``),
         and ``next_state`` / ``next_agent_state`` (after the step), plus ``returns`` ``(E,)``.
+
+        Raises ``ValueError`` at the first NaN or infinite reward, observation or state the
+        environments return; the check runs on the host arrays ``env.step`` returns, before they
+        reach the device, so it costs no device synchronisation.
         """
         envs = [self.make_env() for _ in seeds]
         steps: list[dict[str, Tensor]] = []
@@ -257,8 +312,8 @@ class AsymmetricActorCritic(pl.LightningModule):
         alive = np.ones(len(envs), dtype=bool)
         returns = np.zeros(len(envs))
         while alive.any():
-            z = _stack([obs for obs, _ in current], self.device)
-            s = _stack([info["state"] for _, info in current], self.device)
+            z = _stack([obs for obs, _ in current], self.device, "observation")
+            s = _stack([info["state"] for _, info in current], self.device, 'info["state"]')
             with torch.no_grad():
                 logits = self.policy_logits(z)
             if generator is None:
@@ -281,8 +336,15 @@ class AsymmetricActorCritic(pl.LightningModule):
                     nxt.append(current[i])
                     continue
                 obs, reward, term, trunc, info = env.step(int(actions[i]))
+                reward = float(reward)
+                if not math.isfinite(reward):
+                    raise ValueError(
+                        f"The environment of seed {seeds[i]} returned the reward {reward} at step "
+                        f"{len(steps)}; rewards must be finite: fix the environment or wrap it "
+                        "(gymnasium.wrappers.TransformReward) to map such rewards to numbers."
+                    )
                 returns[i] += reward
-                rewards.append(float(reward))
+                rewards.append(reward)
                 terminated.append(bool(term))
                 truncated.append(bool(trunc))
                 nxt.append((obs, info))
@@ -290,8 +352,10 @@ class AsymmetricActorCritic(pl.LightningModule):
             record["reward"] = torch.tensor(rewards, device=self.device)
             record["terminated"] = torch.tensor(terminated, device=self.device)
             record["truncated"] = torch.tensor(truncated, device=self.device)
-            record["next_agent_state"] = _stack([obs for obs, _ in nxt], self.device)
-            record["next_state"] = _stack([info["state"] for _, info in nxt], self.device)
+            record["next_agent_state"] = _stack([obs for obs, _ in nxt], self.device, "observation")
+            record["next_state"] = _stack(
+                [info["state"] for _, info in nxt], self.device, 'info["state"]'
+            )
             steps.append(record)
             current = nxt
         for env in envs:
@@ -332,6 +396,7 @@ class AsymmetricActorCritic(pl.LightningModule):
             rollout["truncated"],
             self.a2c.gamma,
             self.a2c.td_steps,
+            validate_args=False,  # the rewards were checked as the environments returned them
         )
         mask = rollout["alive"].float()
         count = mask.sum()
@@ -360,6 +425,8 @@ def m_step_returns(
     truncated: Tensor,
     gamma: float,
     m: int,
+    *,
+    validate_args: bool = True,
 ) -> Tensor:
     """m-step returns ``G_t = sum_{i<m'} gamma^i r_{t+i} + gamma^{m'} V_{t+m'}``, time-major.
 
@@ -368,7 +435,9 @@ def m_step_returns(
     ``gamma * next_values`` of its last step unless that step terminated the episode.
     Entries after an episode's end are ignored by the caller (zero rewards there are harmless).
     All four tensors are ``(T, E)``; the two flags are boolean, ``gamma`` lies in ``[0, 1]``
-    and ``m >= 1``.
+    and ``m >= 1``. With ``validate_args`` (the default) NaN or infinite ``rewards`` and
+    ``next_values`` are refused, at the cost of one synchronising reduction each; a caller whose
+    values are checked already (the training step) passes ``False``.
     """
     m = require_int(m, "m", 1)
     if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not 0 <= gamma <= 1:
@@ -392,6 +461,9 @@ def m_step_returns(
                 f"`{name}` must be a boolean tensor, got dtype {tensors[name].dtype}; "
                 f"pass `{name}.bool()`."
             )
+    if validate_args:
+        require_finite_tensor(rewards, "rewards")
+        require_finite_tensor(next_values, "next_values")
     T = rewards.shape[0]
     time = torch.arange(T, device=rewards.device)
     total = torch.zeros_like(rewards)
@@ -441,10 +513,15 @@ def _check_network(network: nn.Module, name: str, inputs: int, outputs: int) -> 
         raise ValueError(f"`{name}` must give {outputs} output(s) per row, got shape {shape}.")
 
 
-def _stack(arrays: Sequence[Any], device: torch.device) -> Tensor:
-    return torch.as_tensor(
-        np.stack([np.asarray(a, dtype=np.float32) for a in arrays]), device=device
-    )
+def _stack(arrays: Sequence[Any], device: torch.device, name: str) -> Tensor:
+    """The host arrays as one float32 tensor on ``device``; raises on NaN or infinity."""
+    stacked = np.stack([np.asarray(a, dtype=np.float32) for a in arrays])
+    if not np.isfinite(stacked).all():
+        raise ValueError(
+            f"The environment returned a NaN or infinite {name}; observations and states must "
+            "be finite: fix the environment or wrap it (gymnasium.wrappers.TransformObservation)."
+        )
+    return torch.as_tensor(stacked, device=device)
 
 
 __all__ = ["A2COptions", "AsymmetricActorCritic", "m_step_returns", "make_agent_env"]

@@ -155,8 +155,9 @@ def context_texts(
     """CACTI's context text per column: ``"{column} (is defined as) : {description}"``.
 
     ``descriptions`` is a mapping from column to description (a missing or empty one is the
-    column's name), a sequence aligned with ``columns``, or ``None`` (every description is the
-    column's name).
+    column's name; a key that names no column is refused, since a misspelt name would silently
+    leave its column undescribed), a sequence aligned with ``columns``, or ``None`` (every
+    description is the column's name).
     """
     if isinstance(columns, str):
         raise TypeError("columns must be a sequence of column names, not one string")
@@ -164,7 +165,14 @@ def context_texts(
     if descriptions is None:
         texts = columns
     elif isinstance(descriptions, Mapping):
-        texts = [descriptions.get(column) for column in columns]
+        unknown = [key for key in descriptions if str(key) not in columns]
+        if unknown:
+            raise ValueError(
+                f"`descriptions` names column(s) {unknown} that the table does not have; its "
+                f"columns are {columns}: fix the names or drop those entries."
+            )
+        described = {str(key): text for key, text in descriptions.items()}
+        texts = [described.get(column) for column in columns]
     elif isinstance(descriptions, str) or not isinstance(descriptions, Sequence):
         raise TypeError("descriptions must be a mapping, a sequence of strings or None")
     else:

@@ -24,6 +24,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
+from lightning_info.core.files import read_csv_table
 from lightning_info.core.validation import require_choice, require_fraction, require_int
 from lightning_info.data.scaling import MinMaxScaling
 from lightning_info.data.splits import SplitDataModule, TensorRows
@@ -107,8 +108,17 @@ def load_table(
     (:func:`synthetic_table`, 2,000 rows by default), or a CSV file with a header row, as
     ``(values, column names)``. Non-numeric CSV columns need ``encode_categorical`` (ordinal
     codes of the sorted categories; empty cells stay missing)."""
+    if not isinstance(source, (str, Path)):
+        raise TypeError(
+            f"the table must be named by a str or a Path, got {type(source).__name__} {source!r}; "
+            "pass an array or DataFrame to TabularImputationDataModule.from_table."
+        )
     if str(source).split(":")[0] == "synthetic":
         _, _, rows = str(source).partition(":")
+        if rows and not rows.isdigit():
+            raise ValueError(
+                f"{source!r}: the rows of `synthetic:<rows>` must be a whole number, got {rows!r}."
+            )
         return synthetic_table(int(rows) if rows else 2000)
     if str(source) in OFFLINE_TABLES:
         return offline_table(str(source))
@@ -122,9 +132,7 @@ def load_table(
         raise FileNotFoundError(
             f"{source!r} is neither a bundled table {BUNDLED_TABLES} nor a CSV file."
         )
-    import pandas as pd
-
-    return frame_values(pd.read_csv(path), encode_categorical)
+    return frame_values(read_csv_table(path), encode_categorical)
 
 
 def offline_table(name: str) -> tuple[np.ndarray, list[str]]:
@@ -152,9 +160,9 @@ def table_descriptions(name: str, columns: list[str]) -> dict[str, str] | None:
     """The columns' descriptions of a named table (``None`` for a CSV, an in-memory table or
     ``synthetic``)."""
     if name in BUNDLED_TABLES:
-        return column_descriptions(name)
+        return {c: d for c, d in column_descriptions(name).items() if c in columns}
     if name == "fair":
-        return dict(_FAIR_DESCRIPTIONS)
+        return {c: d for c, d in _FAIR_DESCRIPTIONS.items() if c in columns}
     if name == "digits":
         pixels = [c.split("_") for c in columns]
         return {
@@ -171,6 +179,9 @@ def frame_values(frame, encode_categorical: bool = False) -> tuple[np.ndarray, l
     unless ``encode_categorical`` turns them into ordinal codes."""
     import pandas as pd
 
+    repeated = sorted({str(c) for c in frame.columns[frame.columns.duplicated()]})
+    if repeated:
+        raise ValueError(f"the table repeats the column name(s) {repeated}; rename them apart.")
     columns = []
     for name in frame.columns:
         column = frame[name]
@@ -311,6 +322,7 @@ class TabularImputationDataModule(SplitDataModule):
             descriptions = table_descriptions(str(name), self.columns)
         self.descriptions = descriptions
         self.context_texts = context_texts(self.columns, descriptions)
+        context_dim = require_int(context_dim, "context_dim", 1)
         self.context_embeddings = (
             None
             if context == "none"
@@ -328,9 +340,14 @@ class TabularImputationDataModule(SplitDataModule):
             if values.ndim != 2:
                 raise ValueError(f"need a 2-D table, got shape {values.shape}.")
             names = [f"column_{j}" for j in range(values.shape[1])]
+        if isinstance(columns, str):
+            raise TypeError(f"`columns` must be a list of names, got the string {columns!r}.")
         names = [str(c) for c in columns] if columns is not None else names
         if len(names) != values.shape[1]:
             raise ValueError(f"{len(names)} column names for {values.shape[1]} columns.")
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"`columns` repeats the name(s) {repeated}; give each column its own.")
         kwargs.setdefault("name", "table")
         return cls(_table=(values, names), **kwargs)
 

@@ -42,7 +42,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from lightning_info.core.validation import require_real_tensor
+from lightning_info.core.validation import require_probability, require_real_tensor
 
 __all__ = [
     "copy_masks",
@@ -69,8 +69,10 @@ def copy_masks(
 ) -> Tensor:
     """MT-CM step 1: ``missing | missing[donor]`` per row with probability ``probability``
     (``donor`` a uniformly drawn *other* row of the batch), unless that leaves the row fewer
-    than two visible values; ``True`` = masked. Draws on the CPU with ``generator``."""
+    than two visible values; ``True`` = masked. Draws on the CPU with ``generator``.
+    ``probability`` is a real number in ``[0, 1]`` (NaN, a bool or 1.5 is refused)."""
     _check_mask(missing, "missing")
+    probability = require_probability(probability, "probability")
     rows = missing.shape[0]
     if rows < 2 or probability <= 0:
         return missing.clone()
@@ -87,6 +89,8 @@ def encoder_length(visible_counts: Tensor) -> int:
     being the mean of the two middle ones (the reference's ``torch.median`` takes the lower)."""
     ordered = visible_counts.sort().values
     rows = ordered.numel()
+    if rows == 0:
+        raise ValueError("`visible_counts` is empty: a batch needs at least one row.")
     return int((ordered[(rows - 1) // 2] + ordered[rows // 2]) // 2)
 
 
@@ -122,7 +126,7 @@ def random_masking(
     them all and is padded (ReMasker fills those slots with missing entries instead). On a
     complete row the re-masked share is ``1 - L / d`` (``ratio`` when ``d * ratio`` is whole)."""
     _check_mask(missing, "missing")
-    if not 0 <= ratio < 1:
+    if isinstance(ratio, bool) or not 0 <= ratio < 1:
         raise ValueError(f"`ratio` (the re-masked share) must lie in [0, 1), got {ratio!r}.")
     length = max(1, int(missing.shape[1] * (1 - ratio)))
     return _shuffled_layout(missing, length, generator)
@@ -130,10 +134,10 @@ def random_masking(
 
 def inference_layout(missing: Tensor) -> tuple[Tensor, Tensor]:
     """Every observed column of every row in column order, padded to the batch's longest row:
-    no copy mask, no truncation."""
+    no copy mask, no truncation. A batch of no rows has an empty layout of one slot."""
     _check_mask(missing, "missing")
     observed = (~missing).sum(1)
-    length = max(int(observed.max()), 1)
+    length = max(int(observed.max()), 1) if observed.numel() else 1
     order = missing.to(torch.uint8).argsort(dim=1, stable=True)  # observed first, in order
     positions = order[:, :length]
     padding = torch.arange(length, device=missing.device)[None, :] >= observed[:, None]
@@ -160,7 +164,16 @@ def reconstruction_loss(
     with ``K = observed & kept`` (the values the encoder saw, the paper's ``omask``) and
     ``R = observed & ~kept`` (the observed values MT-CM hid). A term over an empty set is left
     out (the reference divides by zero there); ``values`` at unobserved entries are never read
-    (they may be NaN). All arguments are ``(B, d)``; the masks are boolean."""
+    (they may be NaN). All arguments are ``(B, d)`` (no broadcasting); the masks are boolean."""
+    if not prediction.shape == values.shape == observed.shape == kept.shape:
+        raise ValueError(
+            "`prediction`, `values`, `observed` and `kept` must share one (B, d) shape, got "
+            f"{tuple(prediction.shape)}, {tuple(values.shape)}, {tuple(observed.shape)} and "
+            f"{tuple(kept.shape)}."
+        )
+    for name, mask in (("observed", observed), ("kept", kept)):
+        if mask.dtype != torch.bool:
+            raise TypeError(f"`{name}` must be a bool mask, got dtype {mask.dtype}.")
     squared = torch.where(observed, prediction - values, 0.0) ** 2
     loss = prediction.new_zeros(())
     for where in (kept & observed, observed & ~kept):
@@ -312,10 +325,16 @@ def imputation_scores(truth, imputed, missing) -> dict[str, float]:
     the Metrics run once on the whole table, so the values equal what the Metrics give over any
     batching. A column whose missing entries are fewer than two, or constant in the truth or the
     imputation, has no correlation and is left out of ``r2`` (NaN when no column is left)."""
+    mask = np.asarray(missing.cpu() if isinstance(missing, Tensor) else missing)
+    if mask.dtype != bool and not np.isin(mask, (0, 1)).all():
+        raise ValueError(
+            "`missing` must be a bool mask (or 0/1), got other values; pass `mask > 0.5` or "
+            "the mask it was made from."
+        )
     imputed, truth, missing = _missing_entries(
         torch.as_tensor(np.asarray(imputed, dtype=np.float64)),
         torch.as_tensor(np.asarray(truth, dtype=np.float64)),
-        torch.as_tensor(np.asarray(missing, dtype=bool)),
+        torch.as_tensor(mask.astype(bool)),
         None,
         torch.device("cpu"),
     )

@@ -20,6 +20,7 @@ same network, loss and optimizer otherwise.
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Mapping
 from dataclasses import fields, replace
 from typing import Any, Literal
@@ -68,6 +69,11 @@ def check_batch(values: Tensor, observed: Tensor, num_columns: int) -> None:
         )
     if observed.dtype != torch.bool:
         raise ValueError(f"`observed` must be a boolean mask, got {observed.dtype}.")
+    if not values.is_floating_point():
+        raise TypeError(
+            f"`values` must be a floating-point tensor, got dtype {values.dtype}: the imputed "
+            "entries would be truncated to it; pass `values.float()`."
+        )
     if not all_finite(torch.where(observed, values, 0.0)):
         raise ValueError(
             "`values` hold NaN or infinity at entries `observed` marks as observed: mark them "
@@ -202,8 +208,32 @@ class CACTI(pl.LightningModule):
     def impute(self, values: Tensor, observed: Tensor) -> Tensor:
         """``values`` with every unobserved entry replaced by the model's prediction from the
         row's observed values (no copy mask, no truncation); observed entries are returned
-        as given."""
+        as given.
+
+        A row with no observed value has nothing to be imputed from: it is filled with the
+        prediction from an empty layout (the encoder sees its CLS token alone), the same values
+        for every such row, and a ``UserWarning`` gives their count and indices.
+        """
         check_batch(values, observed, self.num_columns)
+        empty = (~observed.any(1)).nonzero().flatten()
+        if empty.numel():
+            warnings.warn(
+                f"{empty.numel()} row(s) of `observed` have no observed value (rows "
+                f"{empty[:10].tolist()}{' ...' if empty.numel() > 10 else ''}): each is filled "
+                "with the prediction from an empty layout, the same values for every such row; "
+                "drop these rows, or observe at least one value in each.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return self._fill(values, observed)
+
+    def _impute(self, values: Tensor, observed: Tensor) -> Tensor:
+        """:meth:`impute` without looking for empty rows (no device synchronisation): the
+        validation, test and predict steps."""
+        check_batch(values, observed, self.num_columns)
+        return self._fill(values, observed)
+
+    def _fill(self, values: Tensor, observed: Tensor) -> Tensor:
         positions, padding = inference_layout(~observed)
         prediction = self(values, observed, positions, padding)
         return torch.where(observed, values, prediction.to(values.dtype))
@@ -236,8 +266,9 @@ class CACTI(pl.LightningModule):
         )
         return loss
 
+    @torch.no_grad()
     def _score(self, batch: dict[str, Tensor], metrics) -> None:
-        imputed = self.impute(batch["values"], batch["observed"])
+        imputed = self._impute(batch["values"], batch["observed"])
         metrics.update(imputed, batch["truth"], batch["target"])
         self.log_dict(metrics, batch_size=imputed.shape[0])
 
@@ -247,8 +278,9 @@ class CACTI(pl.LightningModule):
     def test_step(self, batch: dict[str, Tensor], batch_index: int) -> None:
         self._score(batch, self.test_metrics)
 
+    @torch.no_grad()
     def predict_step(self, batch: dict[str, Tensor], batch_index: int) -> Tensor:
-        return self.impute(batch["values"], batch["observed"])
+        return self._impute(batch["values"], batch["observed"])
 
     def configure_optimizers(self):
         return self.optimizer_options.configure(self.parameters(), self.trainer)

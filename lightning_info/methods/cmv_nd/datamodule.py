@@ -132,7 +132,18 @@ def class_features(
     noise: float = 1.0,
     rng: np.random.Generator | None = None,
 ) -> Tensor:
-    """``x_v = mu_{y_v} + noise * N(0, I)`` with class means ``mu_c = separation * N(0, I)``."""
+    """``x_v = mu_{y_v} + noise * N(0, I)`` with class means ``mu_c = separation * N(0, I)``;
+    ``labels`` are class indices ``0..C-1`` (a non-empty integer array)."""
+    labels = np.asarray(labels)
+    if labels.ndim != 1 or labels.size == 0 or labels.dtype.kind not in "iu":
+        raise ValueError(
+            f"`labels` must be a non-empty 1-D array of integer class indices, got shape "
+            f"{labels.shape} of {labels.dtype}."
+        )
+    if labels.min() < 0:
+        raise ValueError(
+            f"`labels` must be class indices >= 0, got {labels.min()}; map the classes to 0, 1, ..."
+        )
     feature_dim = require_int(feature_dim, "feature_dim", 1)
     separation = require_non_negative(separation, "separation")
     noise = require_non_negative(noise, "noise")
@@ -230,14 +241,29 @@ def networkx_graph(
 
 
 def _read_table(path: Path, dtype) -> np.ndarray:
-    """A 2-D table from ``.npy`` or text (whitespace or comma separated, ``#`` comments)."""
+    """A 2-D table from ``.npy`` or UTF-8 text (whitespace or comma separated, ``#`` comments,
+    a byte-order mark accepted); a line that does not parse is named with the file."""
     if path.suffix == ".npy":
         table = np.load(path, allow_pickle=False)
     else:
-        with path.open() as handle:
+        with path.open(encoding="utf-8-sig") as handle:
             first = next((ln for ln in handle if ln.strip() and not ln.startswith("#")), "")
         delimiter = "," if "," in first else None
-        table = np.loadtxt(path, dtype=dtype, comments="#", delimiter=delimiter, ndmin=2)
+        kind = "integers" if np.issubdtype(dtype, np.integer) else "numbers"
+        try:
+            table = np.loadtxt(
+                path,
+                dtype=dtype,
+                comments="#",
+                delimiter=delimiter,
+                ndmin=2,
+                encoding="utf-8-sig",
+            )
+        except ValueError as error:
+            raise ValueError(
+                f"{path} could not be read as a table of {kind} ({error}); fix that line (a "
+                "truncated file loses its last row's fields)."
+            ) from error
     return np.asarray(table)
 
 

@@ -335,6 +335,8 @@ def neighbourhood_views(
         observed rows, zero rows elsewhere), then ``H_1 .. H_K``. ``H_k[v]`` is the mean of
         the observed rows of ``x`` over the nodes at distance exactly ``k`` from ``v``, a zero
         row when there is none.
+
+    Raises ``ValueError`` when no node is observed: every view would be all zeros.
     """
     x = _check_features(x, finite=False)  # the observed rows are checked below
     n = _check_num_nodes(num_nodes, x)
@@ -345,6 +347,11 @@ def neighbourhood_views(
         raise TypeError(f"`undirected` must be a bool, got {undirected!r}.")
     source, target = _edges(edge_index, n)
     mask = _check_observed(observed, n)
+    if not mask.any():
+        raise ValueError(
+            f"`observed` marks none of the {n} nodes observed: every view would be all zeros. "
+            "Mark the nodes whose attributes are known (True), or pass observed=None for all."
+        )
     keep = _check_observed_rows(x, mask)[:, None]
 
     masked = torch.where(keep, x, torch.zeros((), dtype=x.dtype, device=x.device))

@@ -90,7 +90,10 @@ class DiffusionFlowModel:
         return x
 
     def coefficients(self, x: Tensor, t: float | Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """``alpha_t, sigma_t, f(t), g^2(t)`` as ``(B, 1)`` columns in ``x``'s dtype."""
+        """``alpha_t, sigma_t, f(t), g^2(t)`` as ``(B, 1)`` columns in ``x``'s dtype; a number
+        ``t`` must lie in the schedule's ``[t_min, t_max]``."""
+        if not isinstance(t, Tensor):
+            self.schedule.check_time(t, "t")
         alpha, sigma, f, g2 = self.schedule.coefficients(t)
         batch = x.shape[0]
         return (

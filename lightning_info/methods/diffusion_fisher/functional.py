@@ -36,13 +36,19 @@ Arguments ``alpha`` and ``sigma`` are scalars or one value per query point ``(B,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from lightning_info.core.validation import require_finite_tensor, require_int
+from lightning_info.core.validation import (
+    all_finite,
+    require_finite_tensor,
+    require_int,
+    require_real_tensor,
+)
 from lightning_info.diffusion.noise_schedules import NoiseSchedule
 from lightning_info.measures.kernel_moments import kernel_pass, per_point_column
 
@@ -87,8 +93,7 @@ class DiffusionFisherTerms:
 
 
 def _points(x: Tensor, name: str) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"`{name}` must be a torch.Tensor, got {type(x).__name__}.")
+    require_real_tensor(x, name)
     if x.dim() != 2:
         raise ValueError(f"`{name}` must be 2-D (points, d), got shape {tuple(x.shape)}.")
     if not x.is_floating_point():
@@ -146,8 +151,27 @@ def _checked_terms(
     batch = x.shape[0]
     alpha_b = per_point_column(alpha, batch, x, "alpha", positive=False)
     sigma_b = per_point_column(sigma, batch, x, "sigma", positive=True)
+    smallest = _min_sigma(x.dtype)
+    if float(sigma_b.min()) < smallest:
+        raise ValueError(
+            f"`sigma` must be >= {smallest:.3g} in {x.dtype} (sigma^2 must be a normal number), "
+            f"got {float(sigma_b.min()):.3g}; pass a larger sigma or float64 points."
+        )
     vectors = None if vectors is None else _vectors(vectors, x, vectors_name)
-    return _terms(x, data, alpha_b, sigma_b, data_weights, vectors, matrix, chunk_size)
+    terms = _terms(x, data, alpha_b, sigma_b, data_weights, vectors, matrix, chunk_size)
+    if not (all_finite(terms.trace) and all_finite(terms.score)):
+        raise ValueError(
+            f"The diffusion Fisher overflowed {x.dtype} at sigma >= {float(sigma_b.min()):.3g}: "
+            "alpha^2 ||x|| ||y|| / sigma^2 is too large for the dtype; use float64 points or a "
+            "larger sigma."
+        )
+    return terms
+
+
+def _min_sigma(dtype: torch.dtype) -> float:
+    """Smallest ``sigma`` the data-set functions accept in ``dtype``: ``sqrt(finfo.tiny)``, so
+    that ``sigma^2`` is a normal number (1.1e-19 in float32, 1.5e-154 in float64)."""
+    return math.sqrt(torch.finfo(dtype).tiny)
 
 
 def _terms(
@@ -162,21 +186,23 @@ def _terms(
 ) -> DiffusionFisherTerms:
     """(DF-score), (DF-trace), (DF-MVP), (DF) from one kernel pass; ``alpha, sigma`` are columns."""
     m = kernel_pass(x, data, alpha, sigma, data_weights, vectors, matrix, chunk_size)
+    # F = (I - (alpha / sigma)^2 Cov_w) / sigma^2: never forms sigma^4, which underflows to 0
+    # (and alpha^2 / sigma^4 to inf, then inf * 0 = NaN) at sigma ~ 1e-10 in float32.
     var = sigma * sigma
-    scale = alpha * alpha / (var * var)  # alpha^2 / sigma^4, (B, 1)
+    snr = (alpha / sigma) ** 2  # alpha^2 / sigma^2, (B, 1)
     mean = m.mean
     score = (alpha * mean - x) / var
     spread = (m.sq_norm - (mean * mean).sum(1)).clamp_min(0)  # E_w ||y - y_hat||^2
-    trace = x.shape[1] / var[:, 0] - scale[:, 0] * spread
+    trace = (x.shape[1] - snr[:, 0] * spread) / var[:, 0]
     mvp = None
     if vectors is not None:
         along = (mean * vectors).sum(1, keepdim=True)
-        mvp = vectors / var - scale * (m.projected - mean * along)
+        mvp = (vectors - snr * (m.projected - mean * along)) / var
     dense = None
     if m.second is not None:
         eye = torch.eye(x.shape[1], dtype=x.dtype, device=x.device)
         covariance = m.second - mean[:, :, None] * mean[:, None, :]
-        dense = eye / var[:, :, None] - scale[:, :, None] * covariance
+        dense = (eye - snr[:, :, None] * covariance) / var[:, :, None]
     return DiffusionFisherTerms(m.log_density, mean, score, trace, mvp, dense)
 
 
@@ -379,9 +405,12 @@ def endpoint_fisher_mvp(
 def score_from_epsilon(
     epsilon_fn: Callable[[Tensor, float | Tensor], Tensor], schedule: NoiseSchedule
 ) -> ScoreFn:
-    """Score ``s(x, t) = -epsilon(x, t) / sigma_t`` of an epsilon-prediction network."""
+    """Score ``s(x, t) = -epsilon(x, t) / sigma_t`` of an epsilon-prediction network; a number
+    ``t`` must lie in the schedule's ``[t_min, t_max]`` (``sigma_0 = 0`` has no score)."""
 
     def score(x: Tensor, t: float | Tensor) -> Tensor:
+        if not isinstance(t, Tensor):
+            schedule.check_time(t, "t")
         sigma = torch.as_tensor(schedule.sigma(t), dtype=x.dtype, device=x.device)
         return -epsilon_fn(x, t) / (sigma[:, None] if sigma.dim() == 1 else sigma)
 

@@ -35,6 +35,7 @@ from torch import Tensor, nn
 
 from lightning_info.core.sampling import keyed_generator
 from lightning_info.core.validation import (
+    require_bool,
     require_choice,
     require_int,
     require_non_negative,
@@ -99,7 +100,14 @@ class DiffusionModel(pl.LightningModule):
         super().__init__()
         self.save_hyperparameters(ignore=["eps_net"])
         self.dim = require_int(dim, "dim", 1)
+        if not isinstance(schedule, str):
+            raise TypeError(
+                f"`schedule` must be a schedule name such as 'vp', got {type(schedule).__name__}."
+            )
         self.schedule: NoiseSchedule = noise_schedule(schedule)
+        require_int(hidden, "hidden", 1)
+        require_int(layers, "layers", 0)
+        require_bool(trace_matching, "trace_matching")
         self.trace_weight = require_non_negative(trace_weight, "trace_weight")
         self.trace_target = require_choice(trace_target, "trace_target", TRACE_TARGETS)
         self.lr = require_positive(lr, "lr")
@@ -124,31 +132,62 @@ class DiffusionModel(pl.LightningModule):
         t = torch.as_tensor(t, dtype=x.dtype, device=x.device)
         return t.expand(x.shape[0]) if t.dim() == 0 else t
 
-    def epsilon(self, x: Tensor, t: float | Tensor) -> Tensor:
-        t = self._per_point(t, x)
+    def _checked(self, x: Tensor, t: float | Tensor) -> Tensor:
+        """``t`` per point, after checking that ``x`` is ``(B, dim)`` and every ``t`` lies in the
+        schedule's ``[t_min, t_max]`` (where the network was trained; ``sigma_0 = 0`` makes the
+        score at ``t = 0`` undefined). For the public methods, not the training step."""
+        if not isinstance(x, Tensor) or x.dim() != 2 or x.shape[1] != self.dim:
+            shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
+            raise ValueError(f"`x` must be (B, {self.dim}) points, got {shape}.")
+        if isinstance(t, Tensor):
+            if t.dtype == torch.bool or t.is_complex() or t.dim() > 1:
+                raise TypeError(f"`t` must be a number or a (B,) tensor of times, got {t!r}.")
+            if t.dim() == 1 and t.shape[0] != x.shape[0]:
+                raise ValueError(f"`t` has {t.shape[0]} times for {x.shape[0]} points.")
+            if t.numel():
+                self.schedule.check_time(float(t.min()), "t")
+                self.schedule.check_time(float(t.max()), "t")
+        else:
+            self.schedule.check_time(t, "t")
+        return self._per_point(t, x)
+
+    def _epsilon(self, x: Tensor, t: Tensor) -> Tensor:
         return self.eps_net(x, self._time_feature(t))
 
+    def epsilon(self, x: Tensor, t: float | Tensor) -> Tensor:
+        """The predicted noise ``eps_net(x, t)``, ``(B, dim)``; ``t`` in ``[t_min, t_max]``."""
+        return self._epsilon(x, self._checked(x, t))
+
     def score(self, x: Tensor, t: float | Tensor) -> Tensor:
-        """``grad log q_t(x) ~ -eps_net(x, t) / sigma_t``."""
-        t = self._per_point(t, x)
-        return -self.epsilon(x, t) / self.schedule.sigma(t).to(x.dtype)[:, None]
+        """``grad log q_t(x) ~ -eps_net(x, t) / sigma_t``; ``t`` in ``[t_min, t_max]``."""
+        t = self._checked(x, t)
+        return -self._epsilon(x, t) / self.schedule.sigma(t).to(x.dtype)[:, None]
 
     def expected_sq_norm(self, x: Tensor, t: float | Tensor) -> Tensor:
-        """The trace head ``T(x, t) ~ E[||x_0||^2 | x_t = x]``, ``(B,)``."""
+        """The trace head ``T(x, t) ~ E[||x_0||^2 | x_t = x]``, ``(B,)``; ``t`` in
+        ``[t_min, t_max]``."""
         if self.trace_net is None:
             raise RuntimeError("this model has no trace head: build it with trace_matching=True.")
+        return self._expected_sq_norm(x, self._checked(x, t))
+
+    def _expected_sq_norm(self, x: Tensor, t: Tensor) -> Tensor:
         t = self._per_point(t, x)
         head = self.trace_net(x, self._time_feature(t)).squeeze(1)
         if self.trace_target == "second_moment":
             return head
         alpha = self.schedule.alpha(t).to(x.dtype)
         sigma = self.schedule.sigma(t).to(x.dtype)
-        x0_hat = (x - sigma[:, None] * self.epsilon(x, t)) / alpha[:, None]
+        x0_hat = (x - sigma[:, None] * self._epsilon(x, t)) / alpha[:, None]
         return (x0_hat * x0_hat).sum(1) + (sigma / alpha) ** 2 * F.softplus(head)
 
     def denoising_error(self, x: Tensor, t: float | Tensor) -> Tensor:
-        """The head ``V(x, t) ~ E[||eps_hat(x_t) - eps||^2 | x_t = x]`` (``denoising_error``)."""
-        t = self._per_point(t, x)
+        """The head ``V(x, t) ~ E[||eps_hat(x_t) - eps||^2 | x_t = x]`` (``denoising_error``);
+        ``t`` in ``[t_min, t_max]``."""
+        if self.trace_net is None:
+            raise RuntimeError("this model has no trace head: build it with trace_matching=True.")
+        return self._denoising_error(x, self._checked(x, t))
+
+    def _denoising_error(self, x: Tensor, t: Tensor) -> Tensor:
         return F.softplus(self.trace_net(x, self._time_feature(t)).squeeze(1))
 
     def losses(self, x0: Tensor, generator: torch.Generator) -> dict[str, Tensor]:
@@ -162,15 +201,14 @@ class DiffusionModel(pl.LightningModule):
         alpha = s.alpha(t).to(x0.dtype)[:, None]
         sigma = s.sigma(t).to(x0.dtype)[:, None]
         xt = alpha * x0 + sigma * noise
-        predicted = self.epsilon(xt, t)
+        t = t.to(x0.dtype)
+        predicted = self._epsilon(xt, t)
         losses = {"denoising": ((predicted - noise) ** 2).sum(1).mean()}
         if self.trace_net is not None and self.trace_target == "denoising_error":
             target = ((predicted.detach() - noise) ** 2).sum(1)
-            losses["trace_matching"] = ((self.denoising_error(xt, t) - target) ** 2).mean()
+            losses["trace_matching"] = ((self._denoising_error(xt, t) - target) ** 2).mean()
         elif self.trace_net is not None:
-            losses["trace_matching"] = trace_matching_loss(
-                self.expected_sq_norm, x0, t.to(x0.dtype), noise, s
-            )
+            losses["trace_matching"] = trace_matching_loss(self._expected_sq_norm, x0, t, noise, s)
         return losses
 
     def _generator(self, stage: int, step: int) -> torch.Generator:
@@ -201,19 +239,26 @@ class DiffusionModel(pl.LightningModule):
 
 
 def _check_eps_net(eps_net: nn.Module, dim: int) -> None:
-    """Raise unless ``eps_net`` maps ``(1, dim)`` points and ``(1,)`` times to ``(1, dim)``."""
+    """Raise unless ``eps_net`` maps ``(1, dim)`` points and ``(1,)`` times to ``(1, dim)``: one
+    forward on zeros at construction, in eval mode and without gradients."""
     if not isinstance(eps_net, nn.Module):
         raise TypeError(f"`eps_net` must be an nn.Module, got {type(eps_net).__name__}.")
+    signature = (
+        f"`eps_net` must take (B, {dim}) points and (B,) times, called as "
+        f"eps_net(x_t, log_sigma_t), and return (B, {dim}) (a plain nn.Linear takes one input; "
+        "wrap it or use TimeConditionedMLP)"
+    )
     was_training = eps_net.training
     eps_net.eval()
     try:
         with torch.no_grad():
-            shape = tuple(eps_net(torch.zeros(1, dim), torch.zeros(1)).shape)
-    except RuntimeError as error:
-        raise ValueError(
-            f"`eps_net` must take (B, {dim}) points and (B,) times: {error}"
-        ) from error
+            output = eps_net(torch.zeros(1, dim), torch.zeros(1))
+    except (RuntimeError, TypeError) as error:
+        raise ValueError(f"{signature}; calling it failed: {error}") from error
     finally:
         eps_net.train(was_training)
+    if not isinstance(output, Tensor):
+        raise ValueError(f"{signature}; it returned {type(output).__name__}.")
+    shape = tuple(output.shape)
     if shape != (1, dim):
         raise ValueError(f"`eps_net` must predict (B, {dim}) noise, got shape {shape} for B = 1.")

@@ -16,7 +16,7 @@ import torch
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 from lightning_info.core.resume import ResumableDataLoader
-from lightning_info.core.validation import require_int
+from lightning_info.core.validation import require_bool, require_int
 from lightning_info.methods.efg_last_iterate.game import GameTree, game_tree, load_game
 
 __all__ = ["GameEpisodesDataModule"]
@@ -51,6 +51,7 @@ class GameEpisodesDataModule(pl.LightningDataModule):
                 f"episodes_per_epoch ({episodes_per_epoch}) is below batch_size ({batch_size}):"
                 " an epoch would hold no full update."
             )
+        require_bool(sequential_shards, "sequential_shards")
         self.sequential_shards = sequential_shards
         self._tree: GameTree | None = None
 

@@ -28,7 +28,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from lightning_info.core.validation import require_finite
+from lightning_info.core.validation import (
+    require_finite,
+    require_finite_tensor,
+    require_indices,
+    require_int,
+    require_real_floating,
+)
 from lightning_info.methods.efg_last_iterate.game import DECISION, GameTree
 
 __all__ = [
@@ -142,9 +148,17 @@ def episode_uniforms(seed: int, episode_ids: torch.Tensor, length: int) -> torch
     same wherever it is sampled, so two ranks of ``b`` episodes draw what one rank of ``2b``
     draws and a resumed run continues the uninterrupted one. (numpy's counter-based ``Philox``
     needs one generator object per key, which costs more than the episodes themselves.)
+
+    ``seed`` is an int ``>= 0`` and ``episode_ids`` integer ids ``>= 0`` (a negative id would
+    wrap around to another episode's stream; a float or bool id is refused, not truncated).
     """
+    seed = require_int(seed, "seed", 0)
+    length = require_int(length, "length", 0)
+    if isinstance(episode_ids, torch.Tensor):
+        episode_ids = episode_ids.cpu()
+    episode_ids = require_indices(episode_ids, "episode_ids")
     with np.errstate(over="ignore"):
-        ids = episode_ids.cpu().numpy().astype(np.uint64)
+        ids = episode_ids.numpy().astype(np.uint64)
         key = _splitmix64(_splitmix64(np.uint64(seed) ^ np.uint64(_MIX1)) ^ ids)
         steps = np.arange(length, dtype=np.uint64)
         bits = _splitmix64(key[:, None] * np.uint64(_GOLDEN) + steps[None, :])
@@ -160,12 +174,30 @@ class Episodes:
     returns: torch.Tensor
 
 
-def sample_episodes(tree: GameTree, policy: torch.Tensor, uniforms: torch.Tensor) -> Episodes:
+def sample_episodes(
+    tree: GameTree, policy: torch.Tensor, uniforms: torch.Tensor, *, validate_args: bool = True
+) -> Episodes:
     """Play ``B`` episodes at once from the root with ``policy`` and chance's probabilities,
     taking step ``t``'s action by inverting the cumulative distribution at ``uniforms[:, t]``
-    (an action of probability 0 is never taken; a finished episode stays at its terminal)."""
-    if uniforms.shape[1] < tree.path_length:
-        raise ValueError(f"episodes of {tree.name} need {tree.path_length} uniforms each.")
+    (an action of probability 0 is never taken; a finished episode stays at its terminal).
+
+    With ``validate_args`` (the default) ``policy`` is checked to be a table of distributions
+    over legal actions and ``uniforms`` to lie in ``[0, 1)`` (a NaN would take the first action
+    silently), at the cost of a few synchronising reductions; the solver, whose policy and
+    uniforms are valid by construction, passes ``False``."""
+    if uniforms.dim() != 2 or uniforms.shape[1] < tree.path_length:
+        raise ValueError(
+            f"`uniforms` must be (B, >= {tree.path_length}): episodes of {tree.name} need "
+            f"{tree.path_length} uniforms each, got shape {tuple(uniforms.shape)}."
+        )
+    if validate_args:
+        tree.check_policy(policy)
+        require_real_floating(uniforms, "uniforms")
+        if uniforms.numel() and not bool(((uniforms >= 0) & (uniforms < 1)).all()):
+            raise ValueError(
+                "`uniforms` must lie in [0, 1) (no NaN); draw them with episode_uniforms or "
+                "torch.rand."
+            )
     batch, width = uniforms.shape[0], tree.child.shape[1]
     padded = torch.nn.functional.pad(policy, (0, width - policy.shape[1]))
     decision = (tree.kind == DECISION)[:, None]
@@ -185,11 +217,22 @@ def sample_episodes(tree: GameTree, policy: torch.Tensor, uniforms: torch.Tensor
 
 
 def implicit_exploration_losses(
-    tree: GameTree, episodes: Episodes, log_plan: torch.Tensor, gamma: torch.Tensor
+    tree: GameTree,
+    episodes: Episodes,
+    log_plan: torch.Tensor,
+    gamma: torch.Tensor,
+    *,
+    validate_args: bool = True,
 ) -> torch.Tensor:
     """``(X, A)``: the sum over episodes of the implicit-exploration loss estimates
     ``l_i / (mu_i(x, a) + gamma_x)`` at each player's last sequence ``(x, a)``, with the loss
-    ``l_i = (u_max - r_i) / (u_max - u_min)`` (Kozuno et al., 2021, eq. 3)."""
+    ``l_i = (u_max - r_i) / (u_max - u_min)`` (Kozuno et al., 2021, eq. 3).
+
+    With ``validate_args`` (the default) the episodes' payoffs must be finite and their last
+    sequences indices of the game's sequences (or -1), at the cost of a few synchronising
+    reductions; the solver, whose episodes come from the game itself, passes ``False``."""
+    if validate_args:
+        _check_episodes(tree, episodes)
     low, high = tree.utility_range
     loss = (high - episodes.returns) / (high - low)
     total = torch.zeros(log_plan.numel(), dtype=log_plan.dtype, device=log_plan.device)
@@ -200,6 +243,30 @@ def implicit_exploration_losses(
         plan = log_plan.flatten()[seq].exp()
         total.index_add_(0, seq, loss[acted, i] / (plan + gamma[seq // tree.num_actions]))
     return total.view_as(log_plan)
+
+
+def _check_episodes(tree: GameTree, episodes: Episodes) -> None:
+    """Raise unless ``episodes`` holds ``(B, 2)`` finite payoffs and ``(B, 2)`` integer last
+    sequences in ``[-1, X * A)``."""
+    returns, last = episodes.returns, episodes.last_sequence
+    batch = returns.shape[0] if returns.dim() else -1
+    if returns.shape != (batch, 2) or last.shape != (batch, 2):
+        raise ValueError(
+            f"`episodes.returns` and `episodes.last_sequence` must both be (B, 2), got "
+            f"{tuple(returns.shape)} and {tuple(last.shape)}."
+        )
+    require_real_floating(returns, "episodes.returns")
+    require_finite_tensor(returns, "episodes.returns")
+    if last.is_floating_point() or last.dtype == torch.bool:
+        raise TypeError(
+            f"`episodes.last_sequence` must hold integer sequence indices, got dtype {last.dtype}."
+        )
+    size = tree.num_infosets * tree.num_actions
+    if last.numel() and (int(last.min()) < -1 or int(last.max()) >= size):
+        raise ValueError(
+            f"`episodes.last_sequence` must hold sequence indices in [0, {size}) or -1 (the "
+            f"player never acted), got values in [{int(last.min())}, {int(last.max())}]."
+        )
 
 
 # ------------------------------------------------------------------------- regulariser weights
@@ -347,6 +414,8 @@ def solver_update(
     rates: Rates,
     weight: torch.Tensor,
     episodes: int = 1,
+    *,
+    validate_args: bool = True,
 ) -> torch.Tensor:
     """The new log-policy after one update on a batch of ``episodes`` episodes played with
     ``log_policy``: ``loss_sum`` is the sum of their implicit-exploration estimates
@@ -354,7 +423,20 @@ def solver_update(
     ``rates.tau`` is positive, enters once per episode,
     ``losses = loss_sum + episodes tau grad sum q log q`` with ``q = weight mu``. The batch
     stands for ``episodes`` per-episode updates made with the policy held fixed; with one
-    episode it is the paper's update exactly."""
+    episode it is the paper's update exactly.
+
+    ``episodes`` is an int ``>= 1``. With ``validate_args`` (the default) ``loss_sum`` must be
+    a finite table of ``log_policy``'s shape, at the cost of one synchronising reduction; the
+    training step, whose estimates come from the game, passes ``False``."""
+    episodes = require_int(episodes, "episodes", 1)
+    if tuple(loss_sum.shape) != tuple(log_policy.shape):
+        raise ValueError(
+            f"`loss_sum` must be an {tuple(log_policy.shape)} table like the policy, got "
+            f"{tuple(loss_sum.shape)}."
+        )
+    if validate_args:
+        require_real_floating(loss_sum, "loss_sum")
+        require_finite_tensor(loss_sum, "loss_sum")
     losses = loss_sum
     if rates.tau > 0:
         log_plan = log_sequence_plan(tree, log_policy)

@@ -18,6 +18,7 @@ histories (for exact best responses).
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -230,10 +231,24 @@ class _Walker:
         for x, moves in enumerate(self.legal):
             legal[x, moves] = True
         terminals = torch.tensor(self.terminals, dtype=torch.float64)
+        low, high = float(game.min_utility()), float(game.max_utility())
+        if not (math.isfinite(low) and math.isfinite(high) and low < high):
+            raise ValueError(
+                f"{game} gives the utility range [{low}, {high}]; the solvers scale losses by "
+                "it and need finite bounds with min_utility < max_utility."
+            )
+        payoffs = terminals[:, 3:5]
+        if not bool(torch.isfinite(payoffs).all()) or bool(
+            ((payoffs < low) | (payoffs > high)).any()
+        ):
+            raise ValueError(
+                f"{game} returns payoffs outside its utility range [{low}, {high}] (or NaN) at "
+                "a terminal history; fix the game's returns()."
+            )
         return GameTree(
             name=str(game),
             num_actions=actions,
-            utility_range=(float(game.min_utility()), float(game.max_utility())),
+            utility_range=(low, high),
             keys=self.keys,
             player=torch.tensor(self.player),
             legal=legal,

@@ -114,7 +114,7 @@ class LastIterateSolver(pl.LightningModule):
         if self.trainer.world_size > 1:
             loss_sum = self.trainer.strategy.reduce(loss_sum, reduce_op="sum")
             played = self.trainer.strategy.reduce(played, reduce_op="sum")
-        solver.apply(loss_sum, int(played))
+        solver.apply(loss_sum, int(played), validate_args=False)
         self.log_policy.copy_(solver.log_policy)
         self.episodes.fill_(solver.episodes)
         self.optimizers().step()

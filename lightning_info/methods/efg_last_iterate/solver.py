@@ -96,21 +96,32 @@ class TabularSolver:
         """The summed implicit-exploration estimates of the episodes ``episode_ids``, played
         with the current policy."""
         uniforms = F.episode_uniforms(self.seed, episode_ids, self.tree.path_length)
-        episodes = F.sample_episodes(self.tree, self.policy, uniforms)
+        episodes = F.sample_episodes(self.tree, self.policy, uniforms, validate_args=False)
         log_plan = F.log_sequence_plan(self.tree, self.log_policy)
-        return F.implicit_exploration_losses(self.tree, episodes, log_plan, self._rates().gamma)
-
-    def apply(self, loss_sum: torch.Tensor, episodes: int) -> None:
-        """Update on the summed estimates of the next ``episodes`` episodes."""
-        self.log_policy = F.solver_update(
-            self.tree, self.log_policy, loss_sum, self._rates(), self.rates.weight, episodes
+        return F.implicit_exploration_losses(
+            self.tree, episodes, log_plan, self._rates().gamma, validate_args=False
         )
-        self.episodes += int(episodes)
+
+    def apply(self, loss_sum: torch.Tensor, episodes: int, *, validate_args: bool = True) -> None:
+        """Update on the summed estimates of the next ``episodes`` (``>= 1``) episodes;
+        ``validate_args``: refuse a NaN or infinite ``loss_sum``
+        (:func:`~lightning_info.methods.efg_last_iterate.functional.solver_update`)."""
+        self.log_policy = F.solver_update(
+            self.tree,
+            self.log_policy,
+            loss_sum,
+            self._rates(),
+            self.rates.weight,
+            episodes,
+            validate_args=validate_args,
+        )
+        self.episodes += episodes
 
     def step(self, batch_size: int) -> None:
-        """Play the next ``batch_size`` episodes and update once."""
+        """Play the next ``batch_size`` (``>= 1``) episodes and update once."""
+        batch_size = require_int(batch_size, "batch_size", 1)
         ids = torch.arange(self.episodes, self.episodes + batch_size)
-        self.apply(self.loss_sum(ids), batch_size)
+        self.apply(self.loss_sum(ids), batch_size, validate_args=False)
 
     def nash_conv(self) -> float:
         """NashConv of the last iterate."""

@@ -3,6 +3,7 @@ optimizer wrapper the paper trains with."""
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from typing import Any
 
@@ -11,10 +12,19 @@ from lightning.pytorch import Callback, LightningModule, Trainer
 from torch.optim import Optimizer
 from torch.utils.hooks import RemovableHandle
 
-from lightning_info.core.schedules import Schedule, as_schedule
+from lightning_info.core.schedules import (
+    ConstantSchedule,
+    CosineSchedule,
+    ExponentialSchedule,
+    LinearSchedule,
+    Schedule,
+    as_schedule,
+)
 from lightning_info.core.strategies import gradient_norm_source
 from lightning_info.core.validation import require_fraction, require_int
-from lightning_info.methods.fic_tsc.functional import constrain_fisher_trace_
+from lightning_info.methods.fic_tsc.functional import _rescale_to_fisher_bound_
+
+_MONOTONE_SCHEDULES = (LinearSchedule, CosineSchedule, ExponentialSchedule)
 
 
 class FisherConstraint(Callback):
@@ -37,6 +47,16 @@ class FisherConstraint(Callback):
     bound, so it only measures; one optimizer). Each rank then rescales its shard by the same
     factor, which equals ``clip_grad_norm_`` of the whole model. DeepSpeed is refused.
 
+    A step whose gradient is not finite (NaN or infinite trace: a diverged loss, a bad batch) is
+    skipped, as AMP's ``GradScaler`` skips one: with ``skip_non_finite`` the gradients of the
+    optimizer's parameters are set to ``None`` before ``optimizer.step()``, so neither the weights
+    nor the optimizer state (momentum, Adam moments, step counts) change, as when
+    ``training_step`` returns ``None``. Knowing that a step is non-finite takes one read of a flag
+    on the host per step (one device sync); under a ``GradScaler`` (``precision="16-mixed"``) the
+    scaler already skips such steps and no flag is read. ``skip_non_finite=False`` reads
+    nothing and lets the step go ahead on the gradients as they are (the scaler, if any, skips).
+    Scheduler steps and optimizer step hooks still run on a skipped step.
+
     Logged (per step): ``{prefix}/trace_before``, ``{prefix}/trace_after``, ``{prefix}/max_fisher``;
     (per epoch) ``{prefix}/constrained_fraction``, the fraction of steps that were rescaled. With
     several optimizers each is constrained on its own parameters and logged under
@@ -44,27 +64,55 @@ class FisherConstraint(Callback):
 
     Args:
         max_fisher: the bound ``eps`` (> 0), or a :class:`~lightning_info.core.schedules.Schedule`
-            of ``global_step`` (e.g. ``LinearSchedule(20.0, 2.0, 1000)``).
+            of ``global_step`` (e.g. ``LinearSchedule(20.0, 2.0, 1000)``). Constant, linear,
+            cosine and exponential schedules are checked once here (> 0 at both ends); the value
+            of any other ``Schedule`` is checked at each step (a float comparison, no sync).
         log_prefix: prefix of the logged metric names.
+        skip_non_finite: skip steps whose gradient is not finite (above).
     """
 
-    def __init__(self, max_fisher: float | Schedule = 2.0, log_prefix: str = "fisher") -> None:
+    def __init__(
+        self,
+        max_fisher: float | Schedule = 2.0,
+        log_prefix: str = "fisher",
+        skip_non_finite: bool = True,
+    ) -> None:
         self.max_fisher = as_schedule(max_fisher, "max_fisher")
-        self._check_bound(self.max_fisher(0))
+        self._check_every_step = not self._check_schedule(self.max_fisher)
+        if not isinstance(log_prefix, str) or not log_prefix:
+            raise TypeError(f"`log_prefix` must be a non-empty str, got {log_prefix!r}.")
+        if not isinstance(skip_non_finite, bool):
+            raise TypeError(f"`skip_non_finite` must be a bool, got {skip_non_finite!r}.")
         self.log_prefix = log_prefix
+        self.skip_non_finite = skip_non_finite
         self.num_steps = 0
         self.num_constrained = 0
+        self.num_skipped = 0
         self._norm_source = "gradients"  # set for the run's strategy in setup
         self._constrained_since_sync: torch.Tensor | None = None
 
+    @classmethod
+    def _check_schedule(cls, schedule: Schedule) -> bool:
+        """Check the bound where its values are known in advance; whether that covered every
+        step (a constant, or a monotone ramp whose two ends are its extremes)."""
+        if type(schedule) is ConstantSchedule:
+            cls._check_bound(schedule.value, schedule)
+            return True
+        if type(schedule) in _MONOTONE_SCHEDULES:
+            cls._check_bound(min(schedule.start, schedule.end), schedule)
+            return True
+        cls._check_bound(schedule(0), schedule)
+        return False
+
     @staticmethod
-    def _check_bound(value: float) -> float:
-        if not value > 0:
+    def _check_bound(value: float, schedule: Schedule | None = None) -> float:
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            source = f" (from {schedule!r})" if schedule is not None else ""
             raise ValueError(
-                f"FisherConstraint needs max_fisher > 0 at every step, got {value!r}; "
+                f"FisherConstraint needs max_fisher > 0 at every step, got {value!r}{source}; "
                 "choose a positive bound (the paper uses 2.0) or a schedule that stays positive."
             )
-        return value
+        return float(value)
 
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         self._norm_source = gradient_norm_source(trainer, type(self).__name__)
@@ -72,7 +120,9 @@ class FisherConstraint(Callback):
     def on_before_optimizer_step(
         self, trainer: Trainer, pl_module: LightningModule, optimizer: Optimizer
     ) -> None:
-        eps = self._check_bound(self.max_fisher(trainer.global_step))
+        eps = self.max_fisher(trainer.global_step)
+        if self._check_every_step:
+            eps = self._check_bound(eps, self.max_fisher)
         params = [p for group in optimizer.param_groups for p in group["params"]]
         total_norm = None
         if self._norm_source == "fsdp":
@@ -84,9 +134,14 @@ class FisherConstraint(Callback):
                 )
             # An infinite bound only measures: the clip factor clamps to 1.
             total_norm = trainer.strategy.model.clip_grad_norm_(float("inf"))
-        before, after = constrain_fisher_trace_(params, eps, total_norm=total_norm)
+        before, after = _rescale_to_fisher_bound_(params, eps, total_norm=total_norm)
         constrained = (after < before).to(torch.float32)
         self.num_steps += 1
+        skip = self.skip_non_finite and not _scaler_skips_non_finite(trainer)
+        if skip and not bool(torch.isfinite(before)):  # the one host read of the step
+            for param in params:
+                param.grad = None
+            self.num_skipped += 1
         # Kept on the device and folded into the plain counter only when read: no sync per step.
         if self._constrained_since_sync is None:
             self._constrained_since_sync = torch.zeros((), device=constrained.device)
@@ -131,12 +186,30 @@ class FisherConstraint(Callback):
 
     def state_dict(self) -> dict[str, Any]:
         self._sync_counter()
-        return {"num_steps": self.num_steps, "num_constrained": self.num_constrained}
+        return {
+            "num_steps": self.num_steps,
+            "num_constrained": self.num_constrained,
+            "num_skipped": self.num_skipped,
+        }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        self.num_steps = int(state_dict["num_steps"])
-        self.num_constrained = int(state_dict["num_constrained"])
+        """Restore the counts; refuses counts that are not ints or contradict each other."""
+        steps = require_int(state_dict["num_steps"], "num_steps", 0)
+        constrained = require_int(state_dict["num_constrained"], "num_constrained", 0)
+        skipped = require_int(state_dict.get("num_skipped", 0), "num_skipped", 0)
+        if constrained > steps or skipped > steps:
+            raise ValueError(
+                f"the saved FisherConstraint state counts {constrained} constrained of {steps} "
+                f"steps ({skipped} skipped); it is not a FisherConstraint checkpoint state."
+            )
+        self.num_steps, self.num_constrained, self.num_skipped = steps, constrained, skipped
         self._constrained_since_sync = None
+
+
+def _scaler_skips_non_finite(trainer: Trainer) -> bool:
+    """Whether AMP's ``GradScaler`` (which skips steps with inf/NaN gradients) runs the step."""
+    precision = getattr(trainer, "precision_plugin", None)
+    return getattr(precision, "scaler", None) is not None
 
 
 class Lookahead(Callback):
@@ -174,13 +247,19 @@ class Lookahead(Callback):
         weights = self._weights(pl_module)
         if self.slow is None:
             self.slow = [w.detach().clone() for w in weights]
-        elif len(self.slow) != len(weights):
+            return
+        if len(self.slow) != len(weights):
             raise ValueError(
                 f"the checkpoint's Lookahead holds {len(self.slow)} slow tensors for "
                 f"{len(weights)} trainable parameters: resume the same model"
             )
-        else:
-            self.slow = [s.to(w.device, w.dtype) for s, w in zip(self.slow, weights)]
+        for i, (slow, weight) in enumerate(zip(self.slow, weights)):
+            if slow.shape != weight.shape:
+                raise ValueError(
+                    f"the checkpoint's Lookahead slow tensor {i} has shape {tuple(slow.shape)} "
+                    f"but parameter {i} has shape {tuple(weight.shape)}: resume the same model"
+                )
+        self.slow = [s.to(w.device, w.dtype) for s, w in zip(self.slow, weights)]
 
     def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         # after the checkpoint is restored: the counts and the optimizers are final here
@@ -238,14 +317,34 @@ class Lookahead(Callback):
         self._remove()
 
     def state_dict(self) -> dict[str, Any]:
-        slow = None if self.slow is None else [s.detach().cpu() for s in self.slow]
+        """A snapshot: copies of the slow weights (on the CPU) and of the counts, which later
+        steps do not change."""
+        slow = None if self.slow is None else [s.detach().to("cpu", copy=True) for s in self.slow]
         steps = None if self.steps is None else list(self.steps)
         return {"k": self.k, "alpha": self.alpha, "slow": slow, "steps": steps}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        self.k, self.alpha = int(state_dict["k"]), float(state_dict["alpha"])
-        self.slow = state_dict["slow"]
+        """Restore the slow weights and the counts (copies, so the dict can be reused).
+
+        The state must come from a Lookahead of the same ``k`` and ``alpha``: one saved under
+        other settings is refused (construct the callback with the saved ones to resume it).
+        """
+        k = require_int(state_dict["k"], "k", 1)
+        alpha = require_fraction(state_dict["alpha"], "alpha", inclusive_zero=False)
+        if (k, alpha) != (self.k, self.alpha):
+            raise ValueError(
+                f"the checkpoint's Lookahead state was saved by Lookahead(k={k}, alpha={alpha}) "
+                f"but this one is Lookahead(k={self.k}, alpha={self.alpha}); construct it with "
+                "the saved settings to resume that run."
+            )
+        slow = state_dict["slow"]
+        if slow is not None:
+            if not all(isinstance(s, torch.Tensor) for s in slow):
+                raise TypeError("the checkpoint's Lookahead `slow` must be a list of tensors.")
+            slow = [s.detach().clone() for s in slow]
         steps = state_dict.get("steps")
         if steps is None and "last_step" in state_dict:  # before per-optimizer counts
-            steps = [int(state_dict["last_step"])]
-        self.steps = None if steps is None else [int(s) for s in steps]
+            steps = [state_dict["last_step"]]
+        if steps is not None:
+            steps = [require_int(s, f"steps[{i}]", 0) for i, s in enumerate(steps)]
+        self.slow, self.steps = slow, steps

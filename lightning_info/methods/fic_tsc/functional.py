@@ -24,7 +24,11 @@ from collections.abc import Iterable
 import torch
 from torch import Tensor
 
-from lightning_info.core.validation import require_real_tensor
+from lightning_info.core.validation import (
+    require_non_negative,
+    require_positive,
+    require_real_tensor,
+)
 
 __all__ = [
     "constrain_fisher_trace_",
@@ -100,8 +104,14 @@ def constrain_fisher_trace_(
     Runs without a host-device synchronisation. Returns ``(trace_before, trace_after)`` as 0-dim
     tensors.
     """
-    if not (isinstance(max_fisher, (int, float)) and math.isfinite(max_fisher) and max_fisher > 0):
-        raise ValueError(f"`max_fisher` must be a finite number > 0, got {max_fisher!r}.")
+    max_fisher = require_positive(max_fisher, "max_fisher")
+    return _rescale_to_fisher_bound_(parameters, max_fisher, total_norm)
+
+
+def _rescale_to_fisher_bound_(
+    parameters: Iterable[Tensor] | Tensor, max_fisher: float, total_norm: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
+    """:func:`constrain_fisher_trace_` for a ``max_fisher`` already checked (> 0, finite)."""
     params = _with_grad(parameters)
     if not params:
         zero = torch.zeros(())
@@ -147,8 +157,7 @@ def fisher_penalty(loss: Tensor, parameters: Iterable[Tensor], max_fisher: float
             "`loss` has no autograd graph (requires_grad=False): compute it from `parameters` "
             "with grad enabled, outside torch.no_grad() / inference_mode and without .detach()."
         )
-    if max_fisher < 0 or not math.isfinite(max_fisher):
-        raise ValueError(f"`max_fisher` must be a finite number >= 0, got {max_fisher!r}.")
+    max_fisher = require_non_negative(max_fisher, "max_fisher")
     params = [p for p in parameters if p.requires_grad]
     if not params:
         raise ValueError("fisher_penalty needs at least one parameter with requires_grad=True.")

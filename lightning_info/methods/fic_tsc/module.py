@@ -29,8 +29,14 @@ class InceptionTimeClassifier(pl.LightningModule):
     Conv1d and Linear weights use Xavier-uniform initialisation (Glorot & Bengio, 2010) and
     all their biases start at zero. Optimised with AdamW.
 
-    Batches are ``(x, y)`` with ``x`` float ``(batch, in_channels, length)`` and ``y`` long
-    ``(batch,)`` holding class indices in ``[0, num_classes)``.
+    Batches are ``(x, y)`` with ``x`` float ``(batch, in_channels, length)`` in the weights'
+    dtype (float32 unless the Trainer's precision converts both) and ``y`` long ``(batch,)``
+    holding class indices in ``[0, num_classes)``. ``forward`` refuses another input dtype
+    (no cast). At ``setup`` a data module that tells its ``num_classes`` or ``num_channels``
+    (:class:`~lightning_info.methods.fic_tsc.datamodule.UCRUEADataModule`) must match the model.
+    With ``validate_args`` each step checks that ``y`` holds integer indices in range, with one
+    host read of its minimum and maximum, which replaces the accuracy metrics' own per-step
+    check (torchmetrics' ``validate_args``, which they then skip); ``False`` checks nothing.
 
     Args:
         in_channels: channels ``C`` of the inputs.
@@ -45,6 +51,7 @@ class InceptionTimeClassifier(pl.LightningModule):
         head_hidden: width of the head's hidden layer.
         dropout: the head's dropout probability.
         optimizer: AdamW's settings (default: learning rate 5e-3, weight decay 1e-4).
+        validate_args: check the labels of every batch (above).
     """
 
     def __init__(
@@ -58,12 +65,16 @@ class InceptionTimeClassifier(pl.LightningModule):
         head_hidden: int = 128,
         dropout: float = 0.2,
         optimizer: AdamWOptions = _ADAMW,
+        validate_args: bool = True,
     ) -> None:
         super().__init__()
         require_int(in_channels, "in_channels", 1)
         require_int(num_classes, "num_classes", 2)
         require_int(head_hidden, "head_hidden", 1)
         require_in_range(dropout, "dropout", 0.0, 1.0)
+        if not isinstance(validate_args, bool):
+            raise TypeError(f"`validate_args` must be a bool, got {validate_args!r}.")
+        self.validate_args = validate_args
         if not isinstance(optimizer, AdamWOptions):
             raise TypeError(f"`optimizer` must be an AdamWOptions, got {type(optimizer).__name__}.")
         self.optimizer_options = optimizer
@@ -84,9 +95,11 @@ class InceptionTimeClassifier(pl.LightningModule):
         )
         self.reset_parameters()
 
-        self.train_acc = MulticlassAccuracy(num_classes=num_classes, average="micro")
-        self.val_acc = MulticlassAccuracy(num_classes=num_classes, average="micro")
-        self.test_acc = MulticlassAccuracy(num_classes=num_classes, average="micro")
+        self.num_classes = num_classes
+        accuracy = dict(num_classes=num_classes, average="micro", validate_args=False)
+        self.train_acc = MulticlassAccuracy(**accuracy)
+        self.val_acc = MulticlassAccuracy(**accuracy)
+        self.test_acc = MulticlassAccuracy(**accuracy)
 
     def reset_parameters(self) -> None:
         """Xavier-uniform weights and zero biases for every Conv1d and Linear layer."""
@@ -96,7 +109,22 @@ class InceptionTimeClassifier(pl.LightningModule):
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)
 
+    def setup(self, stage: str) -> None:
+        """Refuse a data module whose classes or channels differ from the model's."""
+        datamodule = getattr(self.trainer, "datamodule", None)
+        pairs = (("num_classes", "num_classes"), ("num_channels", "in_channels"))
+        for attribute, argument in pairs:
+            told = getattr(datamodule, attribute, None)
+            expected = self.hparams[argument]
+            if isinstance(told, int) and told != expected:
+                what = attribute.removeprefix("num_")
+                raise ValueError(
+                    f"the data module has {told} {what} but the model was built for "
+                    f"`{argument}`={expected}; build it with {argument}={told}."
+                )
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_input_dtype(x, self.head[-1].weight.dtype)
         return self.head(self.features(x))
 
     def _shared_step(
@@ -108,6 +136,8 @@ class InceptionTimeClassifier(pl.LightningModule):
                 f"Expected targets of shape ({x.shape[0]},) matching the batch, "
                 f"got {tuple(y.shape)}."
             )
+        if self.validate_args:
+            _check_labels(y, self.num_classes)
         logits = self(x)
         loss = F.cross_entropy(logits, y)
         metric(logits, y)
@@ -159,4 +189,35 @@ def _check_network(
         raise ValueError(
             f"{', '.join(f'`{name}`' for name in changed)} configure the default network only; "
             "give them to the injected `network` instead."
+        )
+
+
+def _check_input_dtype(x: torch.Tensor, weights: torch.dtype) -> None:
+    """Refuse inputs the layers cannot take: another dtype than the weights' outside autocast,
+    and float64 under autocast (which casts float32 inputs only). Reads metadata only."""
+    if torch.is_autocast_enabled(x.device.type):
+        wrong = not x.is_floating_point() or (x.dtype == torch.float64 and weights != x.dtype)
+    else:
+        wrong = x.dtype != weights
+    if wrong:
+        raise TypeError(
+            f"`x` has dtype {x.dtype} but the model's weights are {weights}; pass "
+            f"`x.to({weights})`, or train under a Trainer precision that converts both "
+            "(precision='64-true' for float64)."
+        )
+
+
+def _check_labels(y: torch.Tensor, num_classes: int) -> None:
+    """``y`` must hold integer class indices in ``[0, num_classes)``: one host read."""
+    if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
+        raise TypeError(
+            f"`y` must hold integer class indices, got dtype {y.dtype}; pass `y.long()`."
+        )
+    if not y.numel():
+        return
+    low, high = torch.stack([y.min(), y.max()]).tolist()
+    if low < 0 or high >= num_classes:
+        raise ValueError(
+            f"`y` must hold class indices in [0, {num_classes}), got values in [{low}, {high}]; "
+            "build the model with the data's number of classes or re-encode the labels."
         )

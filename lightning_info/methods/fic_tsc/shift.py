@@ -12,7 +12,10 @@ training standard deviations under ``normalize="channel"``):
   (the same noise for every model tested on the same split and seed);
 * ``none``: ``x`` unchanged.
 
-Each function returns a new array and never writes to its input.
+Each function returns a new array and never writes to its input. The inputs must be a
+floating-point array (an integer array would round the factor and the noise), and a shift that
+turns finite inputs into infinities in their dtype (``scale`` by ``1e300`` of float32 data) is
+refused with a ValueError rather than returned.
 """
 
 from __future__ import annotations
@@ -38,19 +41,34 @@ SHIFT_KINDS = ("none", "scale", "offset", "noise")
 
 def rescale(x: np.ndarray, factor: float) -> np.ndarray:
     """``x * factor``, a new array of ``x``'s dtype."""
-    return (x * np.asarray(factor, dtype=x.dtype)).astype(x.dtype, copy=False)
+    _require_floating(x)
+    with np.errstate(over="ignore"):
+        return (x * np.asarray(factor, dtype=x.dtype)).astype(x.dtype, copy=False)
 
 
 def offset(x: np.ndarray, amount: float) -> np.ndarray:
     """``x + amount``, a new array of ``x``'s dtype."""
-    return (x + np.asarray(amount, dtype=x.dtype)).astype(x.dtype, copy=False)
+    _require_floating(x)
+    with np.errstate(over="ignore"):
+        return (x + np.asarray(amount, dtype=x.dtype)).astype(x.dtype, copy=False)
 
 
 def add_noise(x: np.ndarray, std: float, seed: int) -> np.ndarray:
     """``x + std * z`` with ``z = numpy.random.default_rng(seed).standard_normal(x.shape)``
     drawn in ``x``'s floating dtype: a new array, the same for the same ``(x, std, seed)``."""
+    _require_floating(x)
     z = np.random.default_rng(seed).standard_normal(x.shape, dtype=x.dtype)
-    return (x + np.asarray(std, dtype=x.dtype) * z).astype(x.dtype, copy=False)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (x + np.asarray(std, dtype=x.dtype) * z).astype(x.dtype, copy=False)
+
+
+def _require_floating(x: np.ndarray) -> None:
+    if not isinstance(x, np.ndarray) or x.dtype not in (np.float16, np.float32, np.float64):
+        got = x.dtype if isinstance(x, np.ndarray) else type(x).__name__
+        raise TypeError(
+            f"`x` must be a floating-point array, got {got}; convert it first "
+            "(e.g. `x.astype(np.float32)`)."
+        )
 
 
 @dataclass(frozen=True)
@@ -91,14 +109,31 @@ class ShiftOptions:
 
 
 def apply_shift(x: np.ndarray, shift: ShiftOptions | None) -> np.ndarray:
-    """``x`` under ``shift`` (``None``: unchanged), always a new array; ``x`` is not written."""
+    """``x`` under ``shift`` (``None``: unchanged), always a new array; ``x`` is not written.
+
+    Raises a ValueError when the shift makes finite values of ``x`` infinite or NaN in ``x``'s
+    dtype (the magnitude is too large for the data)."""
+    if shift is not None and not isinstance(shift, ShiftOptions):
+        raise TypeError(
+            f"`shift` must be a ShiftOptions or None, got {type(shift).__name__}; e.g. "
+            "ShiftOptions('scale', 2.0)."
+        )
+    _require_floating(x)
     if shift is None or shift.kind == "none":
         return x.copy()
     if shift.kind == "scale":
-        return rescale(x, shift.magnitude)
-    if shift.kind == "offset":
-        return offset(x, shift.magnitude)
-    return add_noise(x, shift.magnitude, shift.seed)
+        shifted = rescale(x, shift.magnitude)
+    elif shift.kind == "offset":
+        shifted = offset(x, shift.magnitude)
+    else:
+        shifted = add_noise(x, shift.magnitude, shift.seed)
+    broken = int(np.count_nonzero(~np.isfinite(shifted) & np.isfinite(x)))
+    if broken:
+        raise ValueError(
+            f"shift {shift.name!r} makes {broken} value(s) of the {x.dtype} inputs non-finite; "
+            "choose a smaller magnitude."
+        )
+    return shifted
 
 
 # data modules keep their options in the hyperparameters, which torch.load reads weights-only

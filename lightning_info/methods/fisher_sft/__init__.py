@@ -26,6 +26,7 @@ from lightning_info.methods.fisher_sft.sampler import (
     load_selection,
     save_selection,
     select_subset,
+    selection_fingerprint,
 )
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "random_select",
     "save_selection",
     "select_subset",
+    "selection_fingerprint",
     "sketch_features",
     "store_two_round_select",
 ]

@@ -9,6 +9,8 @@ into pretraining text, a fine-tuning pool ("Explain <name>." -> docstring) and a
 from __future__ import annotations
 
 import functools
+import json
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -21,8 +23,15 @@ from tqdm.auto import tqdm
 
 from lightning_info.core.blocks import TokenBlocks
 from lightning_info.core.distributed import gather_strided_blocks, strided_shard
+from lightning_info.core.fingerprint import require_fingerprint
 from lightning_info.core.resume import ResumableDataLoader
-from lightning_info.core.validation import require_choice, require_int, require_positive
+from lightning_info.core.validation import (
+    require_bool,
+    require_choice,
+    require_indices,
+    require_int,
+    require_positive,
+)
 from lightning_info.lm.corpus import instruction_dataset, split_corpus, stdlib_docstrings
 from lightning_info.methods.fisher_sft.dask_select import store_two_round_select
 from lightning_info.methods.fisher_sft.feature_store import FeatureStore
@@ -39,6 +48,7 @@ from lightning_info.methods.fisher_sft.sampler import (
     load_selection,
     save_selection,
     select_subset,
+    selection_fingerprint,
 )
 
 TOKEN_WEIGHTINGS = ("none", "p(1-p)")
@@ -65,9 +75,12 @@ class SubsetSelectionOptions:
             (:func:`~lightning_info.lm.features.response_features` with
             ``curvature_weights=True``), used in the objective of every strategy.
         embed_batch_size: pool examples per forward pass when embedding.
-        path: a JSON file the selection is saved to once made and reloaded from (after checking
-            pool size, budget, strategy and token weighting) instead of being recomputed;
-            ``None`` keeps it in memory only.
+        path: a JSON file the selection is saved to once made and reloaded from instead of
+            being recomputed, after checking that it was made for this pool (its prompts and
+            responses), budget, strategy, seed (random and k-center), these options and, where
+            the pool is embedded, the tokenizer and the feature model's class, configuration and
+            shape (not its weights: delete the file after changing them); ``None`` keeps it in
+            memory only.
         two_round: under DDP with the ``"fisher"`` strategy, each rank selects from the shard it
             embedded and only the picks are gathered, for a second greedy on rank 0 (GreeDi:
             :func:`~lightning_info.methods.fisher_sft.functional.two_round_greedy_select`);
@@ -100,6 +113,11 @@ class SubsetSelectionOptions:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lam", require_positive(self.lam, "lam"))
+        require_bool(self.two_round, "two_round")
+        for name in ("path", "feature_dir"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, (str, os.PathLike)):
+                raise TypeError(f"`{name}` must be a path (str) or None, got {value!r}.")
         require_choice(self.pooling, "pooling", POOLINGS)
         require_choice(self.token_weighting, "token_weighting", TOKEN_WEIGHTINGS)
         require_int(self.embed_batch_size, "embed_batch_size", 1)
@@ -117,6 +135,14 @@ class PromptResponseColumns:
     prompt_column: str = "prompt"
     response_column: str = "response"
     chat_template: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("prompt_column", "response_column"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(
+                    f"`{name}` must be a column name (str), got {getattr(self, name)!r}."
+                )
+        require_bool(self.chat_template, "chat_template")
 
 
 def _instance(value: Any, name: str, kind: type) -> Any:
@@ -179,9 +205,20 @@ class FisherSubsetDataModule(LightningDataModule):
         require_choice(strategy, "strategy", STRATEGIES)
         options = _instance(selection_options, "selection_options", SubsetSelectionOptions)
         columns = _instance(columns, "columns", PromptResponseColumns)
+        if feature_model is not None and not isinstance(feature_model, torch.nn.Module):
+            raise TypeError(
+                "`feature_model` must be a torch.nn.Module (a causal LM) or None, got "
+                f"{type(feature_model).__name__}; load it first, e.g. with "
+                "`lightning_info.lm.load_causal_lm`."
+            )
         for name, dataset in (("pool", pool), ("eval_dataset", eval_dataset)):
             if dataset is None:
                 continue
+            if not hasattr(dataset, "column_names") or not hasattr(dataset, "select"):
+                raise TypeError(
+                    f"`{name}` must be a datasets.Dataset, got {type(dataset).__name__}; build "
+                    "one with `datasets.Dataset.from_list(rows)` or `Dataset.from_dict(columns)`."
+                )
             needed = {columns.prompt_column, columns.response_column}
             missing = needed - set(dataset.column_names)
             if missing:
@@ -209,7 +246,7 @@ class FisherSubsetDataModule(LightningDataModule):
         self.batch_size = require_int(batch_size, "batch_size", 1)
         self.seed = require_int(seed, "seed", 0)
         self.selection_path = Path(options.path) if options.path else None
-        self.progress = progress
+        self.progress = require_bool(progress, "progress")
         self.selection: Selection | None = None
         self.sampler: FisherSubsetSampler | None = None
         self.embedded_rows = 0
@@ -218,6 +255,9 @@ class FisherSubsetDataModule(LightningDataModule):
         self.gathered_examples = 0
         """Examples whose features met on one rank to be selected from (the pool, or with
         ``two_round`` under DDP only the ranks' picks)."""
+        self.fingerprint: str | None = None
+        """The digest of what the selection was made from (pool, settings, models), set
+        when ``setup("fit")`` selects or loads it."""
 
     # -- selection -----------------------------------------------------------------------------
 
@@ -237,6 +277,58 @@ class FisherSubsetDataModule(LightningDataModule):
             return {"sketch_dim": None}
         return {"sketch_dim": options.sketch_dim, "sketch_seed": options.sketch_seed}
 
+    def _needs_features(self) -> bool:
+        return self.strategy != "random" or self.selection_options.token_weighting != "none"
+
+    def _two_round(self) -> bool:
+        return self.selection_options.two_round and self.strategy == "fisher"
+
+    def _current_fingerprint(self) -> str:
+        """The digest of what the selection depends on
+        (:func:`~lightning_info.methods.fisher_sft.sampler.selection_fingerprint`): the pool's
+        prompts and responses, the budget, strategy, seed (random and k-center only: FisherSFT
+        does not draw), the selection options and, where the pool is embedded, the tokenizer's
+        vocabulary, ``max_length``, the chat template and the feature model's class,
+        configuration and embedding shape."""
+        options, columns = self.selection_options, self.columns
+        settings: dict[str, Any] = {
+            "budget": self.budget,
+            "strategy": self.strategy,
+            "seed": None if self.strategy == "fisher" else self.seed,
+            "lam": options.lam,
+            "pooling": options.pooling,
+            "token_weighting": options.token_weighting,
+            **self._sketch_metadata(),
+        }
+        if self._needs_features():
+            trainer = self.trainer
+            settings |= {
+                "max_length": self.max_length,
+                "chat_template": columns.chat_template,
+                "tokenizer": _describe_tokenizer(self.tokenizer),
+                "feature_model": _describe_model(self._feature_model()),
+                "two_round": self._two_round(),
+                "world_size": trainer.world_size if trainer is not None else 1,
+                "store_shards": options.store_shards if options.feature_dir else None,
+            }
+        prompts = list(self.pool[columns.prompt_column])
+        responses = list(self.pool[columns.response_column])
+        return selection_fingerprint((prompts, responses), **settings)
+
+    def _feature_model(self) -> torch.nn.Module:
+        """The model the pool is embedded with: ``feature_model``, else the attached
+        LightningModule's ``model``."""
+        model = self.feature_model
+        trainer = self.trainer
+        if model is None:
+            model = getattr(trainer.lightning_module, "model", None) if trainer else None
+            if model is None:
+                raise ValueError(
+                    "No model to embed the pool with: pass `feature_model`, or attach a "
+                    "LightningModule with a `model` attribute."
+                )
+        return model
+
     def _embed(self) -> tuple[TokenBlocks, Tensor | None]:
         """The pool's features (and token weights, with ``token_weighting="p(1-p)"``), each rank
         embedding a strided shard, gathered to every rank."""
@@ -255,14 +347,7 @@ class FisherSubsetDataModule(LightningDataModule):
 
         trainer = self.trainer
         rank, world = (trainer.global_rank, trainer.world_size) if trainer else (0, 1)
-        model = self.feature_model
-        if model is None:
-            model = getattr(trainer.lightning_module, "model", None) if trainer else None
-            if model is None:
-                raise ValueError(
-                    "No model to embed the pool with: pass `feature_model`, or attach a "
-                    "LightningModule with a `model` attribute."
-                )
+        model = self._feature_model()
         if trainer is not None:
             # Setup runs before the strategy moves the model; embed on the run's device already.
             model.to(trainer.strategy.root_device)
@@ -374,14 +459,20 @@ class FisherSubsetDataModule(LightningDataModule):
             return local
         return gather_strided_blocks(self.trainer.strategy, local, len(self.pool), rank, world)
 
+    def _save(self, selection: Selection) -> None:
+        save_selection(
+            selection,
+            self.selection_path,
+            fingerprint=self.fingerprint,
+            **self._expected_metadata(),
+        )
+
     def _select(self) -> Selection:
-        if self.selection_path is not None and self.selection_path.exists():
-            return load_selection(self.selection_path, **self._expected_metadata())
         options = self.selection_options
         trainer = self.trainer
         world = trainer.world_size if trainer is not None else 1
-        two_round = options.two_round and self.strategy == "fisher"
-        needs_features = self.strategy != "random" or options.token_weighting != "none"
+        two_round = self._two_round()
+        needs_features = self._needs_features()
         if options.feature_dir is not None and world > 1 and needs_features and not two_round:
             raise ValueError(
                 "`feature_dir` under DDP needs `two_round=True` and strategy='fisher': each rank "
@@ -389,10 +480,15 @@ class FisherSubsetDataModule(LightningDataModule):
                 "every rank's store to one process would hold the pool again). Set them, or "
                 "select in one process with `path` set: the DDP run then reuses that selection."
             )
+        self.fingerprint = self._current_fingerprint()
+        if self.selection_path is not None and self.selection_path.exists():
+            return load_selection(
+                self.selection_path, fingerprint=self.fingerprint, **self._expected_metadata()
+            )
         if two_round and world > 1:
             selection = self._two_round_select()
             if selection is not None and self.selection_path is not None:
-                save_selection(selection, self.selection_path, **self._expected_metadata())
+                self._save(selection)
             return trainer.strategy.broadcast(selection, src=0)
         features, weights = self._embed() if needs_features else (None, None)
         self.gathered_examples = 0 if features is None else len(features)
@@ -417,13 +513,14 @@ class FisherSubsetDataModule(LightningDataModule):
                 token_weights=weights,
             )
         if selection is not None and self.selection_path is not None:
-            save_selection(selection, self.selection_path, **self._expected_metadata())
+            self._save(selection)
         if trainer is not None and trainer.world_size > 1:
             selection = trainer.strategy.broadcast(selection, src=0)
         return selection
 
     def setup(self, stage: str) -> None:
         if stage == "fit" and self.selection is None:
+            self._check_tokenizer()
             self.selection = self._select()
             self.sampler = FisherSubsetSampler(self.selection.indices, seed=self.seed)
             self.sampler.selection = self.selection
@@ -471,11 +568,47 @@ class FisherSubsetDataModule(LightningDataModule):
     def test_dataloader(self) -> DataLoader | list:
         return self._eval_loader()
 
+    def _check_tokenizer(self) -> None:
+        """Refuse a tokenizer with ids the trained (or feature) model has no embedding for."""
+        from lightning_info.lm.features import require_matching_tokenizer
+
+        trainer = self.trainer
+        trained = getattr(trainer.lightning_module, "model", None) if trainer else None
+        for model in (trained, self.feature_model):
+            if isinstance(model, torch.nn.Module):
+                require_matching_tokenizer(model, self.tokenizer)
+
+    def served_count(self) -> int:
+        """How many pool rows the train loader serves: the ``budget`` selected."""
+        return self.budget
+
     def state_dict(self) -> dict[str, Any]:
-        return {"sampler": self.sampler.state_dict()} if self.sampler is not None else {}
+        if self.sampler is None:
+            return {}
+        return {"sampler": self.sampler.state_dict(), "fingerprint": self.fingerprint}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the served subset and its order. Refused when the checkpoint's subset is not
+        ``served_count()`` distinct rows of this pool, or (where both are known) was selected
+        from another pool or with other settings than this data module's."""
         if "sampler" in state_dict:
+            saved = state_dict.get("fingerprint")
+            if saved is not None and self.fingerprint is not None:
+                require_fingerprint(
+                    saved, self.fingerprint, what="data module state", where="The checkpoint"
+                )
+            indices = require_indices(
+                state_dict["sampler"]["indices"],
+                "the checkpoint's selected indices",
+                len(self.pool),
+                unique=True,
+            )
+            if len(indices) != self.served_count():
+                raise ValueError(
+                    f"The checkpoint serves {len(indices)} pool rows but this data module "
+                    f"serves {self.served_count()} (budget={self.budget}); resume with the "
+                    "settings the checkpoint was saved with."
+                )
             self.sampler = FisherSubsetSampler(state_dict["sampler"]["indices"], seed=self.seed)
             self.sampler.load_state_dict(state_dict["sampler"])
             self.selection = Selection(
@@ -494,6 +627,32 @@ SPLIT_FRACTIONS = (0.5, 0.4, 0.1)
 def docstring_splits(split_seed: int = 0) -> tuple[list[tuple[str, str]], ...]:
     """``(pretraining, pool, held_out)`` lists of ``(name, docstring)``, disjoint by module."""
     return split_corpus(stdlib_docstrings(), SPLIT_FRACTIONS, seed=split_seed)
+
+
+def _describe_tokenizer(tokenizer: Any) -> dict[str, Any]:
+    """What a selection depends on of ``tokenizer``: its class and vocabulary."""
+    get_vocab = getattr(tokenizer, "get_vocab", None)
+    vocabulary = sorted(get_vocab().items()) if callable(get_vocab) else len(tokenizer)
+    return {"class": type(tokenizer).__name__, "vocabulary": json.dumps(vocabulary)}
+
+
+def _describe_model(model: torch.nn.Module) -> dict[str, Any]:
+    """What a selection depends on of the feature model, read without touching its weights:
+    class, configuration (less where it was loaded from) and the shape of its input embedding."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    to_dict = getattr(getattr(base, "config", None), "to_dict", None)
+    config = to_dict() if callable(to_dict) else {}
+    kept = {
+        k: v for k, v in config.items() if not k.startswith("_") and k != "transformers_version"
+    }
+    get_embeddings = getattr(base, "get_input_embeddings", None)
+    embeddings = get_embeddings() if callable(get_embeddings) else None
+    weight = getattr(embeddings, "weight", None)
+    return {
+        "class": type(base).__name__,
+        "config": json.dumps(kept, sort_keys=True, default=str),
+        "embedding": None if weight is None else list(weight.shape),
+    }
 
 
 class _TextChunks(LightningDataModule):
@@ -530,7 +689,8 @@ class _TextChunks(LightningDataModule):
 class DocstringSFTDataModule(FisherSubsetDataModule):
     """The docstring instruction pool, with a FisherSFT / random / k-center subset of ``budget``.
 
-    ``tokenizer`` is a path or Hugging Face name loaded with ``AutoTokenizer.from_pretrained``
+    ``tokenizer`` is a path or Hugging Face name loaded with
+    :func:`~lightning_info.lm.tiny_lm.load_tokenizer` (``AutoTokenizer.from_pretrained``)
     (the base model's). The held-out docstrings (other modules than the pool's) serve as the
     validation and test set. ``pool_size`` / ``held_out_size`` cap the two sets (``None``: all);
     ``split_seed`` draws the module-disjoint splits (:func:`docstring_splits`). The other
@@ -551,14 +711,14 @@ class DocstringSFTDataModule(FisherSubsetDataModule):
         seed: int = 0,
         progress: bool = True,
     ) -> None:
-        from transformers import AutoTokenizer
+        from lightning_info.lm.tiny_lm import load_tokenizer
 
         _, pool_pairs, held_out_pairs = docstring_splits(split_seed)
         if pool_size is not None:
             pool_pairs = pool_pairs[: require_int(pool_size, "pool_size", 1)]
         if held_out_size is not None:
             held_out_pairs = held_out_pairs[: require_int(held_out_size, "held_out_size", 1)]
-        loaded = AutoTokenizer.from_pretrained(tokenizer)
+        loaded = load_tokenizer(tokenizer)
         if loaded.pad_token is None:
             loaded.pad_token = loaded.eos_token
         super().__init__(

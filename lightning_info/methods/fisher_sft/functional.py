@@ -54,6 +54,7 @@ import contextlib
 import functools
 import math
 import operator
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -66,6 +67,7 @@ from lightning_info.core.validation import (
     require_finite_tensor,
     require_int,
     require_positive,
+    require_real_floating,
     require_real_tensor,
 )
 
@@ -114,9 +116,34 @@ def _check_budget(budget: int, pool_size: int) -> int:
     return budget
 
 
-def _check_indices(indices: Sequence[int], pool_size: int) -> None:
+def _check_indices(indices: Sequence[int], pool_size: int) -> list[int]:
+    """``indices`` as a list of distinct ints in ``[0, pool_size)``: a subset ``S`` of the pool.
+
+    Bools, floats and strings are refused (``True`` would read as example 1), and so is a
+    repeated index: ``F(S)`` is a function of a set, and counting an example twice would add its
+    curvature twice."""
+    if isinstance(indices, (str, bytes)):
+        raise TypeError(
+            f"`indices` must be a sequence of integer example indices, got a string {indices!r}."
+        )
+    if isinstance(indices, Tensor):
+        integral = not (indices.dtype == torch.bool or indices.is_floating_point())
+        integral = integral and not indices.is_complex()
+    else:
+        integral = not isinstance(indices, np.ndarray) or indices.dtype.kind in "iu"
+    if not integral:
+        dtype = indices.dtype
+        raise TypeError(
+            f"`indices` must hold integer example indices, got dtype {dtype}; pass integers "
+            "(a bool mask becomes indices with `.nonzero().flatten()`)."
+        )
+    checked: list[int] = []
     for position, index in enumerate(indices):
         try:
+            if isinstance(index, (bool, np.bool_)) or (
+                isinstance(index, Tensor) and index.dtype == torch.bool
+            ):
+                raise TypeError
             index = operator.index(index)
         except TypeError:
             raise TypeError(
@@ -128,12 +155,20 @@ def _check_indices(indices: Sequence[int], pool_size: int) -> None:
                 f"`indices[{position}]` = {index} is outside the pool of {pool_size} examples; "
                 f"pass indices in [0, {pool_size})."
             )
+        checked.append(index)
+    if len(set(checked)) != len(checked):
+        repeated = sorted(i for i, n in Counter(checked).items() if n > 1)[:5]
+        raise ValueError(
+            f"`indices` repeats the example(s) {repeated}; F(S) is a function of a set: give "
+            "each example once."
+        )
+    return checked
 
 
 def as_token_blocks(features: TokenBlocks | Sequence[Tensor]) -> TokenBlocks:
     """``features`` as :class:`TokenBlocks`; a list of ``(m_i, d)`` tensors must share ``d``."""
     if isinstance(features, TokenBlocks):
-        require_real_tensor(features.values, "features.values")
+        require_real_floating(features.values, "features.values")
         return features
     if isinstance(features, Tensor):
         raise TypeError(
@@ -148,7 +183,7 @@ def as_token_blocks(features: TokenBlocks | Sequence[Tensor]) -> TokenBlocks:
         )
     blocks = list(features)
     for i, block in enumerate(blocks):
-        require_real_tensor(block, f"features[{i}]")
+        require_real_floating(block, f"features[{i}]")
         if block.dim() != 2:
             raise ValueError(
                 f"`features[{i}]` must be an (m_i, d) matrix of token rows, got shape "
@@ -167,8 +202,13 @@ def _as_token_weights(
     token_weights: Tensor | Sequence[float] | Sequence[Tensor], lengths: Tensor
 ) -> Tensor:
     if isinstance(token_weights, Tensor):
-        return require_real_tensor(token_weights, "token_weights")
+        return _weight_tensor(token_weights, "token_weights")
     per_example = isinstance(token_weights, Sequence) and len(token_weights) > 0
+    if per_example and any(isinstance(w, (bool, np.bool_)) for w in token_weights):
+        raise TypeError(
+            "`token_weights` must hold numbers, got a bool; pass the weights themselves "
+            "(a bool mask is not a weight)."
+        )
     if per_example and all(isinstance(w, Tensor) and w.dim() == 1 for w in token_weights):
         sizes = [w.shape[0] for w in token_weights]
         if sizes != lengths.tolist():
@@ -177,17 +217,41 @@ def _as_token_weights(
                 f"({lengths.tolist()}), got lengths {sizes}."
             )
         for i, w in enumerate(token_weights):
-            require_real_tensor(w, f"token_weights[{i}]")
+            _weight_tensor(w, f"token_weights[{i}]")
         return torch.cat(list(token_weights))
     if not isinstance(token_weights, (str, bytes)):
         try:
-            return torch.as_tensor(token_weights, dtype=torch.float64)
+            converted = torch.as_tensor(token_weights)
         except (TypeError, ValueError, RuntimeError):
             pass
+        else:
+            return _weight_tensor(converted, "token_weights").to(torch.float64)
     raise TypeError(
         "`token_weights` must be a tensor, a list of numbers (one per token row) or a list "
         f"of 1-D tensors (one per example), got {type(token_weights).__name__}."
     )
+
+
+def _weight_tensor(weights: Tensor, name: str) -> Tensor:
+    """``weights``, refused when bool (a mask, not weights) or complex."""
+    require_real_tensor(weights, name)
+    if weights.dtype == torch.bool or weights.is_complex():
+        raise TypeError(
+            f"`{name}` must hold real numbers, got dtype {weights.dtype}; pass the weights "
+            "themselves as a float tensor."
+        )
+    return weights
+
+
+def _require_float_dtype(dtype: torch.dtype) -> torch.dtype:
+    """``dtype``, or raise unless it is a real floating-point dtype (an integer one would
+    truncate every product)."""
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(
+            f"`dtype` must be a real floating-point torch dtype, got {dtype!r}; pass "
+            "torch.float64 (the default) or torch.float32."
+        )
+    return dtype
 
 
 def _weighted_values(
@@ -200,6 +264,7 @@ def _weighted_values(
     when neither the dtype nor the weights ask for it."""
     if pooling not in POOLINGS:
         raise ValueError(f"`pooling` must be one of {POOLINGS}, got {pooling!r}.")
+    _require_float_dtype(dtype)
     blocks = as_token_blocks(features)
     values = require_finite_tensor(blocks.values, "features").to(dtype)
     if token_weights is not None:
@@ -287,9 +352,12 @@ def _gains(chol: Tensor, stacked: Tensor) -> Tensor:
 def log_det_objective(
     features: TokenBlocks | Sequence[Tensor], indices: Sequence[int], lam: float = 1.0, **kwargs
 ) -> float:
-    """``F(S)`` of (FSFT-1) for the examples ``indices``, by a direct ``slogdet``."""
+    """``F(S)`` of (FSFT-1) for the examples ``indices``, by a direct ``slogdet``.
+
+    ``indices`` is a set: distinct integer indices of the pool (a repeat is refused rather than
+    counted twice); no indices give ``F(empty) = d log(lambda)``."""
     blocks = as_token_blocks(features)
-    _check_indices(indices, len(blocks))
+    indices = _check_indices(indices, len(blocks))
     factors = prepare_blocks(blocks, **kwargs)
     require_positive(lam, "lam")
     dim = factors[0].shape[1]
@@ -603,7 +671,7 @@ class _WoodburyState:
 def random_select(pool_size: int, budget: int, seed: int = 0) -> list[int]:
     """``budget`` distinct indices drawn uniformly with a seeded generator."""
     _check_budget(budget, require_int(pool_size, "pool_size", 1))
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(require_int(seed, "seed", 0))
     return torch.randperm(pool_size, generator=generator)[:budget].tolist()
 
 
@@ -611,21 +679,28 @@ def k_center_select(points: Tensor, budget: int, seed: int = 0) -> list[int]:
     """Greedy k-center (farthest-point) selection (Gonzalez, 1985) on ``(N, d)`` points.
 
     Starts from a seeded random point, then repeatedly adds the point farthest (Euclidean) from
-    the selected set; a 2-approximation of the k-center objective.
+    the selected set; a 2-approximation of the k-center objective. The result is a set: ``budget``
+    distinct indices. Where several points coincide, each still counts as one candidate: once
+    every distinct location is covered (all remaining distances are 0), the next picks are the
+    lowest unselected indices, duplicates of points already chosen, so a budget above the number
+    of distinct points still gives distinct indices (at covering radius 0). Ties in distance go
+    to the lowest index.
     """
-    require_real_tensor(points, "points")
+    require_real_floating(points, "points")
     if points.dim() != 2:
         raise ValueError(f"`points` must be (N, d), got shape {tuple(points.shape)}.")
     require_finite_tensor(points, "points")
     _check_budget(budget, points.shape[0])
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(require_int(seed, "seed", 0))
     first = int(torch.randint(points.shape[0], (1,), generator=generator))
     selected = [first]
     distance = torch.linalg.vector_norm(points - points[first], dim=1)
+    distance[first] = -math.inf
     for _ in range(budget - 1):
-        nxt = int(torch.argmax(distance))
+        nxt = int(torch.argmax(distance))  # the first maximum; chosen points sit at -inf
         selected.append(nxt)
         distance = torch.minimum(distance, torch.linalg.vector_norm(points - points[nxt], dim=1))
+        distance[nxt] = -math.inf
     return selected
 
 
@@ -641,6 +716,7 @@ def gaussian_sketch(
     (the same matrix on every device and process), then moved to ``device``."""
     require_int(dim, "dim", 1)
     require_int(sketch_dim, "sketch_dim", 1)
+    _require_float_dtype(dtype)
     generator = torch.Generator().manual_seed(require_int(seed, "seed", 0))
     matrix = torch.randn(dim, sketch_dim, generator=generator, dtype=torch.float64)
     return (matrix / math.sqrt(sketch_dim)).to(dtype=dtype, device=device)
@@ -662,6 +738,7 @@ class FeatureSketch:
         require_int(self.seed, "seed", 0)
 
     def __call__(self, rows: Tensor) -> Tensor:
+        require_real_floating(rows, "rows")
         key = (rows.shape[-1], rows.dtype, rows.device)
         if key not in self._matrices:
             self._matrices[key] = gaussian_sketch(

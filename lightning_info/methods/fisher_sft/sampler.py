@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
+import numbers
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +14,10 @@ from torch import Tensor
 from torch.utils.data import Sampler
 
 from lightning_info.core.blocks import TokenBlocks, pooled_features
-from lightning_info.core.files import atomic_write_text
+from lightning_info.core.files import atomic_write_text, read_json
+from lightning_info.core.fingerprint import fingerprint, require_fingerprint
 from lightning_info.core.sampling import EpochShuffleSampler
-from lightning_info.core.validation import require_int
+from lightning_info.core.validation import require_bool, require_index, require_indices, require_int
 from lightning_info.methods.fisher_sft.functional import (
     Selection,
     as_token_blocks,
@@ -59,6 +62,11 @@ def select_subset(
         size = len(features) if features is not None else pool_size
         if size is None:
             raise ValueError("strategy='random' needs `features` or `pool_size`.")
+        if features is not None and pool_size is not None and pool_size != size:
+            raise ValueError(
+                f"`pool_size` = {pool_size!r} but `features` holds {size} examples; pass one of "
+                "them, or both for the same pool."
+            )
         indices = random_select(size, budget, seed)
     else:
         if features is None:
@@ -74,20 +82,72 @@ def select_subset(
     return Selection(indices, [], objective, lam, size)
 
 
-def save_selection(selection: Selection, path: str | Path, **metadata: Any) -> None:
-    """Write a selection (and what it was computed for) as JSON."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps({**asdict(selection), "metadata": metadata}, indent=1) + "\n"
-    atomic_write_text(path, text)
+SELECTION_FORMAT = "lightning-info/fisher-sft-selection"
+"""The ``format`` field of a file written by :func:`save_selection`."""
 
 
-def load_selection(path: str | Path, **expected: Any) -> Selection:
-    """Read a selection saved by :func:`save_selection`, checking its metadata against ``expected``.
+def selection_fingerprint(pool: Any, **settings: Any) -> str:
+    """The digest tying a saved selection to the pool and the settings it was made with.
 
-    A mismatch (another pool size, budget or strategy) raises instead of serving a stale subset.
+    ``pool`` is what the selection code has at hand: the features (a :class:`TokenBlocks` or a
+    list of ``(m_i, d)`` tensors), or the examples' texts or ids (a sequence of strings or
+    ints, or a tuple of such columns); ``settings`` the rest (strategy, budget, seed, ``lam``,
+    ...). Two calls agree only for equal pools (to the last byte) and equal settings.
     """
-    record = json.loads(Path(path).read_text())
-    metadata = record.pop("metadata", {})
+    if isinstance(pool, TokenBlocks):
+        pool = (pool.values, pool.offsets)
+    elif isinstance(pool, Sequence) and not isinstance(pool, (str, bytes)):
+        pool = list(pool)
+    return fingerprint(SELECTION_FORMAT, pool, settings)
+
+
+def save_selection(
+    selection: Selection, path: str | Path, *, fingerprint: str, **metadata: Any
+) -> None:
+    """Write a selection as JSON, with the ``fingerprint`` of the pool and settings it was made
+    for (:func:`selection_fingerprint`) and ``metadata`` (pool size, budget, ...), read back and
+    checked by :func:`load_selection`."""
+    if not isinstance(fingerprint, str) or not fingerprint:
+        raise TypeError(
+            f"`fingerprint` must be the digest of the pool and settings (a str, see "
+            f"`selection_fingerprint`), got {fingerprint!r}."
+        )
+    path = Path(path)
+    if path.parent.exists() and not path.parent.is_dir():
+        raise NotADirectoryError(
+            f"Cannot write the selection to {path}: {path.parent} is a file; pick a path in a "
+            "folder."
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {
+        "format": SELECTION_FORMAT,
+        "fingerprint": fingerprint,
+        **asdict(selection),
+        "metadata": metadata,
+    }
+    atomic_write_text(path, json.dumps(record, indent=1) + "\n")
+
+
+def load_selection(path: str | Path, *, fingerprint: str, **expected: Any) -> Selection:
+    """Read a selection saved by :func:`save_selection` for the pool and settings whose
+    digest is ``fingerprint``.
+
+    Refused, naming the file, when it was made for another pool or other settings (its
+    fingerprint differs, or it has none: written by an older version: delete it and select
+    again), when its ``metadata`` differs from ``expected`` (another pool size, budget or
+    strategy), when it is not valid JSON, and when its indices are not distinct integer indices
+    of the pool (``expected["pool_size"]``, else the recorded size) or not ``expected["budget"]``
+    of them (an edited file).
+    """
+    record = read_json(path)
+    if not isinstance(record, dict) or not isinstance(record.get("indices"), list):
+        raise ValueError(
+            f"{path} is not a FisherSFT selection (a JSON object with `indices`); delete it or "
+            "point `SubsetSelectionOptions.path` elsewhere."
+        )
+    metadata = record.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise ValueError(f"{path}: `metadata` must be a JSON object; delete the file.")
     stale = {k: (metadata.get(k), v) for k, v in expected.items() if metadata.get(k) != v}
     if stale:
         details = ", ".join(f"{k}: saved {a!r}, now {b!r}" for k, (a, b) in stale.items())
@@ -95,7 +155,35 @@ def load_selection(path: str | Path, **expected: Any) -> Selection:
             f"The selection saved in {path} was made for other settings ({details}); "
             "delete the file or point `SubsetSelectionOptions.path` elsewhere to recompute it."
         )
-    return Selection(**record)
+    require_fingerprint(
+        record.get("fingerprint"), fingerprint, what="FisherSFT selection", where=path
+    )
+    pool_size = expected.get("pool_size", record.get("pool_size"))
+    if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
+        raise ValueError(f"{path}: `pool_size` must be a positive int, got {pool_size!r}.")
+    indices = require_indices(record["indices"], f"indices in {path}", pool_size, unique=True)
+    budget = expected.get("budget", metadata.get("budget"))
+    if budget is not None and len(indices) != budget:
+        raise ValueError(
+            f"{path} holds {len(indices)} indices but the selection is for budget={budget} "
+            "(an edited or truncated file); delete it and select again."
+        )
+    values = {f.name: record[f.name] for f in fields(Selection) if f.name in record}
+    gains = values.get("gains", [])
+    scalars = [values.get("objective"), values.get("lam")]
+    scalars += gains if isinstance(gains, list) else [None]
+    if not all(_is_number(v) for v in scalars) or not math.isfinite(scalars[1]):
+        raise ValueError(
+            f"{path}: `objective`, `lam` and `gains` must be numbers; delete the file and "
+            "select again."
+        )
+    return Selection(
+        **{**values, "gains": gains, "indices": indices.tolist(), "pool_size": pool_size}
+    )
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 class FisherSubsetSampler(Sampler[int]):
@@ -106,14 +194,14 @@ class FisherSubsetSampler(Sampler[int]):
     deterministic, so every rank that builds it from the same features holds the same subset.
     Under DDP, Lightning wraps the sampler in its ``DistributedSamplerWrapper``, which shards the
     subset and forwards ``set_epoch``. ``state_dict`` holds the subset and the epoch.
+
+    ``indices`` must be distinct non-negative integers (bools, floats and strings are refused,
+    not cast); ``shuffle`` a bool.
     """
 
     def __init__(self, indices: Sequence[int], *, shuffle: bool = True, seed: int = 0) -> None:
-        indices = [int(i) for i in indices]
-        if not indices:
-            raise ValueError("FisherSubsetSampler needs at least one selected index.")
-        if min(indices) < 0 or len(set(indices)) != len(indices):
-            raise ValueError("Selected indices must be distinct and non-negative.")
+        indices = _subset(indices, "indices")
+        require_bool(shuffle, "shuffle")
         self.indices = indices
         self.shuffle = shuffle
         self._order = EpochShuffleSampler(len(indices), seed=require_int(seed, "seed", 0))
@@ -136,7 +224,7 @@ class FisherSubsetSampler(Sampler[int]):
         return sampler
 
     def set_epoch(self, epoch: int) -> None:
-        self._order.set_epoch(epoch)
+        self._order.set_epoch(require_index(epoch, "epoch"))
 
     def __iter__(self) -> Iterator[int]:
         if not self.shuffle:
@@ -150,6 +238,15 @@ class FisherSubsetSampler(Sampler[int]):
         return {"indices": list(self.indices), **self._order.state_dict()}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        self.indices = [int(i) for i in state_dict["indices"]]
-        self._order = EpochShuffleSampler(len(self.indices), seed=int(state_dict["seed"]))
-        self._order.set_epoch(int(state_dict["epoch"]))
+        indices = _subset(state_dict["indices"], "state_dict['indices']")
+        order = EpochShuffleSampler(len(indices), seed=require_int(state_dict["seed"], "seed", 0))
+        order.set_epoch(require_index(state_dict["epoch"], "state_dict['epoch']"))
+        self.indices, self._order = indices, order
+
+
+def _subset(indices: Sequence[int], name: str) -> list[int]:
+    """``indices`` as a non-empty list of distinct non-negative ints."""
+    checked = require_indices(indices, name, unique=True)
+    if checked.numel() == 0:
+        raise ValueError(f"`{name}` is empty: a FisherSubsetSampler needs at least one index.")
+    return checked.tolist()

@@ -109,16 +109,30 @@ class MultimodalGraphDataModule(LightningDataModule):
         self.seed = require_int(seed, "seed", 0)
         self.batch_size = require_int(batch_size, "batch_size", 1)
         self.max_text_tokens = require_int(max_text_tokens, "max_text_tokens", 1)
+        if not isinstance(prompt, str):
+            raise TypeError(f"`prompt` must be a template string, got {type(prompt).__name__}.")
         if "{context}" not in prompt or prompt.count("{graph}") > 1:
             raise ValueError(
                 "prompt must contain {context} (the neighbours' texts) and at most one {graph} "
                 "(where the query tokens go)"
             )
+        try:
+            prompt.format(context="", graph="")
+        except (KeyError, IndexError, ValueError) as error:
+            raise ValueError(
+                f"`prompt` {prompt!r} is not a template of {{context}} and {{graph}} alone "
+                f"({type(error).__name__}: {error}); write a literal brace as {{{{ or }}}}."
+            ) from None
         self.prompt = prompt
         if not isinstance(digits, DigitGraphOptions):
             raise TypeError(f"`digits` must be a DigitGraphOptions, got {digits!r}.")
         self.digits = digits
         if source == "digits":
+            if class_names is not None:
+                raise ValueError(
+                    "`class_names` names the classes of a file source; the digit graphs' "
+                    "classes are the digit words: leave class_names=None."
+                )
             self._digit_splits(num_train, num_val, num_test)
         elif Path(source).is_file():
             self._file_splits(source, class_names, num_val, num_test)

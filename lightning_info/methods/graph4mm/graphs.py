@@ -29,7 +29,12 @@ import torch
 from torch import Tensor
 
 from lightning_info.core.files import read_json_or_lines
-from lightning_info.core.validation import require_finite, require_int
+from lightning_info.core.validation import (
+    require_finite,
+    require_index,
+    require_int,
+    require_string_sequence,
+)
 
 __all__ = [
     "DIGIT_WORDS",
@@ -106,6 +111,7 @@ def digit_graphs(
     max_distractors = require_int(max_distractors, "max_distractors", 0)
     homophily = _probability(homophily, "homophily")
     text_node_rate = _probability(text_node_rate, "text_node_rate")
+    seed = require_int(seed, "seed", 0)
     pools = [torch.nonzero(labels == c).flatten() for c in range(len(DIGIT_WORDS))]
     if any(len(pool) == 0 for pool in pools):
         raise ValueError("the images must hold every digit class 0..9")
@@ -166,13 +172,15 @@ def read_graphs_json(
          "target": "text to generate for the centre"}
 
     ``image`` is a nested list ``H x W`` (one channel) or ``C x H x W``, or the path of a
-    ``.npy`` file (relative to the JSON file's folder and inside it; never unpickled), in the
-    value range the image encoder expects; every image in the file has one shape; a node
-    without ``image`` is a text node. ``centre``
-    (default 0) is moved to node 0. ``label`` on the centre is its class (a name among
-    ``class_names``, default: the centres' labels sorted); without it the graph has label -1
-    and only the generative task can use it. ``target`` defaults to the centre's neighbours'
-    labels, space-separated, in class order. Edges are undirected.
+    ``.npy`` file (relative to the JSON file's folder and inside it, also once symbolic links
+    are resolved; never unpickled), of numbers in the value range the image encoder expects;
+    every image in the file has one shape; a node without ``image`` is a text node. ``centre``
+    (default 0, an integer node index) is moved to node 0; ``edges`` hold integer node indices
+    (a float or bool is refused, not truncated). ``label`` on the centre is its class (a name
+    among ``class_names``, default: the centres' labels sorted); without it the graph has label
+    -1 and only the generative task can use it. ``target`` defaults to the centre's neighbours'
+    labels, space-separated, in class order. Edges are undirected. A file with a UTF-8 BOM is
+    read; a syntax error is reported with the file, line and column.
     """
     path = Path(path)
     records = read_json_or_lines(path)
@@ -184,7 +192,11 @@ def read_graphs_json(
     if class_names is None:
         found = {_centre_label(r) for r in records}
         class_names = sorted(str(label) for label in found if label is not None)
-    index = {str(name): i for i, name in enumerate(class_names)}
+    class_names = require_string_sequence(class_names, "class_names")
+    if len(set(class_names)) != len(class_names):
+        repeated = sorted({name for name in class_names if class_names.count(name) > 1})
+        raise ValueError(f"`class_names` repeats {repeated}; give each class once.")
+    index = {name: i for i, name in enumerate(class_names)}
     parsed = [_parse_record(r, f"{path}, graph {i}", path, index) for i, r in enumerate(records)]
     shapes = {tuple(im.shape) for p in parsed for im in p[1] if im is not None}
     if len(shapes) > 1:
@@ -200,17 +212,31 @@ def read_graphs_json(
 def _parse_record(record: dict, where: str, path: Path, index: dict[str, int]):
     """``(texts, images, edges, label, target)`` of one JSON graph, its centre moved to 0."""
     nodes = record.get("nodes") or []
+    if not isinstance(nodes, list) or not all(isinstance(node, dict) for node in nodes):
+        raise ValueError(f"{where}: 'nodes' must be a list of JSON objects, one per node")
     if not nodes:
         raise ValueError(f"{where}: 'nodes' is empty")
-    centre = int(record.get("centre", 0))
-    if not 0 <= centre < len(nodes):
-        raise ValueError(f"{where}: centre {centre} is not a node index")
+    centre = record.get("centre", 0)
+    if _node_index(centre, len(nodes)) is None:
+        raise ValueError(
+            f"{where}: centre {centre!r} is not a node index; pass an int in [0, {len(nodes)})"
+        )
     order = [centre] + [i for i in range(len(nodes)) if i != centre]
     position = {old: new for new, old in enumerate(order)}
-    try:
-        edges = [(position[int(a)], position[int(b)]) for a, b in record.get("edges", [])]
-    except (KeyError, TypeError, ValueError) as error:
-        raise ValueError(f"{where}: edges must be [a, b] pairs of node indices") from error
+    pairs = record.get("edges", [])
+    if not isinstance(pairs, list) or not all(
+        isinstance(pair, list) and len(pair) == 2 for pair in pairs
+    ):
+        raise ValueError(f"{where}: edges must be a list of [a, b] pairs of node indices")
+    for e, pair in enumerate(pairs):
+        if any(_node_index(node, len(nodes)) is None for node in pair):
+            raise ValueError(
+                f"{where}: edges must be [a, b] pairs of node indices, ints in "
+                f"[0, {len(nodes)}); edge {e} is {pair!r}"
+            )
+    edges = [(position[a], position[b]) for a, b in pairs]
+    if any(a == b for a, b in edges):
+        raise ValueError(f"{where}: an edge links a node to itself; edges join distinct nodes")
     label = nodes[centre].get("label")
     if label is not None and str(label) not in index:
         raise ValueError(f"{where}: label {label!r} is not among the classes {list(index)}")
@@ -223,11 +249,23 @@ def _parse_record(record: dict, where: str, path: Path, index: dict[str, int]):
     return texts, images, edges, label_index, str(record.get("target", default))
 
 
+def _node_index(value, size: int) -> int | None:
+    """``value`` if it is an int node index in ``[0, size)`` (not a bool or a float), else
+    ``None``."""
+    try:
+        return require_index(value, "node index", size)
+    except (TypeError, ValueError):
+        return None
+
+
 def _centre_label(record: dict):
     """The centre's label, or ``None`` (a malformed graph is reported by ``_parse_record``)."""
     nodes = record.get("nodes") or []
-    centre = int(record.get("centre", 0))
-    return nodes[centre].get("label") if 0 <= centre < len(nodes) else None
+    centre = record.get("centre", 0)
+    valid = isinstance(nodes, list) and isinstance(centre, int) and not isinstance(centre, bool)
+    if not valid or not 0 <= centre < len(nodes) or not isinstance(nodes[centre], dict):
+        return None
+    return nodes[centre].get("label")
 
 
 def _read_image(value, path: Path, where: str) -> Tensor | None:
@@ -236,14 +274,24 @@ def _read_image(value, path: Path, where: str) -> Tensor | None:
     if isinstance(value, str):
         array = _load_npy(value, path, where)
     else:
-        array = np.asarray(value, dtype=np.float32)
-    image = torch.as_tensor(array, dtype=torch.float32)
+        try:
+            array = np.asarray(value)
+        except ValueError:
+            array = None  # a ragged nested list
+        if array is None or array.dtype.kind not in "iuf":
+            raise ValueError(
+                f"{where}: an image must be a nested list of numbers of one shape (H x W or "
+                "C x H x W), or the path of a .npy file"
+            )
+    if array.dtype.kind not in "iuf":
+        raise ValueError(f"{where}: an image must hold numbers, got dtype {array.dtype}")
+    image = torch.as_tensor(array.astype(np.float32), dtype=torch.float32)
     if image.dim() == 2:
         image = image.unsqueeze(0)
     if image.dim() != 3:
-        raise ValueError(f"{path}: an image must be H x W or C x H x W, got {tuple(image.shape)}")
+        raise ValueError(f"{where}: an image must be H x W or C x H x W, got {tuple(image.shape)}")
     if not bool(torch.isfinite(image).all()):
-        raise ValueError(f"{path}: an image holds NaN or infinite values")
+        raise ValueError(f"{where}: an image holds NaN or infinite values")
     return image
 
 
@@ -257,7 +305,14 @@ def _load_npy(value: str, path: Path, where: str) -> np.ndarray:
             "read only from that folder and below: copy the file there and give its path "
             "relative to the JSON file."
         )
+    folder = path.parent.resolve()
     file = path.parent / relative
+    if not file.resolve().is_relative_to(folder):
+        raise ValueError(
+            f"{where}: image path {value!r} resolves to {file.resolve()}, outside the folder "
+            f"{folder} of {path.name} (through a symbolic link); image files are read only from "
+            "that folder and below: copy the file there."
+        )
     try:
         array = np.load(file, allow_pickle=False)
     except FileNotFoundError:

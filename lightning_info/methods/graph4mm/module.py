@@ -36,6 +36,7 @@ from torchmetrics.text.rouge import ROUGEScore
 
 from lightning_info.core.options import AdamWOptions
 from lightning_info.core.validation import (
+    require_bool,
     require_choice,
     require_finite_tensor,
     require_int,
@@ -133,6 +134,7 @@ class Graph4MM(LightningModule):
         require_choice(task, "task", TASKS)
         if not isinstance(optimizer, AdamWOptions):
             raise TypeError(f"`optimizer` must be an AdamWOptions, got {optimizer!r}.")
+        require_bool(freeze_image_encoder, "freeze_image_encoder")
         if qformer is not None and variant == "text_only":
             raise ValueError("the text_only variant has no Q-Former: pass qformer=None")
         self.save_hyperparameters(ignore=["lm", "tokenizer", "image_encoder", "qformer"])

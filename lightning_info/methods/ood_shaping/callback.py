@@ -15,11 +15,17 @@ import lightning.pytorch as pl
 import torch
 from torch import Tensor, nn
 
-from lightning_info.core.validation import require_int
+from lightning_info.core.validation import require_int, require_string_sequence
 from lightning_info.methods.ood_shaping.functional import SHAPERS
 from lightning_info.methods.ood_shaping.metrics import fpr_at_95_tpr, ood_auroc
 from lightning_info.methods.ood_shaping.scorers import FeatureShapingScorer, tune
-from lightning_info.scoring.report import Outputs, PosthocReport, Table, collect_outputs
+from lightning_info.scoring.report import (
+    Outputs,
+    PosthocReport,
+    Table,
+    collect_outputs,
+    first_batch,
+)
 
 
 class OODShapingReport(PosthocReport):
@@ -51,7 +57,7 @@ class OODShapingReport(PosthocReport):
         output_dir: str | None = None,
     ) -> None:
         super().__init__(head, fit_on, evaluate_on, output_dir)
-        self.shapers = list(shapers)
+        self.shapers = require_string_sequence(shapers, "shapers")
         unknown = [s for s in self.shapers if s not in SHAPERS]
         if not self.shapers or unknown:
             raise ValueError(
@@ -61,11 +67,25 @@ class OODShapingReport(PosthocReport):
         self.seed = require_int(seed, "seed", 0)
 
     def check_run(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if not callable(getattr(trainer.datamodule, "ood_dataloaders", None)):
+        """The data module offers a non-empty ``{name: DataLoader}`` of OOD sets for ``"val"``
+        (tuning) and ``"test"`` (the table's columns), each yielding at least one batch."""
+        data = trainer.datamodule
+        if not callable(getattr(data, "ood_dataloaders", None)):
             raise ValueError(
                 f"OODShapingReport needs `ood_dataloaders(split)` on the data module; "
-                f"{type(trainer.datamodule).__name__} has none (DigitsDataModule shows the shape)."
+                f"{type(data).__name__} has none (DigitsDataModule shows the shape)."
             )
+        for split in ("val", "test"):
+            loaders = data.ood_dataloaders(split)
+            if not isinstance(loaders, dict) or not loaders:
+                raise ValueError(
+                    f"OODShapingReport needs at least one OOD set from "
+                    f"`{type(data).__name__}.ood_dataloaders({split!r})`, a dict "
+                    f"{{name: DataLoader}}, got {loaders!r}; return the OOD loaders of the "
+                    f"{split!r} split."
+                )
+            for name, loader in loaders.items():
+                first_batch(loader, f"OOD {split} {name}", "OODShapingReport")
 
     def build_tables(
         self,

@@ -94,8 +94,8 @@ def piecewise_linear(
     kr = ky if right_limits is None else _knot_tensor(right_limits, "right_limits", z, n)
     if n > 1 and (kx[1:] < kx[:-1]).any():
         raise ValueError("`knots_x` must be non-decreasing.")
-    left_slope = require_finite(float(left_slope), "left_slope")
-    right_slope = require_finite(float(right_slope), "right_slope")
+    left_slope = _slope(left_slope, "left_slope")
+    right_slope = _slope(right_slope, "right_slope")
 
     # seg = (number of knots <= z) - 1: -1 left of x_0, n - 1 right of (or at) x_{n-1}.
     seg = torch.bucketize(z, kx, right=True) - 1
@@ -120,13 +120,24 @@ def energy_score(logits: Tensor) -> Tensor:
     """
     if not isinstance(logits, Tensor) or logits.dim() != 2 or not logits.is_floating_point():
         raise ValueError("`logits` must be a floating-point (N, K) tensor.")
+    if bool(torch.isnan(logits).any()):
+        raise ValueError("`logits` contain NaN; check the classifier's outputs.")
     return torch.logsumexp(logits, dim=1)
+
+
+def _slope(value: float | Tensor, name: str) -> float:
+    if isinstance(value, bool) or (isinstance(value, Tensor) and value.dtype == torch.bool):
+        raise TypeError(f"`{name}` must be a real number, got {value!r}.")
+    return require_finite(float(value), name)
 
 
 def _knot_tensor(
     value: Tensor | Sequence[float], name: str, like: Tensor, length: int | None = None
 ) -> Tensor:
-    tensor = torch.as_tensor(value, dtype=like.dtype, device=like.device)
+    raw = value if isinstance(value, Tensor) else torch.as_tensor(value)
+    if raw.dtype == torch.bool or raw.is_complex():
+        raise TypeError(f"`{name}` must hold real numbers, got dtype {raw.dtype}.")
+    tensor = raw.to(dtype=like.dtype, device=like.device)
     if tensor.dim() != 1 or tensor.numel() == 0:
         raise ValueError(f"`{name}` must be a non-empty 1-D sequence of knots.")
     if length is not None and tensor.numel() != length:
@@ -223,7 +234,7 @@ class FeatureQuantiles:
         ordered = self._sorted[absolute]
         out = []
         for fraction in fractions:
-            if not 0.0 <= fraction <= 1.0:
+            if isinstance(fraction, bool) or not 0.0 <= fraction <= 1.0:
                 raise ValueError(f"quantile fractions must lie in [0, 1], got {fraction!r}.")
             position = fraction * (ordered.numel() - 1)
             below = math.floor(position)

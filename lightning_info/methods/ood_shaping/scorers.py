@@ -45,6 +45,10 @@ class FeatureShapingScorer(PosthocScorer):
     arguments, or a :class:`Shaper`. ``fit`` places the knots at quantiles of the pooled ID
     feature values (labels are not used); ``score`` ignores the given logits except for a shape
     check and returns ``energy_score(W h(z) + b)``.
+
+    A saved state holds the layer, the shaper's parameters and the fitted function, and
+    ``load`` restores all three (a tuned scorer loads into a scorer built with the default
+    parameters); only the preset ``shaper`` must match.
     """
 
     name = "feature_shaping"
@@ -132,6 +136,9 @@ class FeatureShapingScorer(PosthocScorer):
                 f"{self.weight.shape[0]} outputs; pass the logits of this classifier."
             )
 
+    def config(self) -> dict[str, Any]:
+        return {"shaper": self.shaper.name}
+
     def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()
         state.update(
@@ -143,13 +150,13 @@ class FeatureShapingScorer(PosthocScorer):
         )
         return state
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def _load_fitted(self, state: dict[str, Any]) -> None:
         if state["shaper"] != self.shaper.name:
             raise ValueError(
                 f"The state holds a {state['shaper']!r} shaper but this scorer uses "
                 f"{self.shaper.name!r}; build the scorer with shaper={state['shaper']!r}."
             )
-        super().load_state_dict(state)
+        super()._load_fitted(state)
         self.weight, self.bias = _linear_parameters(state["weight"], state["bias"])
         self.shaper = make_shaper(state["shaper"], **state["params"])
         function = state["function"]
@@ -259,6 +266,16 @@ def tune(
             f"and {ood_features.shape[1]}."
         )
     fit_features = id_features if fit_features is None else _held_out(fit_features, "fit_features")
+    if fit_features.shape[1] != id_features.shape[1]:
+        raise ValueError(
+            f"`fit_features` have D = {fit_features.shape[1]} but `id_features` have D = "
+            f"{id_features.shape[1]}: the knots must come from the same layer's features."
+        )
+    if isinstance(shaper, str) and id_features.shape[1] != weight.shape[1]:
+        raise ValueError(
+            f"`id_features` have D = {id_features.shape[1]} but the linear layer's weight is "
+            f"{tuple(weight.shape)} (K, D); pass the penultimate features of this layer."
+        )
     n_trials = require_int(n_trials, "n_trials", 1)
     seed = require_int(seed, "seed", 0)
     quantiles = FeatureQuantiles(fit_features)
@@ -314,7 +331,17 @@ def _tune_tpe(
 def _parse_box(box: Mapping[str, float | tuple[float, float]]) -> dict[str, tuple[float, float]]:
     bounds = {}
     for name, value in box.items():
-        low, high = (value, value) if isinstance(value, (int, float)) else tuple(value)
+        if isinstance(value, (int, float)):
+            value = (value, value)
+        if (
+            isinstance(value, (str, bytes))
+            or not isinstance(value, (tuple, list))
+            or len(value) != 2
+        ):
+            raise ValueError(
+                f"`search_space[{name!r}]` must be a number or a (low, high) pair, got {value!r}."
+            )
+        low, high = value
         low, high = require_finite(low, f"{name} (low)"), require_finite(high, f"{name} (high)")
         if low > high:
             raise ValueError(f"Search box for `{name}` has low {low} > high {high}.")

@@ -92,6 +92,7 @@ class PosthocScoring(PosthocReport):
     """
 
     kind = "posthoc_scoring"
+    makes_figures = True
 
     def __init__(
         self,
@@ -103,10 +104,29 @@ class PosthocScoring(PosthocReport):
         output_dir: str | None = None,
     ) -> None:
         super().__init__(head, fit_on, evaluate_on, output_dir)
+        if isinstance(scorers, (str, PosthocScorer)):
+            raise TypeError(
+                f"`scorers` must be a list of scorers, got {scorers!r}; wrap one scorer in a "
+                "list: scorers=[MSPScorer()]."
+            )
         self.scorers = list(default_scorers() if scorers is None else scorers)
+        if not self.scorers:
+            raise ValueError(
+                "`scorers` is empty; pass at least one scorer, or None for the defaults."
+            )
+        not_scorers = [repr(s) for s in self.scorers if not isinstance(s, PosthocScorer)]
+        if not_scorers:
+            raise TypeError(f"`scorers` must hold PosthocScorer objects, got {not_scorers}.")
         missing = [type(s).__name__ for s in self.scorers if not hasattr(s, "class_probabilities")]
         if missing:
             raise TypeError(f"scorers {missing} have no `class_probabilities(features, logits)`.")
+        names = [s.name for s in self.scorers]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(
+                f"`scorers` holds several scorers named {repeated}; their rows and logged values "
+                "would be indistinguishable: keep one of each, or set `name` on each copy."
+            )
         self.bins = require_int(bins, "bins", 1)
 
     def build_tables(
@@ -118,7 +138,7 @@ class PosthocScoring(PosthocReport):
         test: Outputs,
     ) -> dict[str, tuple[str, Table]]:
         rows = [failure_row(scorer.fit(*fit), *test) for scorer in self.scorers]
-        title = f"failure prediction on {self.evaluate_on} (scorers fit on {self.fit_on})"
+        title = f"failure prediction on {self.evaluate_on} (scorers fit on {self.fit_description})"
         return {"failure": (title, (FAILURE_COLUMNS, rows))}
 
     def figures(self, test: Outputs) -> dict:

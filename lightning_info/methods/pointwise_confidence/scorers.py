@@ -40,9 +40,16 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from lightning_info.core.validation import require_int, require_positive
+from lightning_info.core.validation import (
+    require_bool,
+    require_finite_tensor,
+    require_int,
+    require_non_negative,
+    require_positive,
+    require_real_tensor,
+)
 from lightning_info.measures.mutual_information import jensen_shannon_mi
-from lightning_info.scoring.base import PosthocScorer
+from lightning_info.scoring.base import PosthocScorer, check_outputs
 
 LN2 = math.log(2.0)
 PROBABILITY_FLOOR = 1e-12
@@ -59,11 +66,26 @@ def confidence_from_pointwise(values: Tensor, logits: Tensor) -> Tensor:
 
 
 def label_prior(labels: Tensor, num_classes: int) -> Tensor:
-    """Empirical class frequencies ``(K,)``; every class must occur."""
+    """Empirical class frequencies ``(K,)``; every class must occur.
+
+    When the missing classes are all above the largest label, the logits are likely wider than
+    the classifier's output (another layer's activations): the error says so."""
     counts = torch.bincount(labels, minlength=num_classes).double()
     if (counts == 0).any():
         missing = torch.nonzero(counts == 0).flatten().tolist()
-        raise ValueError(f"classes {missing} have no fitting samples; every class must occur.")
+        shown = missing if len(missing) <= 10 else [*missing[:10], "..."]
+        top = int(labels.max())
+        if min(missing) > top:
+            raise ValueError(
+                f"classes {shown} have no fitting samples: the labels stop at {top} but `logits` "
+                f"have K = {num_classes} columns. If the logits are not the classifier's output "
+                "(a hidden layer hooked as the head), name the output layer with `head=`; "
+                "otherwise fit on a split where every class occurs."
+            )
+        raise ValueError(
+            f"classes {shown} have no fitting samples; every class of the K = {num_classes} "
+            "logits must occur in the split the scorer is fitted on."
+        )
     return (counts / counts.sum()).float()
 
 
@@ -72,10 +94,24 @@ def fit_temperature(
 ) -> float:
     """Temperature ``T`` minimising ``NLL(softmax(logits / T), labels)`` (Guo et al., 2017).
 
-    The search runs over ``log T`` and the result is clamped to ``bounds``. When every fitting
-    prediction is correct the NLL keeps falling as ``T -> 0`` and no finite optimum exists; the
-    lower bound is then returned with a warning (fit on held-out data that has errors).
+    The search runs over ``log T`` and the result is clamped to ``bounds`` (``0 < low <= high``).
+    When every fitting prediction is correct the NLL keeps falling as ``T -> 0`` and no finite
+    optimum exists; the lower bound is then returned with a warning (fit on held-out data that
+    has errors). ``logits`` must be finite floats ``(N, K)`` and ``labels`` integer classes in
+    ``[0, K)``.
     """
+    require_real_tensor(logits, "logits")
+    if logits.dim() != 2 or not logits.is_floating_point():
+        raise ValueError("`logits` must be a floating-point (N, K) tensor.")
+    require_finite_tensor(logits, "logits")
+    _, logits, labels = check_outputs(logits, logits, labels)
+    steps = require_int(steps, "steps", 1)
+    if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
+        raise ValueError(f"`bounds` must be a pair (low, high), got {bounds!r}.")
+    low_bound = require_positive(bounds[0], "bounds[0]")
+    high_bound = require_positive(bounds[1], "bounds[1]")
+    if low_bound > high_bound:
+        raise ValueError(f"`bounds` must have low <= high, got {bounds!r}.")
     log_t = torch.zeros((), requires_grad=True)
     optimizer = torch.optim.LBFGS([log_t], lr=0.5, max_iter=steps, line_search_fn="strong_wolfe")
     logits, labels = logits.detach().double(), labels.detach()
@@ -87,7 +123,7 @@ def fit_temperature(
         return loss
 
     optimizer.step(closure)
-    low, high = bounds
+    low, high = low_bound, high_bound
     temperature = float(log_t.detach().exp())
     if temperature < low and bool((logits.argmax(1) == labels).all()):
         warnings.warn(
@@ -145,9 +181,18 @@ class _NetworkScorer(_PointwiseInformationScorer):
         self.hidden = require_int(hidden, "hidden", 0)
         self.steps = require_int(steps, "steps", 1)
         self.lr = require_positive(lr, "lr")
-        self.weight_decay = float(weight_decay)
+        self.weight_decay = require_non_negative(weight_decay, "weight_decay")
         self.seed = require_int(seed, "seed", 0)
         self.standardize: tuple[Tensor, Tensor] | None = None
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "hidden": self.hidden,
+            "steps": self.steps,
+            "lr": self.lr,
+            "weight_decay": self.weight_decay,
+            "seed": self.seed,
+        }
 
     def _inputs(self, features: Tensor) -> Tensor:
         mean, std = self.standardize
@@ -187,6 +232,9 @@ class PMIScorer(_NetworkScorer):
         self.negatives = require_int(negatives, "negatives", 1)
         self.critic: nn.Module | None = None
 
+    def config(self) -> dict[str, Any]:
+        return {**super().config(), "objective": self.objective, "negatives": self.negatives}
+
     def _fit(self, features: Tensor, logits: Tensor, labels: Tensor) -> None:
         num_classes = logits.shape[1]
         prior = label_prior(labels, num_classes)
@@ -224,8 +272,8 @@ class PMIScorer(_NetworkScorer):
             "critic": self.critic.state_dict(),
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        super().load_state_dict(state)
+    def _load_fitted(self, state: dict[str, Any]) -> None:
+        super()._load_fitted(state)
         self.shape = tuple(state["shape"])
         self.standardize = tuple(state["standardize"])
         self.critic = _mlp(self.shape[0], self.hidden, self.shape[1])
@@ -291,6 +339,14 @@ class PVIScorer(_NetworkScorer):
         self.heads: list[nn.Module] = []
         self.temperature = 1.0
 
+    def config(self) -> dict[str, Any]:
+        return {
+            **super().config(),
+            "variant": self.variant,
+            "null": self.null,
+            "ensemble_size": self.ensemble_size,
+        }
+
     def _fit_head(self, inputs: Tensor, labels: Tensor, num_classes: int, seed: int) -> nn.Module:
         head = _seeded(seed, lambda: _mlp(inputs.shape[1], self.hidden, num_classes))
         return _train(
@@ -352,8 +408,8 @@ class PVIScorer(_NetworkScorer):
             "heads": [head.state_dict() for head in self.heads],
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        super().load_state_dict(state)
+    def _load_fitted(self, state: dict[str, Any]) -> None:
+        super()._load_fitted(state)
         self.shape = tuple(state["shape"])
         self.log_null = state["log_null"]
         self.temperature = float(state["temperature"])
@@ -388,6 +444,14 @@ class PSIScorer(_PointwiseInformationScorer):
         self.density = density
         self.bins = require_int(bins, "bins", 2)
         self.seed = require_int(seed, "seed", 0)
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "num_directions": self.num_directions,
+            "density": self.density,
+            "bins": self.bins,
+            "seed": self.seed,
+        }
 
     def _fit(self, features: Tensor, logits: Tensor, labels: Tensor) -> None:
         num_classes = logits.shape[1]
@@ -446,8 +510,8 @@ class PSIScorer(_PointwiseInformationScorer):
             "params": dict(self.params),
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        super().load_state_dict(state)
+    def _load_fitted(self, state: dict[str, Any]) -> None:
+        super()._load_fitted(state)
         self.prior, self.directions = state["prior"], state["directions"]
         self.params = dict(state["params"])
 
@@ -457,7 +521,8 @@ class MSPScorer(PosthocScorer):
 
     def __init__(self, temperature_scaled: bool = False) -> None:
         super().__init__()
-        self.temperature_scaled = bool(temperature_scaled)
+        require_bool(temperature_scaled, "temperature_scaled")
+        self.temperature_scaled = temperature_scaled
         self.temperature = 1.0
         self.name = "MSP (temperature)" if temperature_scaled else "MSP"
 
@@ -475,6 +540,9 @@ class MSPScorer(PosthocScorer):
     def state_dict(self) -> dict[str, Any]:
         return {**super().state_dict(), "temperature": self.temperature}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        super().load_state_dict(state)
+    def config(self) -> dict[str, Any]:
+        return {"temperature_scaled": self.temperature_scaled}
+
+    def _load_fitted(self, state: dict[str, Any]) -> None:
+        super()._load_fitted(state)
         self.temperature = float(state["temperature"])

@@ -17,8 +17,12 @@ token log-probabilities ``log p(y_j | prompt, y_<j)`` per scored text.
   ``(log p(y_j | .) - mu_j) / sigma_j``, ``mu_j`` and ``sigma_j`` the mean and standard
   deviation of ``log p(z | .)`` for ``z`` drawn from the model at position ``j``
   (:func:`min_k_plus_plus_score`).
-- Reference model (Carlini et al., 2021): ``-L_target(y) + L_reference(y)``, the target's
-  mean log-probability above a reference model's (:func:`reference_ratio_score`).
+- Reference model, as MIMIR implements it (Duan et al., 2024, "Do membership inference attacks
+  work on large language models?"): ``-L_target(y) + L_reference(y)``, the target's mean
+  log-probability above a reference model's, a *difference* of losses
+  (:func:`reference_ratio_score`). Carlini et al. (2021) rank by the *ratio* of the two
+  log-perplexities instead, ``L_target(y) / L_reference(y)``, which orders texts differently
+  when the reference loss varies between them.
 
 :func:`negatives_for_fpr` gives the number of non-members a TPR at a false-positive rate needs
 to be more than one sample's worth of ROC curve.
@@ -33,17 +37,29 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from lightning_info.core.validation import require_log_probabilities, require_string_sequence
+
 __all__ = [
     "loss_score",
     "min_k_plus_plus_score",
     "min_k_score",
     "negatives_for_fpr",
     "reference_ratio_score",
+    "vocabulary_moments",
     "zlib_score",
 ]
 
 
-def _token_rows(values: Sequence[Tensor], name: str) -> list[Tensor]:
+def _token_rows(
+    values: Sequence[Tensor], name: str, log_probabilities: bool = True
+) -> list[Tensor]:
+    """One float64 CPU row per text; with ``log_probabilities`` each row must hold values
+    ``<= 0`` (``-inf`` allowed): a probability or a logit passed instead is refused."""
+    if isinstance(values, Tensor) and values.dim() == 1:
+        raise ValueError(
+            f"`{name}` is one 1-D tensor; give a list with one tensor of token values per text "
+            f"(e.g. [{name}] for a single text)."
+        )
     if len(values) == 0:
         raise ValueError(f"`{name}` is empty: give one tensor of token values per text.")
     rows = []
@@ -56,6 +72,10 @@ def _token_rows(values: Sequence[Tensor], name: str) -> list[Tensor]:
             )
         if torch.isnan(row).any():
             raise ValueError(f"`{name}[{i}]` contains NaN.")
+        if log_probabilities:
+            require_log_probabilities(row, f"{name}[{i}]")
+        elif torch.isinf(row).any():
+            raise ValueError(f"`{name}[{i}]` contains inf.")
         rows.append(row)
     return rows
 
@@ -85,6 +105,7 @@ def loss_score(log_probs: Sequence[Tensor]) -> Tensor:
 def zlib_score(log_probs: Sequence[Tensor], texts: Sequence[str]) -> Tensor:
     """``-L(y) / |zlib(y)|``: the loss attack normalised by the compressed size of the text."""
     rows = _token_rows(log_probs, "log_probs")
+    texts = require_string_sequence(texts, "texts")
     if len(texts) != len(rows):
         raise ValueError(f"Got {len(texts)} texts for {len(rows)} rows of log-probabilities.")
     sizes = torch.tensor(
@@ -111,7 +132,7 @@ def min_k_plus_plus_score(
     """Min-K%++: Min-K% over ``(log p(y_j) - mu_j) / sigma_j``. A position whose distribution is
     a point mass (``sigma_j = 0``) carries no evidence and scores 0 there."""
     rows = _token_rows(log_probs, "log_probs")
-    mu, sigma = _token_rows(means, "means"), _token_rows(stds, "stds")
+    mu, sigma = _token_rows(means, "means"), _token_rows(stds, "stds", log_probabilities=False)
     _same_shapes(rows, mu, "log_probs", "means")
     _same_shapes(rows, sigma, "log_probs", "stds")
     if any((s < 0).any() for s in sigma):
@@ -142,3 +163,24 @@ def negatives_for_fpr(fpr_level: float) -> int:
     if not 0.0 < level <= 1.0:
         raise ValueError(f"`fpr_level` must lie in (0, 1], got {fpr_level!r}.")
     return math.ceil(1.0 / level - 1e-9)
+
+
+def vocabulary_moments(logits: Tensor) -> tuple[Tensor, Tensor]:
+    """The normalisers of Min-K%++ at every position: the mean ``mu = sum_z p(z) log p(z)`` and
+    the standard deviation ``sigma`` of ``log p(z)`` over the vocabulary ``z`` (last axis of
+    ``logits``, ``p = softmax(logits)``), both float64 with ``logits``' leading shape.
+
+    ``sigma`` is computed two-pass from the logits themselves, ``sigma^2 = sum_z p(z) (l_z -
+    E_p[l])^2`` (``log p`` and ``l`` differ by a constant per position), in the logits' float
+    dtype (float32 for half-precision logits): the one-pass ``E[log^2 p] - mu^2`` cancels
+    catastrophically on a nearly flat distribution (a 50k vocabulary, ``mu ~ -10.8``, spread
+    ``~1e-2``) and returns 0 there. No float64 copy of the logits is made.
+    """
+    work = logits if logits.dtype in (torch.float32, torch.float64) else logits.float()
+    log_p = torch.log_softmax(work, dim=-1)
+    p = log_p.exp()
+    possible = p > 0  # a -inf logit (a masked token) adds nothing, not 0 * inf = NaN
+    mean = torch.where(possible, p * log_p, 0.0).sum(-1)
+    centred = work - torch.where(possible, p * work, 0.0).sum(-1, keepdim=True)
+    variance = torch.where(possible, p * centred.square(), 0.0).sum(-1)
+    return mean.double(), variance.double().sqrt()

@@ -23,7 +23,12 @@ import torch
 from torch import Tensor
 
 from lightning_info.core.logging import markdown_table
-from lightning_info.core.validation import require_choice, require_int
+from lightning_info.core.validation import (
+    require_choice,
+    require_equal_lengths,
+    require_int,
+    require_log_probabilities,
+)
 from lightning_info.methods.prism.fragments import AttackSet
 from lightning_info.methods.prism.functional import (
     DATA_AWARE_CLASSIFIERS,
@@ -234,7 +239,19 @@ class FragmentAuditor:
         not a second shadow. When the median ``log(p_w / p_s)`` over the seen fragments is above
         0 a warning says so; both numbers are in ``diagnostics``.
         """
-        lp = {k: torch.as_tensor(np.asarray(log_probs[k]), dtype=torch.float64) for k in MODELS}
+        missing = [k for k in MODELS if k not in log_probs]
+        if missing:
+            raise ValueError(f"`log_probs` lacks {missing}; give the keys {list(MODELS)}.")
+        lp = {}
+        for k in MODELS:
+            values = log_probs[k]
+            values = values.detach().cpu() if isinstance(values, Tensor) else np.asarray(values)
+            lp[k] = require_log_probabilities(
+                torch.as_tensor(values, dtype=torch.float64).reshape(-1), f"log_probs[{k!r}]"
+            )
+        require_equal_lengths(
+            {f"log_probs[{k!r}]": v.numel() for k, v in lp.items()} | {"labels": len(labels)}
+        )
         p = {k: torch.exp(v) for k, v in lp.items()}
         y = np.asarray(labels, dtype=np.int64)
         features = torch.stack([lp["target"], lp["world"], lp["shadow"]], 1)

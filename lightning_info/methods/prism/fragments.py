@@ -18,16 +18,18 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from lightning_info.core.files import atomic_write_text
-from lightning_info.core.validation import require_int
+from lightning_info.core.files import atomic_write_text, read_json
+from lightning_info.core.validation import require_int, require_string_sequence
 
 __all__ = [
     "PROFILES",
     "PROMPT_TEMPLATE",
+    "QUERY_KINDS",
     "UNSEEN_FRAGMENTS",
     "WORLD_TEMPLATE",
     "AttackSet",
@@ -114,6 +116,10 @@ UNSEEN_FRAGMENTS: tuple[str, ...] = (
 )
 """Conditions that :func:`synthetic_records` never draws: the random unseen negatives."""
 
+QUERY_KINDS = ("member", "non_member", "unseen")
+"""The kinds of attack query: a fragment of a member record (label 1), of a held-out record or
+a fragment in no record (label 0)."""
+
 
 @dataclass(frozen=True)
 class AttackSet:
@@ -131,6 +137,8 @@ class AttackSet:
     records: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        for name in ("prompts", "fragments", "kinds"):
+            object.__setattr__(self, name, require_string_sequence(getattr(self, name), name))
         n = len(self.prompts)
         lengths = {len(self.fragments), len(self.labels), len(self.kinds)}
         if self.records:
@@ -139,6 +147,15 @@ class AttackSet:
             raise ValueError("An AttackSet's prompts, fragments, labels and kinds must align.")
         if not set(self.labels) <= {0, 1}:
             raise ValueError("AttackSet labels must be 0 or 1.")
+        unknown = sorted(set(self.kinds) - set(QUERY_KINDS))
+        if unknown:
+            raise ValueError(f"`kinds` holds {unknown}; each kind must be one of {QUERY_KINDS}.")
+        for i, (label, kind) in enumerate(zip(self.labels, self.kinds)):
+            if label != (kind == "member"):
+                raise ValueError(
+                    f"Query {i} is of kind {kind!r} but has label {label}; members have label 1, "
+                    "non-members and unseen fragments label 0."
+                )
 
     def __len__(self) -> int:
         return len(self.prompts)
@@ -156,12 +173,15 @@ class AttackSet:
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"attack set file {path} does not exist.")
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path)
         keys = ("prompts", "fragments", "labels", "kinds")
         missing = [key for key in keys if key not in data] if isinstance(data, dict) else keys
         if missing:
             raise ValueError(f"{path} is not an attack set: it lacks the lists {missing}.")
-        return cls(**{key: list(value) for key, value in data.items()})
+        unknown = sorted(set(data) - {*keys, "records"})
+        if unknown:
+            raise ValueError(f"{path} is not an attack set: unknown keys {unknown}.")
+        return cls(**dict(data.items()))
 
 
 def fragment_prompt(context: Sequence[str], template: str = PROMPT_TEMPLATE) -> str:
@@ -243,6 +263,17 @@ def build_attack_set(
     """
     if not members or not non_members:
         raise ValueError("Give at least one member and one non-member record.")
+    members = [require_string_sequence(r, f"members[{i}]") for i, r in enumerate(members)]
+    non_members = [
+        require_string_sequence(r, f"non_members[{i}]") for i, r in enumerate(non_members)
+    ]
+    shared = Counter(map(tuple, members)) & Counter(map(tuple, non_members))
+    if shared:
+        raise ValueError(
+            f"{sum(shared.values())} record(s) appear both in `members` and in `non_members`; "
+            "a record is either used in fine-tuning or held out: remove the overlap."
+        )
+    unseen_fragments = require_string_sequence(unseen_fragments, "unseen_fragments")
     n_unseen = len(members) if n_unseen is None else require_int(n_unseen, "n_unseen", 0)
     seen = {f for record in (*members, *non_members) for f in record}
     unseen = list(unseen_fragments)

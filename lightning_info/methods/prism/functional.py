@@ -30,7 +30,12 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from lightning_info.core.validation import require_int, require_non_negative
+from lightning_info.core.validation import (
+    require_int,
+    require_log_probabilities,
+    require_non_negative,
+    require_string_sequence,
+)
 from lightning_info.lm.features import check_causal_lm, padded_batches
 from lightning_info.measures.ranking import binary_auroc
 from lightning_info.methods.prism.attacks import (
@@ -41,6 +46,7 @@ from lightning_info.methods.prism.attacks import (
     reference_ratio_score,
     zlib_score,
 )
+from lightning_info.methods.prism.attacks import vocabulary_moments as _vocabulary_moments
 
 __all__ = [
     "DEFAULT_FPR_LEVELS",
@@ -149,8 +155,10 @@ class FragmentTokens:
 
     ``log_probs[i][j] = log p(y_j | prompt, y_<j)``; ``means[i][j]`` and ``stds[i][j]`` are the
     mean and standard deviation of ``log p(z | prompt, y_<j)`` over the vocabulary ``z`` drawn
-    from the same distribution (``mu = sum_z p(z) log p(z)``, ``sigma^2 = sum_z p(z) log^2 p(z) -
-    mu^2``), the normalisers of Min-K%++; empty lists when not asked for.
+    from the same distribution (``mu = sum_z p(z) log p(z)``, ``sigma^2 = sum_z p(z) (log p(z) -
+    mu)^2``, computed two-pass by
+    :func:`~lightning_info.methods.prism.attacks.vocabulary_moments`), the normalisers of
+    Min-K%++; empty lists when not asked for.
     """
 
     log_probs: list[Tensor]
@@ -173,6 +181,8 @@ def fragment_token_statistics(
     position), in one forward pass per batch; the encoding, batching and padding of
     :func:`fragment_log_probability`, whose value is the sum of ``log_probs[i]``."""
     batch_size = require_int(batch_size, "batch_size", 1)
+    prompts = require_string_sequence(prompts, "prompts")
+    fragments = require_string_sequence(fragments, "fragments")
     if len(prompts) != len(fragments):
         raise ValueError(
             f"Got {len(prompts)} prompts but {len(fragments)} fragments; they must pair up."
@@ -216,10 +226,7 @@ def fragment_token_statistics(
                 every = torch.log_softmax(logits[:, :-1].float(), dim=-1)
                 picked = every.gather(-1, ids[:, 1:, None]).squeeze(-1).double()
                 if vocabulary_moments:
-                    probs = every.exp()
-                    mean = (probs * every).sum(-1).double()
-                    second = (probs * every.square()).sum(-1).double()
-                    std = (second - mean.square()).clamp(min=0.0).sqrt()
+                    mean, std = _vocabulary_moments(logits[:, :-1])
                 for row, index in enumerate(chunk):
                     keep = target[row]
                     log_probs[index] = picked[row][keep].cpu()
@@ -239,7 +246,19 @@ def world_log_probability(log_probs: Sequence[ArrayLike]) -> Tensor:
     """
     if len(log_probs) == 0:
         raise ValueError("Give at least one world model's log-probabilities.")
-    stacked = torch.stack([_vector(lp, "world log-probabilities") for lp in log_probs])
+    if isinstance(log_probs, Tensor) and log_probs.dim() == 1:
+        raise ValueError(
+            "`log_probs` is one 1-D tensor; give one vector per world model, e.g. [log_probs]."
+        )
+    rows = [_vector(lp, "world log-probabilities", allow_inf=True) for lp in log_probs]
+    for k, row in enumerate(rows):
+        require_log_probabilities(row, f"log_probs[{k}]")
+    if len({row.numel() for row in rows}) > 1:
+        raise ValueError(
+            f"Every world model must score the same queries, got lengths "
+            f"{[row.numel() for row in rows]}."
+        )
+    stacked = torch.stack(rows)
     return torch.logsumexp(stacked, 0) - math.log(stacked.shape[0])
 
 

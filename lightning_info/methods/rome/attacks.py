@@ -21,10 +21,18 @@ Every attack runs the model in eval mode and restores each submodule's own train
 afterwards; gradients are taken with ``torch.autograd.grad`` with respect to the input only, so
 no ``.grad`` of a model parameter is created or changed. The input tensor is never written to,
 and the adversarial batch comes back detached.
+
+``x`` must have the dtype of the model's parameters (a float64 batch for a float32 model is
+refused, not cast), and with a pixel range ``clip = (lo, hi)`` the radius is bounded by it: an
+L-inf ``eps`` above ``hi - lo`` or an L2 ``eps`` above the box's diameter
+``(hi - lo) * sqrt(d)`` (``d`` coordinates per sample) would send every pixel to a bound, so it
+is refused (pixels in ``[0, 1]`` take ``8/255``, not ``8``).
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -74,8 +82,10 @@ def shifted_targets(y: Tensor, num_classes: int, shift: int) -> Tensor:
 
 
 def check_target_shift(shift: int, num_classes: int) -> int:
-    """``shift`` as an int, refused when it is a multiple of ``num_classes`` (the target would
-    be the label itself)."""
+    """``shift`` as an int (a bool, a float or a string is refused, not converted), refused when
+    it is a multiple of ``num_classes`` (the target would be the label itself)."""
+    if isinstance(shift, bool) or not isinstance(shift, numbers.Integral):
+        raise TypeError(f"`shift` must be an int, got {shift!r}.")
     shift = int(shift)
     if shift % num_classes == 0:
         raise ValueError(f"a shift of {shift} maps every class of {num_classes} onto itself")
@@ -130,7 +140,8 @@ def fgsm(
         The detached adversarial batch, same shape and dtype as ``x``.
     """
     eps = require_non_negative(eps, "eps")
-    bounds = _check_batch(x, y, clip, loss_fn)
+    bounds = _check_batch(x, y, clip, loss_fn, model)
+    _check_radius(eps, "linf", bounds, x)
     with _eval_mode(model):
         grad = _input_grad(model, x, y, loss_fn, check_labels=True)
     direction = -1.0 if targeted else 1.0
@@ -189,7 +200,8 @@ def pgd(
     if norm not in _NORMS:
         raise ValueError(f"`norm` must be one of {_NORMS}, got {norm!r}.")
     alpha = 2.5 * eps / steps if step_size is None else require_non_negative(step_size, "step_size")
-    bounds = _check_batch(x, y, clip, loss_fn)
+    bounds = _check_batch(x, y, clip, loss_fn, model)
+    _check_radius(eps, norm, bounds, x)
     x = x.detach()
 
     if random_start and eps > 0:
@@ -207,9 +219,17 @@ def pgd(
     return x_adv.detach()
 
 
-def _check_batch(x: Tensor, y: Tensor, clip: Clip, loss_fn: LossFn) -> tuple[float, float] | None:
+def _check_batch(
+    x: Tensor, y: Tensor, clip: Clip, loss_fn: LossFn, model: nn.Module
+) -> tuple[float, float] | None:
     if not isinstance(x, Tensor) or not x.is_floating_point():
         raise TypeError(f"`x` must be a floating-point tensor, got {type(x).__name__}.")
+    weights = next((p.dtype for p in model.parameters() if p.is_floating_point()), None)
+    if weights is not None and x.dtype != weights:
+        raise TypeError(
+            f"`x` has dtype {x.dtype} but the model's parameters are {weights}; pass "
+            f"`x.to({weights})` (or attack a model of x's dtype)."
+        )
     if x.dim() < 2 or not isinstance(y, Tensor) or y.dim() < 1 or x.shape[0] != y.shape[0]:
         raise ValueError(
             f"`x` must be a batch (N, ...) with N labels in `y`, got shapes "
@@ -240,6 +260,25 @@ def _check_batch(x: Tensor, y: Tensor, clip: Clip, loss_fn: LossFn) -> tuple[flo
             "the normalisation inside the model."
         )
     return low, high
+
+
+def _check_radius(eps: float, norm: str, bounds: tuple[float, float] | None, x: Tensor) -> None:
+    """Refuse a radius larger than the pixel box it moves in (L-inf: its width; L2: its
+    diagonal), which would push every pixel to a bound instead of perturbing it."""
+    if bounds is None:
+        return
+    width = bounds[1] - bounds[0]
+    if norm == "linf" and eps > width:
+        raise ValueError(
+            f"`eps` = {eps} is larger than the pixel range clip={bounds}; it is in pixel units "
+            f"(e.g. 8/255 for pixels in [0, 1]); pass eps <= {width:g}."
+        )
+    diameter = width * math.sqrt(x[0].numel()) if x.shape[0] else width
+    if norm == "l2" and eps > diameter:
+        raise ValueError(
+            f"`eps` = {eps} is larger than the L2 diameter {diameter:g} of the pixel box "
+            f"clip={bounds} in {x[0].numel()} coordinates; pass eps <= {diameter:g}."
+        )
 
 
 @contextmanager

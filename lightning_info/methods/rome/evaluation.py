@@ -12,7 +12,7 @@ from lightning_info.core.validation import (
     require_int,
     require_positive,
 )
-from lightning_info.methods.rome.attacks import fgsm, pgd, shifted_targets
+from lightning_info.methods.rome.attacks import check_target_shift, fgsm, pgd, shifted_targets
 from lightning_info.methods.rome.augment import DSA
 from lightning_info.methods.rome.functional import (
     ATTACKS,
@@ -49,14 +49,21 @@ def train_fresh_net(
     epochs = require_int(epochs, "epochs", 1)
     lr = require_positive(lr, "lr")
     seed = require_int(seed, "seed", 0)
+    batch_size = require_int(batch_size, "batch_size", 1)
     images, labels = check_real(images, labels)
-    k = num_classes or int(labels.max()) + 1
+    k = int(labels.max()) + 1 if num_classes is None else require_int(num_classes, "num_classes", 2)
+    if int(labels.max()) >= k:
+        raise ValueError(
+            f"`labels` must lie in [0, {k}) for num_classes={k}, got a label "
+            f"{int(labels.max())}; pass the data's number of classes."
+        )
     generator = torch.Generator().manual_seed(seed)
     augment_rng = torch.Generator().manual_seed(seed + 1)
     factory = SmallConvNet if net is None else net
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = factory(images.shape[1], k, images.shape[-1]).to(images.device)
+    require_network_dtype(model, images, "images")
     optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
     model.train()
     for _ in range(epochs):
@@ -150,7 +157,10 @@ def evaluate_distilled(
     """
     attacks = check_attacks(attacks)
     test_x, test_y = check_real(test_x, test_y)
-    k = num_classes or int(max(int(labels.max()), int(test_y.max()))) + 1
+    if num_classes is None:
+        num_classes = int(max(int(labels.max()), int(test_y.max()))) + 1
+    k = require_int(num_classes, "num_classes", 2)
+    target_shifts = [check_target_shift(shift, k) for shift in target_shifts]
     model = train_fresh_net(
         images,
         labels,
@@ -185,6 +195,17 @@ def evaluate_distilled(
         result.update({prefix + name: accuracy(predictions[name]) for name in attacks})
         _add_ratios(result, prefix, [result[prefix + name] for name in attacks])
     return result
+
+
+def require_network_dtype(net: nn.Module, images: Tensor, name: str) -> None:
+    """Refuse images of another dtype than the network's parameters (no silent cast)."""
+    weights = next((p.dtype for p in net.parameters() if p.is_floating_point()), images.dtype)
+    if images.dtype != weights:
+        raise TypeError(
+            f"`{name}` have dtype {images.dtype} but the network's parameters are {weights}; "
+            f"pass `{name}.to({weights})` (or a network factory that builds {images.dtype} "
+            "networks)."
+        )
 
 
 def _add_ratios(result: dict[str, float], prefix: str, attacked: list[float]) -> None:

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from lightning_info.core.validation import require_int, require_string_sequence
 from lightning_info.measures.mutual_information import mean_embedding_distance
 
 __all__ = [
@@ -53,7 +54,13 @@ def rome_alignment(features_syn: Tensor, features_adv: Tensor) -> Tensor:
 
 
 def image_grid(images: Tensor, per_row: int, pad: int = 1) -> Tensor:
-    """Tile ``(N, C, H, W)`` images row-major, ``per_row`` per row, with ``pad`` white pixels."""
+    """Tile ``(N, C, H, W)`` images row-major, ``per_row`` (an int >= 1) per row, with ``pad``
+    (an int >= 0) white pixels."""
+    require_int(per_row, "per_row", 1)
+    require_int(pad, "pad", 0)
+    if not isinstance(images, Tensor) or images.dim() != 4:
+        shape = tuple(getattr(images, "shape", ()))
+        raise ValueError(f"`images` must be a (N, C, H, W) tensor, got shape {shape}.")
     n, c, h, w = images.shape
     rows = -(-n // per_row)
     grid = images.new_ones(c, rows * (h + pad) + pad, per_row * (w + pad) + pad)
@@ -63,22 +70,31 @@ def image_grid(images: Tensor, per_row: int, pad: int = 1) -> Tensor:
     return grid
 
 
-def check_attacks(attacks: Sequence[str]) -> tuple[str, ...]:
-    attacks = tuple(attacks)
-    if (
-        not attacks
-        or any(name not in ATTACKS for name in attacks)
-        or len(set(attacks)) < len(attacks)
-    ):
-        raise ValueError(f"attacks must be distinct names from {ATTACKS}, got {attacks!r}.")
+def check_attacks(attacks: Sequence[str], name: str = "attacks") -> tuple[str, ...]:
+    """``attacks`` as a tuple of distinct names from :data:`ATTACKS`; a bare string is refused
+    (``"fgsm"`` is not the four attacks ``f, g, s, m``: pass ``["fgsm"]``)."""
+    attacks = tuple(require_string_sequence(attacks, name))
+    unknown = [attack for attack in attacks if attack not in ATTACKS]
+    if unknown:
+        raise ValueError(f"`{name}` names the unknown attack(s) {unknown}; choose from {ATTACKS}.")
+    if not attacks or len(set(attacks)) < len(attacks):
+        raise ValueError(f"`{name}` must be distinct names from {ATTACKS}, got {attacks!r}.")
     return attacks
 
 
 def check_real(images: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
+    """Copies of real ``(N, C, H, W)`` pixel images in ``[0, 1]`` and their integer labels."""
     if not isinstance(images, Tensor) or not images.is_floating_point() or images.dim() != 4:
         raise TypeError("`real_images` must be a floating-point tensor (N, C, H, W).")
-    if not isinstance(labels, Tensor) or labels.is_floating_point() or labels.dim() != 1:
-        raise TypeError("`real_labels` must be an integer tensor (N,).")
+    if (
+        not isinstance(labels, Tensor)
+        or labels.is_floating_point()
+        or labels.is_complex()
+        or labels.dtype == torch.bool
+        or labels.dim() != 1
+    ):
+        got = f"dtype {labels.dtype}" if isinstance(labels, Tensor) else type(labels).__name__
+        raise TypeError(f"`real_labels` must be an integer tensor (N,), got {got}.")
     if labels.shape[0] != images.shape[0] or images.shape[0] == 0:
         raise ValueError("`real_images` and `real_labels` must hold the same, non-zero N.")
     if not torch.isfinite(images).all() or images.min() < 0 or images.max() > 1:

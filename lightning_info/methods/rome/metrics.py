@@ -24,11 +24,15 @@ With wall-clock times ``t_clean`` for clean inference and ``t_i`` per attack,
 and AE is 0 when ``max(t) <= t_clean`` (no attack costs anything beyond a clean pass).
 
 :class:`RobustnessRatio` and :class:`ImprovedRobustnessRatio` accumulate correct-prediction counts
-(summed across processes under DDP) and apply the same formulas to the pooled accuracies.
+(summed across processes under DDP) and apply the same formulas to the pooled accuracies. Over
+no predictions at all (no ``update``, or only empty batches) they return NaN with a warning, as
+torchmetrics' means do, never a score. Bools are not accuracies or times: ``True`` is refused,
+not read as 1; ``attack_accs`` and ``attack_times`` of CREI must have one entry per attack.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -36,7 +40,12 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from lightning_info.core.validation import require_finite_tensor, require_int
+from lightning_info.core.validation import (
+    require_equal_lengths,
+    require_finite_tensor,
+    require_int,
+    require_string_sequence,
+)
 
 Values = float | Sequence[float] | Tensor
 
@@ -97,9 +106,11 @@ def crei(
     *,
     alpha: float = 0.5,
 ) -> Tensor:
-    """Comprehensive robustness-efficiency index ``CREI = alpha * RR + (1 - alpha) * AE``."""
-    ratio = robustness_ratio(clean_acc, attack_accs)
-    return _efficiency_index(ratio, clean_time, attack_times, alpha)
+    """Comprehensive robustness-efficiency index ``CREI = alpha * RR + (1 - alpha) * AE``;
+    ``attack_accs`` and ``attack_times`` have one entry per attack, in the same order."""
+    accuracies = _accuracies(clean_acc, attack_accs)
+    _require_one_time_per_attack(accuracies[1], clean_time, attack_times)
+    return _efficiency_index(_robustness_ratio(*accuracies), clean_time, attack_times, alpha)
 
 
 def improved_crei(
@@ -111,16 +122,26 @@ def improved_crei(
     alpha: float = 0.5,
 ) -> Tensor:
     """``I-CREI = alpha * I-RR + (1 - alpha) * AE``, CREI with I-RR in place of RR."""
-    ratio = improved_robustness_ratio(clean_acc, attack_accs)
+    accuracies = _accuracies(clean_acc, attack_accs)
+    _require_one_time_per_attack(accuracies[1], clean_time, attack_times)
+    ratio = _improved_robustness_ratio(*accuracies)
     return _efficiency_index(ratio, clean_time, attack_times, alpha)
+
+
+def _require_one_time_per_attack(
+    accuracies: Tensor, clean_time: float | Tensor, attack_times: Values
+) -> None:
+    _, times = _values(clean_time, attack_times, "clean_time", "attack_times")
+    require_equal_lengths({"attack_accs": accuracies.numel(), "attack_times": times.numel()})
 
 
 class _AttackAccuracies(Metric):
     """Counts of correct predictions on clean inputs and under each attack, summed over batches.
 
     Args:
-        attacks: the attack names, in the order of a stacked ``preds_per_attack``, or their
-            number (then ``preds_per_attack`` must be stacked, not a dict).
+        attacks: the attack names (a list, also for one name), in the order of a stacked
+            ``preds_per_attack``, or their number (then ``preds_per_attack`` must be stacked,
+            not a dict).
         **kwargs: passed to :class:`torchmetrics.Metric`.
     """
 
@@ -138,8 +159,13 @@ class _AttackAccuracies(Metric):
             self.attack_names: tuple[str, ...] | None = None
             self.num_attacks = require_int(attacks, "attacks", 1)
         else:
-            names = tuple(attacks)
-            if not names or not all(isinstance(name, str) for name in names):
+            if not isinstance(attacks, (str, bytes, Sequence)):
+                raise TypeError(
+                    "`attacks` must be the number of attacks (an int) or their names, got "
+                    f"{attacks!r}."
+                )
+            names = tuple(require_string_sequence(attacks, "attacks"))
+            if not names:
                 raise ValueError(
                     f"`attacks` must be a non-empty sequence of names, got {attacks!r}."
                 )
@@ -169,6 +195,11 @@ class _AttackAccuracies(Metric):
         """
         if target.dim() != 1:
             raise ValueError(f"`target` must have shape (N,), got {tuple(target.shape)}.")
+        if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
+            raise TypeError(
+                f"`target` must hold integer class labels, got dtype {target.dtype}; pass "
+                "`target.long()`."
+            )
         if isinstance(preds_per_attack, Mapping):
             stacked = self._stack(preds_per_attack)
         else:
@@ -189,6 +220,18 @@ class _AttackAccuracies(Metric):
         total = self.total.double()
         return self.clean_correct.double() / total, self.attack_correct.double() / total
 
+    def _over_some_data(self, score: Tensor) -> Tensor:
+        """``score``, or NaN with a warning when no prediction was counted."""
+        if int(self.total) == 0:
+            warnings.warn(
+                f"{type(self).__name__} counted no predictions (no update, or empty batches); "
+                "its score is undefined and compute returns NaN.",
+                UserWarning,
+                stacklevel=3,
+            )
+            return torch.full_like(score, float("nan"))
+        return score
+
     def _stack(self, preds_per_attack: Mapping[str, Tensor]) -> Tensor:
         if self.attack_names is None:
             raise TypeError(
@@ -207,14 +250,14 @@ class RobustnessRatio(_AttackAccuracies):
     """BEARD robustness ratio (percent) of the pooled accuracies; see :func:`robustness_ratio`."""
 
     def compute(self) -> Tensor:
-        return _robustness_ratio(*self.accuracies())
+        return self._over_some_data(_robustness_ratio(*self.accuracies()))
 
 
 class ImprovedRobustnessRatio(_AttackAccuracies):
     """Improved robustness ratio I-RR (percent); see :func:`improved_robustness_ratio`."""
 
     def compute(self) -> Tensor:
-        return _improved_robustness_ratio(*self.accuracies())
+        return self._over_some_data(_improved_robustness_ratio(*self.accuracies()))
 
 
 def _robustness_ratio(clean: Tensor, accs: Tensor) -> Tensor:
@@ -242,7 +285,18 @@ def _correct(preds: Tensor, target: Tensor, name: str) -> Tensor:
     return (preds == target).sum()
 
 
+def _refuse_bools(value: Any, name: str) -> None:
+    """Bools are not accuracies or times: refuse ``True`` rather than read it as 1."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    if any(isinstance(item, bool) for item in items) or (
+        isinstance(value, Tensor) and value.dtype == torch.bool
+    ):
+        raise TypeError(f"`{name}` must hold numbers, got a bool in {value!r}.")
+
+
 def _values(first: float | Tensor, rest: Values, first_name: str, rest_name: str):
+    _refuse_bools(first, first_name)
+    _refuse_bools(rest, rest_name)
     rest_t = torch.as_tensor(rest, dtype=torch.float64)
     first_t = torch.as_tensor(first, dtype=torch.float64, device=rest_t.device)
     if first_t.dim() != 0:

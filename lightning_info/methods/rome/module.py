@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -30,6 +31,7 @@ from lightning_info.methods.rome.attacks import (
 from lightning_info.methods.rome.augment import DSA, DSA_STRATEGY, strategy_families
 from lightning_info.methods.rome.evaluation import (
     attacked_predictions,
+    require_network_dtype,
     train_fresh_net,
 )
 from lightning_info.methods.rome.functional import (
@@ -91,11 +93,12 @@ class AttackOptions:
 
     Args:
         robust: attack the real batches (ROME) or align clean features (distribution matching
-            with ``alpha = 1``).
+            with ``alpha = 1``); a bool.
         target: ``"next"`` (the reference's targeted PGD towards ``(c + 1) mod K``),
             ``"rotating"`` (towards ``c + s`` with ``s = 1 + step mod (K - 1)``) or
             ``"untargeted"`` (:func:`~.attacks.training_attack_labels`).
-        eps: the L-inf radius in pixel units, also the L-inf radius of the test attacks.
+        eps: the L-inf radius in pixel units (pixels in ``[0, 1]``, so at most 1), also the
+            L-inf radius of the test attacks.
         steps: PGD steps, in training and in the test attacks.
         step_size: the PGD step in pixel units; ``None`` means ``2.5 * eps / steps``.
     """
@@ -107,9 +110,16 @@ class AttackOptions:
     step_size: float | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "robust", bool(self.robust))
+        if not isinstance(self.robust, bool):
+            raise TypeError(f"`attack.robust` must be a bool, got {self.robust!r}.")
         require_choice(self.target, "attack.target", TARGET_MAPS)
-        object.__setattr__(self, "eps", require_non_negative(self.eps, "attack.eps"))
+        eps = require_non_negative(self.eps, "attack.eps")
+        if eps > 1:
+            raise ValueError(
+                f"`attack.eps` must be at most 1 (the pixel range [0, 1]), got {self.eps!r}; it "
+                "is in pixel units, e.g. 8/255."
+            )
+        object.__setattr__(self, "eps", eps)
         require_int(self.steps, "attack.steps", 1)
         if self.step_size is not None:
             step_size = require_positive(self.step_size, "attack.step_size")
@@ -185,8 +195,13 @@ class RobustEvaluationOptions:
     def __post_init__(self) -> None:
         require_int(self.epochs, "evaluation.epochs", 1)
         object.__setattr__(self, "lr", require_positive(self.lr, "evaluation.lr"))
-        object.__setattr__(self, "attacks", check_attacks(self.attacks))
+        object.__setattr__(self, "attacks", check_attacks(self.attacks, "evaluation.attacks"))
         object.__setattr__(self, "eps_l2", require_non_negative(self.eps_l2, "evaluation.eps_l2"))
+        if isinstance(self.target_shifts, (str, bytes, numbers.Number)):
+            raise TypeError(
+                "`evaluation.target_shifts` must be a sequence of ints, got "
+                f"{self.target_shifts!r}; wrap it: ({self.target_shifts!r},)."
+            )
         shifts = tuple(self.target_shifts)
         if any(isinstance(s, bool) or not isinstance(s, int) for s in shifts):
             raise TypeError(f"`evaluation.target_shifts` must be ints, got {shifts!r}.")
@@ -341,6 +356,7 @@ class ROMEDistillation(pl.LightningModule):
         )
         for index in range(options.num_nets):
             self.pool.add(self._build_net(index))
+        require_network_dtype(self.pool[0], images, "real_images")
         eval_attacks = self.evaluation_options.attacks
         self.test_scores = ImprovedRobustnessRatio(eval_attacks)
         self.eval_target_shifts = [

@@ -33,7 +33,7 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
-from lightning_info.core.validation import require_fraction, require_non_negative
+from lightning_info.core.validation import require_fraction, require_index, require_non_negative
 from lightning_info.measures.clustering import align_probabilities
 from lightning_info.measures.mutual_information import jensen_shannon_mi, nt_xent
 
@@ -51,7 +51,14 @@ Critic = Callable[[Tensor, Tensor], Tensor]
 
 def prior_kl(h: Tensor, generator: torch.Generator | None = None) -> Tensor:
     """``KL(softmax(eps) || softmax(h))`` averaged over the batch, ``eps ~ N(0, I)`` of ``h``'s
-    shape: the compression term of (SD) for one view and layer."""
+    shape: the compression term of (SD) for one view and layer. ``h`` is ``(B, r)`` with
+    ``B >= 1`` (an empty batch has no average). Only shapes are checked: no device
+    synchronisation, so it runs inside a training step as it is."""
+    if h.dim() != 2 or h.shape[0] == 0 or h.shape[1] == 0:
+        raise ValueError(
+            f"`h` must be a (B, r) batch of representations with B >= 1 and r >= 1, got shape "
+            f"{tuple(h.shape)}; an empty batch has no average KL."
+        )
     eps = torch.randn(h.shape, generator=generator, dtype=h.dtype).to(h.device)
     return F.kl_div(
         F.log_softmax(h, dim=1), F.log_softmax(eps, dim=1), log_target=True, reduction="batchmean"
@@ -72,6 +79,11 @@ def cluster_contrast(c_i: Tensor, c_j: Tensor, temperature: float = 0.1) -> Tens
     """``CC(c_i, c_j)``: NT-Xent between the ``K`` assignment columns of two views (Li et al.,
     "Contrastive Clustering", AAAI 2021, eq. 6): column ``k`` of one view is the positive of
     column ``k`` of the other."""
+    if c_i.dim() != 2 or c_i.shape != c_j.shape:
+        raise ValueError(
+            f"`c_i` and `c_j` must be (B, K) assignments of one batch and one K, got shapes "
+            f"{tuple(c_i.shape)} and {tuple(c_j.shape)}."
+        )
     return nt_xent(c_i.T, c_j.T, temperature)
 
 
@@ -116,6 +128,17 @@ def sdcib_loss(
     depth = len(layers[0])
     if any(len(view) != depth for view in layers) or any(len(c) != depth for c in critics):
         raise ValueError("every view needs the same number of layers and one critic per layer.")
+    if depth == 0:
+        raise ValueError("`layers` holds no layer: give each view at least one representation.")
+    if not isinstance(deep, bool):
+        raise TypeError(f"`deep` must be a bool, got {type(deep).__name__} {deep!r}.")
+    for k in range(depth):
+        shapes = [tuple(view[k].shape) for view in layers]
+        if any(shape != shapes[0] for shape in shapes):
+            raise ValueError(
+                f"layer {k} must have one (B, r_k) shape in every view (they are contrasted), "
+                f"got {shapes}."
+            )
     alpha = require_fraction(alpha, "alpha")
     beta = require_non_negative(beta, "beta")
     kept = range(depth) if deep else range(depth - 1, depth)
@@ -144,8 +167,7 @@ def aligned_vote(probabilities: Sequence[Tensor], reference: int = 0) -> tuple[T
     probabilities = list(probabilities)
     if not probabilities:
         raise ValueError("no views to vote.")
-    if not 0 <= reference < len(probabilities):
-        raise ValueError(f"`reference` must index one of the {len(probabilities)} views.")
+    reference = require_index(reference, "reference", len(probabilities))
     anchor = probabilities[reference]
     total = torch.zeros_like(anchor)
     for view in probabilities:

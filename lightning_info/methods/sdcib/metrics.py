@@ -9,7 +9,7 @@ from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities import dim_zero_cat
 
-from lightning_info.core.validation import require_int
+from lightning_info.core.validation import require_index, require_int
 from lightning_info.measures.clustering import clustering_scores
 from lightning_info.methods.sdcib.functional import aligned_vote
 
@@ -30,9 +30,7 @@ class AlignedVoteClustering(Metric):
     def __init__(self, num_views: int, reference: int = 0) -> None:
         super().__init__()
         self.num_views = require_int(num_views, "num_views", 1)
-        if not 0 <= reference < self.num_views:
-            raise ValueError(f"`reference` must index one of the {self.num_views} views.")
-        self.reference = reference
+        self.reference = require_index(reference, "reference", self.num_views)
         for view in range(self.num_views):
             self.add_state(f"probabilities_{view}", default=[], dist_reduce_fx="cat")
         self.add_state("target", default=[], dist_reduce_fx="cat")

@@ -22,6 +22,7 @@ from torch.nn import functional as F
 from lightning_info.core.sampling import keyed_generator
 from lightning_info.core.validation import (
     require_fraction,
+    require_index,
     require_int,
     require_non_negative,
     require_positive,
@@ -157,9 +158,10 @@ class SDCIB(pl.LightningModule):
         self.loss_options = loss
         self.lr = require_positive(lr, "lr")
         self.weight_decay = require_non_negative(weight_decay, "weight_decay")
-        if not 0 <= reference_view < len(view_dims):
-            raise ValueError(f"`reference_view` must index one of the {len(view_dims)} views.")
-        self.deep = bool(deep)
+        reference_view = require_index(reference_view, "reference_view", len(view_dims))
+        if not isinstance(deep, bool):
+            raise TypeError(f"`deep` must be a bool, got {type(deep).__name__} {deep!r}.")
+        self.deep = deep
         self.seed = require_int(seed, "seed", 0)
         self.save_hyperparameters(ignore=["encoders"])
         if encoders is None:

@@ -34,10 +34,11 @@ from lightning.pytorch.utilities.model_helpers import is_overridden
 from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
-from lightning_info.core.validation import require_int, require_positive
+from lightning_info.core.validation import require_int
 from lightning_info.methods.smoothed_information.functional import (
     SmoothedEstimatorOptions,
     check_estimator_options,
+    check_times,
     smoothed_information,
 )
 from lightning_info.methods.smoothed_information.metrics import SampleReservoir
@@ -93,9 +94,7 @@ class SmoothedInformationMonitor(Callback):
                 )
             if len(set(names)) != len(names):
                 raise ValueError(f"`layers` must not repeat a name, got {names!r}.")
-        times = [t] if isinstance(t, (int, float)) else list(t)
-        if not times:
-            raise ValueError("`t` must hold at least one noise variance.")
+        times, _ = check_times(t)
         if probe is not None and not isinstance(probe, Tensor):
             raise TypeError(f"`probe` must be a tensor batch, got {type(probe).__name__}.")
         # the arguments, as given (a LightningCLI config reads them back)
@@ -111,7 +110,7 @@ class SmoothedInformationMonitor(Callback):
         self.every_n_epochs = require_int(every_n_epochs, "every_n_epochs", 1)
         self.log_prefix = log_prefix
         self._names = names
-        self._times = [require_positive(v, "t") for v in times]
+        self._times = times
         self.metrics: dict[str, SampleReservoir] = {}
         self._targets: dict[str, tuple[nn.Module, bool]] = {}
         self._projections: dict[tuple[str, int], Tensor] = {}

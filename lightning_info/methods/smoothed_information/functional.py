@@ -65,6 +65,7 @@ from lightning_info.core.validation import (
     require_finite_tensor,
     require_int,
     require_positive,
+    require_real_tensor,
 )
 from lightning_info.measures.kernel_moments import kernel_moments
 
@@ -93,6 +94,12 @@ ENTROPY_ESTIMATORS = ("de_bruijn", "plug_in")
 _QUERY_CHUNK = 1024  # query points per kernel_moments call
 _DATA_CHUNK = 2048  # data points per kernel_moments chunk: 1024 x 2048 float64 = 16 MiB
 _TAIL_SDS = 8.0  # the 1-D grid covers every sample +- 8 sqrt(t)
+MIN_RELATIVE_T = 1e-10
+"""Smallest ``t / R^2`` accepted, ``R^2`` the largest squared norm of a centred sample: the kernel
+weights are computed from ``||y||^2 - 2 y.x + ||x||^2``, whose float64 rounding error is about
+``2e-16 R^2``, so ``t`` must stay well above it (at this bound the error is ``~1e-6`` nats)."""
+T_RANGE = (1e-100, 1e100)
+"""Absolute range of ``t``: ``t^2`` and ``1 / t^2`` must be float64 numbers."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +177,12 @@ def _samples(samples: Tensor) -> Tensor:
     """``(n,)`` or ``(n, d)`` samples as a centred float64 ``(n, d)`` tensor (never in place)."""
     if not isinstance(samples, Tensor):
         raise TypeError(f"`samples` must be a tensor, got {type(samples).__name__}.")
+    require_real_tensor(samples, "samples")
+    if samples.dtype == torch.bool or samples.is_complex():
+        raise TypeError(
+            f"`samples` must be real numbers, got dtype {samples.dtype}; convert it yourself "
+            "(e.g. `.double()`, or `.real` of a complex tensor) if that is what you mean."
+        )
     if samples.dim() == 1:
         samples = samples[:, None]
     if samples.dim() != 2:
@@ -187,6 +200,8 @@ def _samples(samples: Tensor) -> Tensor:
 def check_times(t: Times) -> tuple[list[float], bool]:
     """Noise levels as a list of floats > 0, and whether a single number was given."""
     if isinstance(t, Tensor):
+        if t.dtype == torch.bool or t.is_complex():
+            raise TypeError(f"`t` must hold real noise variances, got dtype {t.dtype}.")
         if t.dim() > 1:
             raise ValueError(f"`t` must be a number or 1-D, got shape {tuple(t.shape)}.")
         scalar = t.dim() == 0
@@ -198,6 +213,27 @@ def check_times(t: Times) -> tuple[list[float], bool]:
     if not values:
         raise ValueError("`t` must hold at least one noise level.")
     return [require_positive(v, "t") for v in values], scalar
+
+
+def _check_scale(data: Tensor, times: list[float]) -> None:
+    """Raise unless every ``t`` lies in :data:`T_RANGE` and ``t >= MIN_RELATIVE_T * R^2``
+    (``data`` centred): below that the kernel weights, and so every estimate, are rounding
+    noise (``inf``, NaN or far off)."""
+    radius_sq = float((data * data).sum(1).max())
+    if not math.isfinite(radius_sq):
+        raise ValueError(
+            "`samples` are too large: their squared norms overflow float64; rescale them."
+        )
+    low, high = T_RANGE
+    floor = max(low, MIN_RELATIVE_T * radius_sq)
+    for s in times:
+        if not floor <= s <= high:
+            raise ValueError(
+                f"`t` = {s!r} is outside [{floor:.3g}, {high:g}]: the smallest noise variance "
+                f"these samples allow is {MIN_RELATIVE_T:g} x their largest squared norm "
+                f"about the mean ({radius_sq:.3g}), below which float64 rounding dominates; "
+                "pass a larger t (or rescale the samples)."
+            )
 
 
 def _method(method: str, dim: int) -> str:
@@ -334,7 +370,9 @@ def smoothed_fisher_information(
 
     Args:
         samples: ``(n,)`` or ``(n, d)`` i.i.d. samples of ``f``.
-        t: noise variance ``t > 0`` (a number), or several (a sequence or 1-D tensor).
+        t: noise variance ``t > 0`` (a number), or several (a sequence or 1-D tensor); each
+            must lie in ``[max(1e-100, MIN_RELATIVE_T R^2), 1e100]``, ``R^2`` the largest squared
+            norm of a centred sample (:data:`MIN_RELATIVE_T`; smaller ``t`` is refused).
         options: ``method``, ``num_mc``, ``grid`` and ``mc_estimator``
             (:class:`SmoothedEstimatorOptions`).
         generator: random source of the Monte Carlo draws; ``None`` uses a generator seeded with 0,
@@ -345,6 +383,7 @@ def smoothed_fisher_information(
     """
     data = _samples(samples)
     times, scalar = check_times(t)
+    _check_scale(data, times)
     options = check_estimator_options(options)
     method = _method(options.method, data.shape[1])
     grid = options.grid
@@ -385,6 +424,7 @@ def smoothed_information(
     """
     data = _samples(samples)
     times, scalar = check_times(t)
+    _check_scale(data, times)
     options = check_estimator_options(options)
     method = _method(options.method, data.shape[1])
     grid, log_step, tail_factor = options.grid, options.log_step, options.tail_factor
@@ -449,6 +489,7 @@ def smoothed_entropy(
         return smoothed_information(samples, t, options, generator=generator).entropy
     data = _samples(samples)
     times, scalar = check_times(t)
+    _check_scale(data, times)
     method = _method(options.method, data.shape[1])
     draws = _draws(data, options.num_mc, generator) if method == "monte_carlo" else None
     values = []
@@ -476,7 +517,9 @@ def smoothed_mutual_information(
     data = _samples(samples)
     entropy = smoothed_entropy(data, t, options, generator=generator)
     times, _ = check_times(t)
-    gaussian = torch.tensor([_gaussian_entropy(s, data.shape[1]) for s in times])
+    gaussian = torch.tensor(
+        [_gaussian_entropy(s, data.shape[1]) for s in times], dtype=torch.float64
+    )
     return entropy - gaussian.to(entropy.device).reshape(entropy.shape)
 
 
@@ -496,6 +539,7 @@ def smoothed_mmse(
     """
     data = _samples(samples)
     times, scalar = check_times(t)
+    _check_scale(data, times)
     draws = _draws(data, check_estimator_options(options).num_mc, generator)
     values = []
     for s in times:
@@ -507,12 +551,16 @@ def smoothed_mmse(
 def mmse_from_fisher(fisher: float | Tensor, t: float | Tensor, dim: int) -> Tensor | float:
     """Brown's identity ``mmse = t d - t^2 J`` for ``Y = X + sqrt(t) Z`` with ``Y ~ f * phi_t``."""
     require_int(dim, "dim", 1)
+    if not isinstance(t, Tensor):
+        require_positive(t, "t")
     return t * dim - t**2 * fisher
 
 
 def fisher_from_mmse(mmse: float | Tensor, t: float | Tensor, dim: int) -> Tensor | float:
     """Brown's identity the other way round: ``J(f * phi_t) = d / t - mmse / t^2``."""
     require_int(dim, "dim", 1)
+    if not isinstance(t, Tensor):
+        require_positive(t, "t")
     return dim / t - mmse / t**2
 
 

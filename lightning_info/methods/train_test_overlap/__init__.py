@@ -3,6 +3,7 @@
 See README.md in this folder."""
 
 from lightning_info.methods.train_test_overlap.callback import TrainTestOverlap
+from lightning_info.methods.train_test_overlap.encoding import character_tokenize
 from lightning_info.methods.train_test_overlap.files import read_test_instances
 from lightning_info.methods.train_test_overlap.functional import (
     ChunkCounts,
@@ -16,7 +17,11 @@ from lightning_info.methods.train_test_overlap.methodologies import (
     llama2_contamination,
     substring_overlap,
 )
-from lightning_info.methods.train_test_overlap.report import OverlapReport, write_report
+from lightning_info.methods.train_test_overlap.report import (
+    OverlapReport,
+    UndetectableInstancesWarning,
+    write_report,
+)
 from lightning_info.methods.train_test_overlap.sharded import (
     overlap_with_dask,
     overlap_with_datasets,
@@ -29,6 +34,8 @@ __all__ = [
     "OverlapReport",
     "TestInstance",
     "TrainTestOverlap",
+    "UndetectableInstancesWarning",
+    "character_tokenize",
     "compute_overlap",
     "contaminated_documents",
     "llama2_contamination",

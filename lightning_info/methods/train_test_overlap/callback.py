@@ -6,7 +6,10 @@ or the data module's ``val``/``test`` datasets), computes
 :func:`~lightning_info.methods.train_test_overlap.functional.compute_overlap`, prints a
 per-benchmark summary table,
 logs its means as scalars to every logger (and the table to W&B when a ``WandbLogger`` is
-attached), and writes ``overlap.json`` / ``overlap.md`` to ``output_dir`` when given.
+attached), and writes ``overlap.json`` / ``overlap.md`` to ``output_dir`` when given. The
+instances no n-gram of size ``n`` can find are counted per benchmark
+(``overlap/<benchmark>/num_undetectable``), named in the printed report and, on W&B, in the
+``overlap/undetectable`` table; computing the report warns about them.
 
 Distributed: only global rank 0 reads the data and computes (the whole, unsharded datasets);
 the report travels to the other ranks with ``trainer.strategy.broadcast`` (Lightning's own
@@ -24,12 +27,15 @@ import lightning.pytorch as pl
 from lightning.pytorch.utilities import rank_zero_info
 
 from lightning_info.core.logging import log_wandb_tables
+from lightning_info.core.validation import require_bool
 from lightning_info.methods.train_test_overlap.files import iter_training_texts, read_test_instances
 from lightning_info.methods.train_test_overlap.functional import (
     OverlapOptions,
     TestInstance,
+    _check_instances,
     check_overlap_options,
     compute_overlap,
+    reject_bare_text,
 )
 from lightning_info.methods.train_test_overlap.report import OverlapReport, write_report
 
@@ -110,6 +116,13 @@ class TrainTestOverlap(pl.Callback):
         output_dir: str | None = None,
     ) -> None:
         self.options = check_overlap_options(options)
+        if isinstance(splits, str):
+            raise TypeError(
+                f"`splits` must be a list of split names, got {splits!r}; pass [{splits!r}]."
+            )
+        require_bool(lines, "lines")
+        if train_texts is not None:
+            reject_bare_text(train_texts, "train_texts")
         for split in splits:
             if split not in ("val", "test"):
                 raise ValueError(f"`splits` entries must be 'val' or 'test', got {split!r}.")
@@ -126,9 +139,7 @@ class TrainTestOverlap(pl.Callback):
                 "pass `test_instances`, `test_files` or at least one split in `splits`."
             )
         if test_instances is not None:
-            test_instances = list(test_instances)
-            if not test_instances or not all(isinstance(i, TestInstance) for i in test_instances):
-                raise ValueError("`test_instances` must be a non-empty list of TestInstance.")
+            test_instances = _check_instances(test_instances)
         self.text_field = text_field
         self.train_texts = train_texts
         self.test_instances = test_instances
@@ -210,6 +221,10 @@ class TrainTestOverlap(pl.Callback):
         }
         for logger in trainer.loggers:
             logger.log_metrics(scalars, step=trainer.global_step)
-        log_wandb_tables(trainer.loggers, {"overlap/summary": report.summary_table()})
+        tables = {"overlap/summary": report.summary_table()}
+        if report.undetectable:  # the instances no n-gram of the report's size can find
+            ids = [[item["benchmark"], item["id"]] for item in report.undetectable]
+            tables["overlap/undetectable"] = (["benchmark", "id"], ids)
+        log_wandb_tables(trainer.loggers, tables)
         if self.output_dir is not None:
             write_report(report, Path(self.output_dir) / "overlap")

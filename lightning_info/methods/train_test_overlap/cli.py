@@ -43,7 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--test", nargs="+", required=True, help="JSON-lines test instances")
     parser.add_argument("--n", type=int, default=13)
     parser.add_argument("--n-values", type=int, nargs="*", default=[5, 9, 13])
-    parser.add_argument("--tokenizer", choices=sorted(TOKENIZERS), default="default")
+    tokenizers = [*sorted(TOKENIZERS), "character"]  # "character": character n-grams
+    parser.add_argument("--tokenizer", choices=tokenizers, default="default")
     parser.add_argument("--max-frequency", type=int, default=10)
     parser.add_argument("--text-field", default="text")
     parser.add_argument("--lines", action="store_true", help="one training document per line")

@@ -190,6 +190,28 @@ def _token_keys(
     return keys, long, (first, last, middle)
 
 
+def character_tokenize(text: str) -> list[str]:
+    """The ``"character"`` tokenizer: lower case, every run of whitespace one space, none at the
+    edges; each character is a token. Sees text without spaces (Chinese, Japanese, Thai) and
+    items shorter than ``n`` words, which the word tokenizers turn into too few tokens."""
+    return list(" ".join(text.lower().split()))
+
+
+def character_symbols(documents: list[str]) -> tuple[np.ndarray, int, np.ndarray]:
+    """The symbols of :func:`character_tokenize`'s tokens for a chunk of documents without a
+    Python string per character: each character's code point plus one (exact: no two
+    characters share a symbol), each document followed by the separator 0. Returns the
+    symbols, the number of characters, and the position of each document's separator."""
+    texts = [" ".join(d.lower().split()) for d in documents]
+    lengths = np.fromiter(map(len, texts), np.int64, len(texts))
+    data = "\x00".join([*texts, ""]).encode("utf-32-le", "surrogatepass")
+    symbols = np.frombuffer(data, dtype="<u4").astype(np.uint64)
+    symbols += np.uint64(1)
+    ends = np.cumsum(lengths + 1) - 1
+    symbols[ends] = 0
+    return symbols, int(lengths.sum()), ends
+
+
 def fold_keys(keys: np.ndarray) -> np.ndarray:
     """``key ^ (key >> 29)`` in place (a bijection, so equal results mean equal keys): brings
     the differences of two short tokens in their high bytes down to low bits, which the

@@ -7,7 +7,13 @@ train-test overlap", Algorithm 1), re-written for speed and exactness:
 - tokenizers: ``"default"`` is HELM's ``re.split(r"[\\s{punct}]+", text.lower())``, which keeps
   the empty strings at the edges (``"models."`` ends with a ``""`` token); ``"light"`` is
   ``str.split()``; ``"janitor"`` is the GPT-3 / lm-eval Janitor normalisation (lower case,
-  punctuation removed, whitespace split).
+  punctuation removed, whitespace split); ``"character"`` makes every character a token (lower
+  case, whitespace runs made one space), for text without spaces and for short items.
+- an instance whose text yields no ``n``-gram (fewer than ``n`` tokens in its input, in each
+  reference and across the two; a sentence without spaces is one word token) cannot be seen in
+  any training data and scores 0, as in HELM: the report lists such instances
+  (``OverlapReport.undetectable``, ``num_undetectable`` per benchmark) and building the index
+  warns (``UndetectableInstancesWarning``) with a few ids and the way to see them.
 - each test instance indexes the n-grams of its input, of each reference, and of its
   *intersections* (the last ``n - 1`` input tokens followed by the first ``n - 1`` tokens of each
   reference: the n-grams that straddle the prompt/answer boundary);
@@ -57,26 +63,34 @@ from __future__ import annotations
 import math
 import re
 import string
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import islice, repeat
 from multiprocessing import get_context
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from lightning_info.core.validation import require_int
+from lightning_info.core.validation import require_bool, require_int
 from lightning_info.methods.train_test_overlap.encoding import (
     END_KEY,
     VECTORISED_TOKENIZERS,
     HashTable,
     TokenTable,
+    character_symbols,
+    character_tokenize,
     encode_keys,
 )
-from lightning_info.methods.train_test_overlap.report import OverlapReport
+from lightning_info.methods.train_test_overlap.report import (
+    OverlapReport,
+    UndetectableInstancesWarning,
+    undetectable_message,
+)
 
 __all__ = [
     "check_overlap_options",
@@ -127,7 +141,10 @@ TOKENIZERS: dict[str, Callable[[str], list[str]]] = {
     "light": light_tokenize,
     "janitor": janitor_tokenize,
 }
+"""The word tokenizers by name; ``"character"`` (:func:`~.encoding.character_tokenize`) is the
+fourth name :class:`OverlapOptions` takes."""
 _VECTORISED = {TOKENIZERS[name]: name for name in VECTORISED_TOKENIZERS}
+_BY_NAME = {**TOKENIZERS, "character": character_tokenize}
 
 PARTS = ("input", "references")
 _KINDS = ("binary", "jaccard", "jaccard_weighted", "token", "token_weighted")
@@ -155,6 +172,12 @@ class TestInstance:
     benchmark: str = "default"
 
     def __post_init__(self) -> None:
+        if isinstance(self.id, bool) or not isinstance(self.id, (str, int)):
+            raise TypeError(f"`id` must be a string (or an int), got {self.id!r}.")
+        if not isinstance(self.benchmark, str):
+            raise TypeError(
+                f"instance {self.id!r}: `benchmark` must be a string, got {self.benchmark!r}."
+            )
         if not isinstance(self.input, str):
             raise TypeError(f"instance {self.id!r}: `input` must be a string, got {self.input!r}.")
         refs = self.references
@@ -177,11 +200,11 @@ class TestInstance:
 def resolve_tokenizer(name: str | Callable[[str], list[str]]) -> Callable[[str], list[str]]:
     if callable(name):
         return name
-    if name not in TOKENIZERS:
+    if name not in _BY_NAME:
         raise ValueError(
-            f"`tokenizer` must be one of {sorted(TOKENIZERS)} or a callable, got {name!r}."
+            f"`tokenizer` must be one of {sorted(_BY_NAME)} or a callable, got {name!r}."
         )
-    return TOKENIZERS[name]
+    return _BY_NAME[name]
 
 
 @dataclass(frozen=True)
@@ -192,8 +215,10 @@ class OverlapOptions:
         n: the ``N`` of the full metrics (module docstring).
         n_values: n-gram sizes at which binary input/reference overlap is also reported
             (``input_overlap@5`` ...); ``n`` is always one of them.
-        tokenizer: ``"default"``, ``"light"``, ``"janitor"`` (module docstring) or a callable
-            from a text to its tokens.
+        tokenizer: ``"default"``, ``"light"``, ``"janitor"``, ``"character"`` (module
+            docstring) or a callable from a text to its tokens. ``"character"`` counts
+            character n-grams (choose ``n`` in characters: about 50 for English, 13 for
+            Chinese); ``num_tokens`` of the report then counts characters.
         max_frequency: the filtered metrics count n-grams seen more than this many times in
             training as unmatched.
         chunk_size: training documents read and counted at a time (memory is bounded by a few
@@ -213,6 +238,11 @@ class OverlapOptions:
 
     def __post_init__(self) -> None:
         require_int(self.n, "n", 1)
+        if isinstance(self.n_values, (str, bytes)) or not isinstance(self.n_values, Iterable):
+            raise TypeError(
+                f"`n_values` must be a tuple of ints, got {self.n_values!r}; pass e.g. (5, 9, 13), "
+                "or () for none."
+            )
         values = tuple(require_int(m, "n_values", 1) for m in self.n_values)
         object.__setattr__(self, "n_values", values)
         resolve_tokenizer(self.tokenizer)
@@ -222,6 +252,7 @@ class OverlapOptions:
         require_int(self.threads, "threads", 1)
         if self.processes > 1 and self.threads > 1:
             raise ValueError("pass `processes` or `threads`, not both (each worker counts chunks).")
+        require_bool(self.progress, "progress")
 
 
 def check_overlap_options(options: OverlapOptions) -> OverlapOptions:
@@ -339,6 +370,8 @@ def token_overlap(counts: Sequence[int], n: int, max_frequency: int = 0) -> tupl
     run only if its count is ``<= max_frequency``, but extends a run already under way whatever
     its count. ``len(counts) + n - 1`` tokens; no n-gram gives ``(0, 0)``.
     """
+    require_int(n, "n", 1)
+    require_int(max_frequency, "max_frequency", 0)
     if len(counts) == 0:
         return 0.0, 0.0
     covered, weighted, weight, budget = 0, 0.0, 0, 0
@@ -363,6 +396,8 @@ def token_overlap(counts: Sequence[int], n: int, max_frequency: int = 0) -> tupl
 
 def ngram_metrics(counts: Sequence[int], n: int, max_frequency: int = 0) -> dict[str, float]:
     """Binary, Jaccard and token overlap (HELM) of one part from the counts of its n-grams."""
+    require_int(n, "n", 1)
+    require_int(max_frequency, "max_frequency", 0)
     # a part is short: Python beats numpy calls
     c = counts if isinstance(counts, list) else np.asarray(counts, dtype=np.int64).tolist()
     valid = [x for x in c if x > 0 and (max_frequency == 0 or x <= max_frequency)]
@@ -440,8 +475,17 @@ class ChunkCounts:
     tokens: int
 
     def __add__(self, other: ChunkCounts) -> ChunkCounts:
+        if not isinstance(other, ChunkCounts) or _shapes(self) != _shapes(other):
+            raise ValueError(
+                "these counts come from two different overlap indexes (other n-gram sizes or "
+                "test instances); count every chunk with one OverlapIndex."
+            )
         counts = [a + b for a, b in zip(self.counts, other.counts)]
         return ChunkCounts(counts, self.documents + other.documents, self.tokens + other.tokens)
+
+
+def _shapes(counts: ChunkCounts) -> list[tuple[int, ...]]:
+    return [np.shape(c) for c in counts.counts]
 
 
 class OverlapIndex:
@@ -453,6 +497,11 @@ class OverlapIndex:
     on a cluster) and :meth:`report` turns the summed :class:`ChunkCounts` into the HELM metrics.
     ``options``: ``n``, ``n_values``, ``tokenizer`` and ``max_frequency`` of an
     :class:`OverlapOptions` (the scan fields are the caller's).
+
+    ``undetectable`` lists the instances without any indexed ``n``-gram (``{"benchmark",
+    "id"}``), found once here; building an index with any warns
+    (``UndetectableInstancesWarning``). Instance ids must be unique within a benchmark (the
+    report's rows are keyed by them).
     """
 
     def __init__(
@@ -467,14 +516,7 @@ class OverlapIndex:
         self.tokenizer_name = (
             tokenizer if isinstance(tokenizer, str) else getattr(tokenizer, "__name__", "custom")
         )
-        instances = list(instances)
-        if not instances:
-            raise ValueError("no test instances: pass at least one TestInstance.")
-        if not all(isinstance(i, TestInstance) for i in instances):
-            raise TypeError("`instances` must be TestInstance objects (see `read_test_instances`).")
-        keys = [(i.benchmark, i.id) for i in instances]
-        if len(set(keys)) != len(keys):
-            raise ValueError("test instance ids must be unique within a benchmark.")
+        instances = _check_instances(instances)
         self.instances = instances
         tokenize, texts = self.tokenize, []
         for instance in instances:  # per instance: input, references, joined references
@@ -483,11 +525,17 @@ class OverlapIndex:
         self.vocab = _Vocabulary()
         ids = self.vocab.add([token for part in tokens for token in part])
         # The n-grams are counted over symbols: the tokens' exact keys with a built-in
-        # tokenizer (``encode_keys``; no id lookup per training token), else the ids.
+        # tokenizer (``encode_keys``; no id lookup per training token), a character's code
+        # point + 1 with ``"character"`` (``character_symbols``), else the ids.
         name = _VECTORISED.get(tokenize)
         table = TokenTable(self.vocab.ids, name) if name is not None else None
         self.table = table if table is not None and table.unique else None
         symbols = ids if self.table is None else self.table.key_of_id[ids]
+        self.characters = tokenize is character_tokenize
+        if self.characters:
+            flat = "".join(token for part in tokens for token in part)
+            symbols = np.frombuffer(flat.encode("utf-32-le", "surrogatepass"), "<u4")
+            symbols = symbols.astype(np.uint64) + np.uint64(1)
         self.separator = np.uint64(0 if self.table is None else END_KEY)  # in no n-gram
         ends = np.cumsum(np.fromiter(map(len, tokens), np.int64, len(tokens))).tolist()
         pieces = [symbols[start:end] for start, end in zip([0, *ends], ends)]
@@ -497,6 +545,16 @@ class OverlapIndex:
             count = len(instance.references)
             self.parts.append((pieces[at], pieces[at + 1 : at + 1 + count], pieces[at + 1 + count]))
             at += count + 2
+        self.undetectable = [
+            {"benchmark": instance.benchmark, "id": instance.id}
+            for instance, (inp, refs, _) in zip(instances, self.parts)
+            if not _has_ngram(n, inp, refs)
+        ]
+        if self.undetectable:
+            message = undetectable_message(
+                self.undetectable, len(instances), n, self.tokenizer_name
+            )
+            warnings.warn(message, UndetectableInstancesWarning, stacklevel=2)
         self.indexes = []
         for m in self.n_values:
             sequences = []
@@ -515,7 +573,7 @@ class OverlapIndex:
         (default: the index's ``n``; one of its ``n_values``): an n-gram of an input, of a
         reference, or straddling an input and one of its references. These are the training
         examples a decontamination step removes. Exact, as the counts."""
-        n = self.n if n is None else n
+        n = self.n if n is None else require_int(n, "n", 1)
         if n not in self.n_values:
             raise ValueError(f"`n` = {n} is not indexed; build the index with it in `n_values`.")
         flags = np.zeros(len(documents), dtype=bool)
@@ -532,7 +590,8 @@ class OverlapIndex:
         is encoded by :func:`encode_keys` (every token's exact key, without a Python string per
         token; ASCII documents first; the end-of-document key is no token's); otherwise, or when
         that path declines the chunk, token by token, in order (an unknown token's id is the
-        separator's, so the ends come from the documents' lengths)."""
+        separator's, so the ends come from the documents' lengths); with ``"character"`` by
+        :func:`character_symbols`."""
         encoded = encode_keys(documents, self.table) if self.table is not None else None
         if encoded is not None:
             symbols, num_tokens = encoded
@@ -540,6 +599,8 @@ class OverlapIndex:
         if not all(map(isinstance, documents, repeat(str))):
             kinds = sorted({type(d).__name__ for d in documents if not isinstance(d, str)})
             raise TypeError(f"training documents must be strings, got {', '.join(kinds)}.")
+        if self.characters:
+            return character_symbols(documents)
         tokens = [self.tokenize(d) for d in documents]
         ids = self.vocab.encode_documents(tokens)
         symbols = ids if self.table is None else self.table.key_of_id[ids]
@@ -553,6 +614,11 @@ class OverlapIndex:
         """The HELM metrics of every instance from the counts of the whole training corpus."""
         if total.documents == 0:
             raise ValueError("the training corpus is empty: pass at least one document.")
+        if _shapes(total) != _shapes(self.empty_counts()):
+            raise ValueError(
+                "these counts do not come from this index (other n-gram sizes or test "
+                "instances); count the chunks with this index's `count_chunk`."
+            )
         n, max_frequency, indexes = self.n, self.max_frequency, self.indexes
         counts = total.counts
         report = OverlapReport(
@@ -606,7 +672,56 @@ class OverlapIndex:
             )
             report.rows.append(row)
         report.summary = summarize(report.rows)
+        report.undetectable = [dict(item) for item in self.undetectable]
+        for benchmark, stats in report.summary.items():
+            missing = sum(item["benchmark"] == benchmark for item in self.undetectable)
+            report.summary[benchmark] = {
+                "num_instances": stats.pop("num_instances"),
+                "num_undetectable": missing,
+                **stats,
+            }
         return report
+
+
+def _check_instances(instances: Sequence[TestInstance]) -> list[TestInstance]:
+    """``instances`` as a list, or raise unless it is a non-empty sequence of
+    :class:`TestInstance` with ids unique within each benchmark (the report's rows are keyed
+    by them)."""
+    if isinstance(instances, TestInstance):
+        raise TypeError("`instances` must be a sequence of TestInstance; wrap the one: [instance].")
+    if isinstance(instances, (str, bytes, Path)):
+        raise TypeError(
+            f"`instances` must be a sequence of TestInstance, got {instances!r}; read a file of "
+            "them with read_test_instances(path)."
+        )
+    instances = list(instances)
+    if not instances:
+        raise ValueError("no test instances: pass at least one TestInstance.")
+    if not all(isinstance(i, TestInstance) for i in instances):
+        raise TypeError("`instances` must be TestInstance objects (see `read_test_instances`).")
+    seen: set[tuple[str, Any]] = set()
+    repeated = []
+    for instance in instances:
+        key = (instance.benchmark, instance.id)
+        if key in seen:
+            repeated.append(f"{instance.benchmark}/{instance.id}")
+        seen.add(key)
+    if repeated:
+        raise ValueError(
+            f"test instance ids must be unique within a benchmark; repeated: "
+            f"{', '.join(repeated[:5])}{' ...' if len(repeated) > 5 else ''}. Give each "
+            "instance its own id, or put the copies in another benchmark."
+        )
+    return instances
+
+
+def _has_ngram(n: int, inp: np.ndarray, refs: list[np.ndarray]) -> bool:
+    """Whether an instance's parts hold any ``n``-gram: its input, a reference, or the
+    ``n - 1`` tokens on each side of an input/reference boundary (:func:`_intersections`)."""
+    if len(inp) >= n or any(len(r) >= n for r in refs):
+        return True
+    edge = min(len(inp), n - 1)
+    return n >= 2 and any(edge + min(len(r), n - 1) >= n for r in refs)
 
 
 def _intersections(m: int, inp: np.ndarray, refs: list[np.ndarray]) -> list[np.ndarray]:

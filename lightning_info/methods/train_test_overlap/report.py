@@ -13,7 +13,14 @@ from lightning_info.core.logging import markdown_table
 
 @dataclass
 class OverlapReport:
-    """Per-instance metrics (``rows``) and per-benchmark means (``summary``) of one overlap run."""
+    """Per-instance metrics (``rows``) and per-benchmark means (``summary``) of one overlap run.
+
+    ``undetectable`` lists the instances (``{"benchmark", "id"}``) whose text yields no n-gram
+    of size ``n`` under the tokenizer (fewer than ``n`` tokens in the input, in every reference
+    and across the two; text without spaces, such as Chinese or Japanese, is one token for the
+    word tokenizers): their overlap reads 0 whatever the training data holds. ``summary`` counts
+    them per benchmark (``num_undetectable``), and :meth:`to_markdown` names them.
+    """
 
     n: int
     n_values: tuple[int, ...]
@@ -23,6 +30,7 @@ class OverlapReport:
     num_tokens: int
     rows: list[dict[str, Any]] = field(default_factory=list)
     summary: dict[str, dict[str, float]] = field(default_factory=dict)
+    undetectable: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -33,6 +41,7 @@ class OverlapReport:
             "num_documents": self.num_documents,
             "num_tokens": self.num_tokens,
             "summary": self.summary,
+            "undetectable": self.undetectable,
             "instances": self.rows,
         }
 
@@ -47,19 +56,24 @@ class OverlapReport:
             num_tokens=data["num_tokens"],
             rows=data["instances"],
             summary=data["summary"],
+            undetectable=list(data.get("undetectable", [])),
         )
 
     def summary_table(self) -> tuple[list[str], list[list[Any]]]:
         """``(columns, rows)``: one row per benchmark with its headline means."""
-        keys = ["num_instances", "any_overlap", "input_binary", "references_binary"]
+        keys = ["num_instances", "num_undetectable", "any_overlap", "input_binary"]
+        keys += ["references_binary"]
         keys += [f"input_overlap@{m}" for m in self.n_values]
         keys += ["input_jaccard", "input_token", "input_token_filtered", "references_token"]
         rows = []
         for benchmark, stats in self.summary.items():
             row: list[Any] = [benchmark]
             for key in keys:
-                value = stats[key]
-                row.append(value if key == "num_instances" else f"{value:.4f}")
+                value = stats.get(key)  # a report saved without undetectable counts: "-"
+                if value is None:
+                    row.append("-")
+                else:
+                    row.append(value if key.startswith("num_") else f"{value:.4f}")
             rows.append(row)
         return ["benchmark", *keys], rows
 
@@ -69,7 +83,34 @@ class OverlapReport:
             f"<= {self.max_frequency}, {self.num_documents} training documents, "
             f"{self.num_tokens} tokens."
         )
-        return f"{header}\n\n{markdown_table(*self.summary_table())}\n"
+        table = f"{header}\n\n{markdown_table(*self.summary_table())}\n"
+        if not self.undetectable:
+            return table
+        note = undetectable_message(
+            self.undetectable, len(self.rows), self.n, self.tokenizer, limit=20
+        )
+        return f"{table}\n{note}\n"
+
+
+class UndetectableInstancesWarning(UserWarning):
+    """Some test instances yield no n-gram of the report's size: their overlap reads 0 whatever
+    the training data holds (:attr:`OverlapReport.undetectable` lists them)."""
+
+
+def undetectable_message(
+    undetectable: list[dict[str, Any]], total: int, n: int, tokenizer: str, limit: int = 5
+) -> str:
+    """What an overlap report says about its undetectable instances: how many, the first
+    ``limit`` ids, and how to see them."""
+    shown = ", ".join(f"{item['benchmark']}/{item['id']}" for item in undetectable[:limit])
+    more = f" and {len(undetectable) - limit} more" if len(undetectable) > limit else ""
+    return (
+        f"{len(undetectable)} of {total} test instances yield no {n}-gram under tokenizer "
+        f"{tokenizer!r} ({shown}{more}): their overlap reads 0 whatever the training data holds "
+        "(fewer than n tokens; text without spaces, such as Chinese or Japanese, is one token). "
+        'To see them, pass OverlapOptions(tokenizer="character", n=...) (character n-grams, '
+        "e.g. n=50 for English, 13 for Chinese) or a smaller n."
+    )
 
 
 def write_report(report: OverlapReport, path: str | Path) -> tuple[Path, Path]:

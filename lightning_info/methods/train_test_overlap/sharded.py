@@ -122,11 +122,39 @@ def json_lines_texts(lines: Any, text_field: str = "text") -> list[str]:
     """The ``text_field`` of every JSON line of ``lines`` (blank lines skipped), parsed as one
     JSON array: ``dask.bag.read_text(paths, blocksize=...).map_partitions(json_lines_texts)``
     is a bag of the documents of JSON-lines files, one C-level parse per partition instead of
-    one ``json.loads`` per line."""
+    one ``json.loads`` per line. A line with a UTF-8 byte-order mark (a file's first) is read
+    without it; a line that is not a JSON object with ``text_field`` is refused, quoted."""
     import json
 
     lines = [line for line in lines if line and not line.isspace()]
-    return [record[text_field] for record in json.loads("[" + ",".join(lines) + "]")]
+    try:
+        records = json.loads("[" + ",".join(lines) + "]")
+    except json.JSONDecodeError:  # find the line, or take the byte-order marks off
+        records = [_json_line(line) for line in lines]
+    try:
+        return [record[text_field] for record in records]
+    except (KeyError, TypeError, IndexError):
+        line = next(
+            line
+            for line, record in zip(lines, records)
+            if not isinstance(record, dict) or text_field not in record
+        )
+        raise ValueError(
+            f"a JSON line is not an object with a {text_field!r} field: {line[:80]!r}; pass "
+            "the field that holds the text."
+        ) from None
+
+
+def _json_line(line: str) -> Any:
+    import json
+
+    try:
+        return json.loads(line.removeprefix("\ufeff"))
+    except json.JSONDecodeError as error:
+        raise ValueError(
+            f"not valid JSON at column {error.colno} ({error.msg}) of the line {line[:80]!r}; "
+            "each line of a JSON-lines file holds one complete JSON object."
+        ) from None
 
 
 class _PartitionCounter:

@@ -309,7 +309,7 @@ def test_bad_arguments():
         _masked_module(window=0)
     with pytest.raises(ValueError, match="`a2c.num_envs` must be >= 1"):
         A2COptions(num_envs=0)
-    with pytest.raises(ValueError, match=r"`a2c.gamma` must lie in \[0, 1\)"):
+    with pytest.raises(ValueError, match=r"`a2c.gamma` must be a probability in \[0, 1\]"):
         A2COptions(gamma=1.5)
     with pytest.raises(ValueError, match="`a2c.entropy_coef` must be >= 0"):
         A2COptions(entropy_coef=-0.1)

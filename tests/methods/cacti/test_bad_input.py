@@ -13,9 +13,24 @@ import pytest
 import torch
 from sklearn.utils.estimator_checks import estimator_checks_generator
 
-from lightning_info.methods.cacti.datamodule import SplitOptions, TabularImputationDataModule
+from lightning_info.methods.cacti.context import context_texts
+from lightning_info.methods.cacti.datamodule import (
+    SplitOptions,
+    TabularImputationDataModule,
+    frame_values,
+    load_table,
+)
+from lightning_info.methods.cacti.functional import (
+    copy_masks,
+    encoder_length,
+    imputation_scores,
+    median_truncation,
+    random_masking,
+    reconstruction_loss,
+)
 from lightning_info.methods.cacti.imputer import CACTIImputer
 from lightning_info.methods.cacti.missingness import MissingnessOptions
+from lightning_info.methods.cacti.module import CACTI
 
 FAST = {"embed_dim": 8, "encoder_depth": 1, "decoder_depth": 1, "num_heads": 2}
 COLUMNS = ["age", "bmi", "bp", "s1"]
@@ -35,6 +50,22 @@ def _frame(rows: int = 40, seed: int = 0) -> pd.DataFrame:
     missing = rng.random(table.shape) < 0.25
     missing[missing.all(1), 0] = False
     return pd.DataFrame(np.where(missing, np.nan, table), columns=COLUMNS)
+
+
+def _missing() -> torch.Tensor:
+    return torch.rand(6, 4, generator=torch.Generator().manual_seed(0)) < 0.3
+
+
+def _csv(tmp_path, text: str) -> str:
+    path = tmp_path / "table.csv"
+    path.write_text(text)
+    return str(path)
+
+
+def _table_data(**kwargs) -> TabularImputationDataModule:
+    table = np.random.default_rng(0).random((10, 3))
+    kwargs = {"mechanism": "mcar", "context": "none", **kwargs}
+    return TabularImputationDataModule.from_table(table, **kwargs)
 
 
 @functools.cache
@@ -133,6 +164,145 @@ BAD_INPUT = [
         ValueError,
         r"`mechanism` must be one of \('mcar', 'mar', 'mnar', 'none'\), got 'random'",
         id="unknown-mechanism",
+    ),
+    pytest.param(
+        lambda: copy_masks(_missing(), float("nan")),
+        ValueError,
+        r"`probability` must be finite, got nan",
+        id="copy-probability-nan",
+    ),
+    pytest.param(
+        lambda: copy_masks(_missing(), 1.5),
+        ValueError,
+        r"`probability` must be a probability in \[0, 1\], got 1.5",
+        id="copy-probability-above-one",
+    ),
+    pytest.param(
+        lambda: copy_masks(_missing(), True),
+        TypeError,
+        r"`probability` must be a real number, got True",
+        id="copy-probability-bool",
+    ),
+    pytest.param(
+        lambda: random_masking(_missing(), False),
+        ValueError,
+        r"`ratio` .*must lie in \[0, 1\), got False",
+        id="mask-ratio-bool",
+    ),
+    pytest.param(
+        lambda: median_truncation(torch.zeros(0, 3, dtype=torch.bool)),
+        ValueError,
+        r"`visible_counts` is empty: a batch needs at least one row",
+        id="median-truncation-no-rows",
+    ),
+    pytest.param(
+        lambda: encoder_length(torch.zeros(0, dtype=torch.long)),
+        ValueError,
+        r"`visible_counts` is empty",
+        id="encoder-length-no-rows",
+    ),
+    pytest.param(
+        lambda: reconstruction_loss(torch.rand(6, 4), torch.rand(6, 1), ~_missing(), ~_missing()),
+        ValueError,
+        r"must share one \(B, d\) shape, got \(6, 4\), \(6, 1\), \(6, 4\) and \(6, 4\)",
+        id="loss-values-broadcast",
+    ),
+    pytest.param(
+        lambda: reconstruction_loss(
+            torch.rand(6, 4), torch.rand(6, 4), (~_missing()).float(), ~_missing()
+        ),
+        TypeError,
+        r"`observed` must be a bool mask, got dtype torch.float32",
+        id="loss-float-mask",
+    ),
+    pytest.param(
+        lambda: imputation_scores(np.ones((4, 2)), np.ones((4, 2)), np.full((4, 2), 0.5)),
+        ValueError,
+        r"`missing` must be a bool mask \(or 0/1\), got other values",
+        id="scores-fractional-mask",
+    ),
+    pytest.param(
+        lambda: context_texts(["a", "b"], {"a": "x", "zz": "y"}),
+        ValueError,
+        r"`descriptions` names column\(s\) \['zz'\] that the table does not have; its "
+        r"columns are \['a', 'b'\]",
+        id="context-unknown-column",
+    ),
+    pytest.param(
+        lambda: _table_data(descriptions={"zz": "y"}),
+        ValueError,
+        r"column\(s\) \['zz'\] that the table does not have; its columns are "
+        r"\['column_0', 'column_1', 'column_2'\]",
+        id="datamodule-unknown-description",
+    ),
+    pytest.param(
+        lambda: _tiny(descriptions={"weight": "body weight"}).fit(_frame()),
+        ValueError,
+        r"\['weight'\] that the table does not have; its columns are \['age', 'bmi', 'bp', "
+        r"'s1'\]",
+        id="imputer-unknown-description",
+    ),
+    pytest.param(
+        lambda: _table_data(context="tfidf", context_dim=True),
+        TypeError,
+        r"`context_dim` must be an int, got True",
+        id="context-dim-bool",
+    ),
+    pytest.param(
+        lambda: _table_data(columns=["a", "a", "b"]),
+        ValueError,
+        r"`columns` repeats the name\(s\) \['a'\]",
+        id="from-table-repeated-names",
+    ),
+    pytest.param(
+        lambda: _table_data(columns="abc"),
+        TypeError,
+        r"`columns` must be a list of names, got the string 'abc'",
+        id="from-table-names-string",
+    ),
+    pytest.param(
+        lambda: frame_values(pd.DataFrame(np.ones((3, 2)), columns=["a", "a"])),
+        ValueError,
+        r"the table repeats the column name\(s\) \['a'\]; rename them apart",
+        id="frame-repeated-columns",
+    ),
+    pytest.param(
+        lambda tmp_path: load_table(_csv(tmp_path, "a,b,a\n1,2,3\n4,5,6\n")),
+        ValueError,
+        r"table\.csv: the header repeats the column name\(s\) \['a'\]",
+        id="csv-repeated-header",
+    ),
+    pytest.param(
+        lambda tmp_path: load_table(_csv(tmp_path, "a,b,c\n1,2,3\n4,5\n")),
+        ValueError,
+        r"table\.csv, line 3: 2 field\(s\) for the header's 3 columns \(a truncated line\?\)",
+        id="csv-truncated-line",
+    ),
+    pytest.param(
+        lambda tmp_path: load_table(_csv(tmp_path, "")),
+        ValueError,
+        r"table\.csv has no header row",
+        id="csv-empty-file",
+    ),
+    pytest.param(
+        lambda: load_table("synthetic:2.5"),
+        ValueError,
+        r"the rows of `synthetic:<rows>` must be a whole number, got '2.5'",
+        id="synthetic-rows-not-a-number",
+    ),
+    pytest.param(
+        lambda: TabularImputationDataModule(3, context="none"),
+        TypeError,
+        r"the table must be named by a str or a Path, got int 3; .*from_table",
+        id="table-name-int",
+    ),
+    pytest.param(
+        lambda: CACTI(3, use_context=False).impute(
+            torch.ones(2, 3, dtype=torch.long), torch.tensor([[True, False, True]] * 2)
+        ),
+        TypeError,
+        r"`values` must be a floating-point tensor, got dtype torch.int64.*values.float\(\)",
+        id="impute-integer-values",
     ),
 ]
 

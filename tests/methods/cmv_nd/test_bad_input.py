@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from lightning_info.methods.cmv_nd.datamodule import class_features, load_graph_files
 from lightning_info.methods.cmv_nd.functional import mean_impute, neighbourhood_views, sign_views
 
 
@@ -33,7 +34,66 @@ def _with_inf_everywhere_unmasked():
     return edge_index, x
 
 
+def _files(tmp_path, edges="0 1\n1 2\n", features="1,2\n3,4\n5,6\n", labels=None):
+    (tmp_path / "edges.txt").write_text(edges)
+    (tmp_path / "features.csv").write_text(features)
+    label_file = None
+    if labels is not None:
+        label_file = tmp_path / "labels.txt"
+        label_file.write_text(labels)
+    return load_graph_files(tmp_path / "edges.txt", tmp_path / "features.csv", label_file)
+
+
 BAD_INPUT = [
+    pytest.param(
+        lambda: neighbourhood_views(*_graph()[:2], observed=torch.zeros_like(_graph()[2])),
+        ValueError,
+        r"`observed` marks none of the 15 nodes observed: every view would be all zeros",
+        id="views-nothing-observed",
+    ),
+    pytest.param(
+        lambda: class_features(np.array([0, 1, -1]), 2),
+        ValueError,
+        r"`labels` must be class indices >= 0, got -1",
+        id="class-features-negative-label",
+    ),
+    pytest.param(
+        lambda: class_features(np.array([0.0, 1.5]), 2),
+        ValueError,
+        r"`labels` must be a non-empty 1-D array of integer class indices, got shape \(2,\) "
+        "of float64",
+        id="class-features-float-labels",
+    ),
+    pytest.param(
+        lambda: class_features(np.array([], dtype=np.int64), 2),
+        ValueError,
+        r"non-empty 1-D array .*got shape \(0,\)",
+        id="class-features-no-labels",
+    ),
+    pytest.param(
+        lambda tmp_path: _files(tmp_path, edges="0 1\n1\n"),
+        ValueError,
+        r"edges\.txt could not be read as a table of integers \(.*\); fix that line",
+        id="files-truncated-edge-line",
+    ),
+    pytest.param(
+        lambda tmp_path: _files(tmp_path, edges="0.0 1.0\n1 2\n"),
+        ValueError,
+        r"edges\.txt could not be read as a table of integers \(.*'0\.0'",
+        id="files-float-node-ids",
+    ),
+    pytest.param(
+        lambda tmp_path: _files(tmp_path, labels="0\n1\n1.5\n"),
+        ValueError,
+        r"labels\.txt could not be read as a table of integers",
+        id="files-float-labels",
+    ),
+    pytest.param(
+        lambda tmp_path: _files(tmp_path, features="1,2\n3,x\n5,6\n"),
+        ValueError,
+        r"features\.csv could not be read as a table of numbers",
+        id="files-text-feature",
+    ),
     pytest.param(
         lambda: neighbourhood_views(*_with_nan_in_an_observed_row()[:2], observed=_graph()[2]),
         ValueError,
@@ -96,3 +156,24 @@ def test_hop_means_on_a_path_ignore_a_nan_row():
     assert torch.equal(masked, torch.tensor([[1.0, 2.0], [0, 0], [3.0, 5.0], [7.0, 11.0]]))
     assert torch.equal(hop1, torch.tensor([[0.0, 0.0], [2.0, 3.5], [7.0, 11.0], [3.0, 5.0]]))
     assert torch.equal(hop2, torch.tensor([[3.0, 5.0], [7.0, 11.0], [1.0, 2.0], [0.0, 0.0]]))
+
+
+def test_views_with_one_observed_node_are_its_features_at_each_distance():
+    """Path 0 - 1 - 2 - 3 with node 2 alone observed: ``H_k[v] = x_2`` where ``d(v, 2) = k``,
+    zero rows elsewhere (the refusal is only for no observed node at all)."""
+    edge_index = torch.tensor([[0, 1, 2], [1, 2, 3]])
+    x = torch.tensor([[9.0], [9.0], [4.0], [9.0]])
+    observed = torch.tensor([False, False, True, False])
+    masked, hop1, hop2 = neighbourhood_views(edge_index, x, num_hops=2, observed=observed)
+    assert masked.flatten().tolist() == [0.0, 0.0, 4.0, 0.0]
+    assert hop1.flatten().tolist() == [0.0, 4.0, 0.0, 4.0]
+    assert hop2.flatten().tolist() == [4.0, 0.0, 0.0, 0.0]
+
+
+def test_graph_files_with_a_byte_order_mark_read_as_without(tmp_path):
+    plain = _files(tmp_path, labels="0\n1\n1\n")
+    marked = _files(tmp_path, "\ufeff0 1\n1 2\n", "\ufeff1,2\n3,4\n5,6\n", "\ufeff0\n1\n1\n")
+    for got, expected in zip(marked, plain, strict=True):
+        assert torch.equal(got, expected)
+    assert plain[1].tolist() == [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+    assert plain[0].tolist() == [[0, 1], [1, 2]] and plain[2].tolist() == [0, 1, 1]

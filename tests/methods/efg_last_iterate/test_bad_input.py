@@ -1,10 +1,13 @@
 """Bad input to the last-iterate solvers fails before any update, with a message saying what
-to do: NaN or infinite rates, a bad seed, and a checkpoint of one game resumed on another."""
+to do: NaN or infinite rates, a bad seed, negative, float or bool episode ids, a batch size
+that is not a positive int, NaN payoffs or loss estimates, uniforms outside [0, 1), a game
+with NaN payoffs, and a checkpoint of one game resumed on another."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 pytest.importorskip("pyspiel")
@@ -18,6 +21,7 @@ from lightning_info.methods.efg_last_iterate import (  # noqa: E402
     TabularSolver,
     game_tree,
 )
+from lightning_info.methods.efg_last_iterate import functional as F  # noqa: E402
 from lightning_info.methods.efg_last_iterate.functional import SolverRates  # noqa: E402
 
 NAN, INF = math.nan, math.inf
@@ -25,6 +29,54 @@ NAN, INF = math.nan, math.inf
 
 def _kuhn():
     return game_tree("kuhn_poker")
+
+
+def _solver():
+    return TabularSolver(_kuhn(), seed=0)
+
+
+def _apply(loss_sum, episodes=2):
+    solver = _solver()
+    solver.apply(loss_sum(solver.log_policy), episodes)
+
+
+def _step(batch_size):
+    _solver().step(batch_size)
+
+
+def _episodes(returns=None, last_sequence=None):
+    """Eight sampled Kuhn episodes, their payoffs or last sequences replaced, turned into
+    implicit-exploration estimates."""
+    tree, solver = _kuhn(), _solver()
+    uniforms = F.episode_uniforms(0, torch.arange(8), tree.path_length)
+    episodes = F.sample_episodes(tree, solver.policy, uniforms)
+    episodes = F.Episodes(
+        episodes.last_sequence if last_sequence is None else last_sequence(episodes.last_sequence),
+        episodes.returns if returns is None else returns(episodes.returns),
+    )
+    log_plan = F.log_sequence_plan(tree, solver.log_policy)
+    return F.implicit_exploration_losses(tree, episodes, log_plan, solver.rates.at(1).gamma)
+
+
+def _sample(uniforms):
+    tree = _kuhn()
+    return F.sample_episodes(tree, tree.uniform_policy(), uniforms)
+
+
+def _nan_kuhn():
+    """Python Kuhn poker whose showdowns pay NaN."""
+    from open_spiel.python.games import kuhn_poker
+
+    class State(kuhn_poker.KuhnPokerState):
+        def returns(self):
+            payoffs = super().returns()
+            return [NAN, NAN] if self.is_terminal() and sum(map(abs, payoffs)) == 2 else payoffs
+
+    class Game(kuhn_poker.KuhnPokerGame):
+        def new_initial_state(self):
+            return State(self)
+
+    return game_tree(Game())
 
 
 BAD_INPUT = [
@@ -88,6 +140,114 @@ BAD_INPUT = [
         "`seed` must be an int",
         id="module-seed-nan",
     ),
+    pytest.param(
+        lambda: _solver().loss_sum(torch.tensor([-1, 2])),
+        ValueError,
+        r"`episode_ids` must hold indices >= 0, got -1",
+        id="loss-sum-negative-ids",
+    ),
+    pytest.param(
+        lambda: _solver().loss_sum(torch.tensor([0.5, 1.7])),
+        TypeError,
+        r"`episode_ids` must hold integer indices, got dtype torch.float32",
+        id="loss-sum-float-ids",
+    ),
+    pytest.param(
+        lambda: _solver().loss_sum(torch.tensor([True, False])),
+        TypeError,
+        r"`episode_ids` must hold integer indices, got dtype torch.bool",
+        id="loss-sum-bool-ids",
+    ),
+    pytest.param(
+        lambda: F.episode_uniforms(0, [0, 2.5], 3),
+        TypeError,
+        r"`episode_ids\[1\]` must be an integer index, got float 2.5",
+        id="uniforms-float-id-in-list",
+    ),
+    pytest.param(
+        lambda: F.episode_uniforms(-1, torch.tensor([0]), 3),
+        ValueError,
+        r"`seed` must be >= 0, got -1",
+        id="uniforms-seed-negative",
+    ),
+    pytest.param(
+        lambda: F.episode_uniforms(1.5, torch.tensor([0]), 3),
+        TypeError,
+        r"`seed` must be an int, got 1.5",
+        id="uniforms-seed-float",
+    ),
+    pytest.param(
+        lambda: _step(-3), ValueError, r"`batch_size` must be >= 1, got -3", id="step-negative"
+    ),
+    pytest.param(
+        lambda: _step(2.5), TypeError, r"`batch_size` must be an int, got 2.5", id="step-float"
+    ),
+    pytest.param(
+        lambda: _apply(lambda p: torch.full_like(p, NAN)),
+        ValueError,
+        r"`loss_sum` contains 24 NaN/inf",
+        id="apply-loss-nan",
+    ),
+    pytest.param(
+        lambda: _apply(lambda p: torch.zeros(3, dtype=p.dtype)),
+        ValueError,
+        r"`loss_sum` must be an \(12, 2\) table like the policy, got \(3,\)",
+        id="apply-loss-shape",
+    ),
+    pytest.param(
+        lambda: _apply(torch.zeros_like, episodes=0),
+        ValueError,
+        r"`episodes` must be >= 1, got 0",
+        id="apply-zero-episodes",
+    ),
+    pytest.param(
+        lambda: _apply(torch.zeros_like, episodes=True),
+        TypeError,
+        r"`episodes` must be an int, got True",
+        id="apply-bool-episodes",
+    ),
+    pytest.param(
+        lambda: _episodes(returns=lambda r: torch.full_like(r, NAN)),
+        ValueError,
+        r"`episodes.returns` contains 16 NaN/inf",
+        id="ix-returns-nan",
+    ),
+    pytest.param(
+        lambda: _episodes(last_sequence=lambda s: s + 100),
+        ValueError,
+        r"`episodes.last_sequence` must hold sequence indices in \[0, 24\) or -1",
+        id="ix-last-sequence-out-of-range",
+    ),
+    pytest.param(
+        lambda: _sample(torch.full((2, 5), NAN, dtype=torch.float64)),
+        ValueError,
+        r"`uniforms` must lie in \[0, 1\) \(no NaN\)",
+        id="sample-uniforms-nan",
+    ),
+    pytest.param(
+        lambda: _sample(torch.full((2, 5), 1.5, dtype=torch.float64)),
+        ValueError,
+        r"`uniforms` must lie in \[0, 1\)",
+        id="sample-uniforms-above-one",
+    ),
+    pytest.param(
+        lambda: _sample(torch.zeros(5, dtype=torch.float64)),
+        ValueError,
+        r"`uniforms` must be \(B, >= 5\).*got shape \(5,\)",
+        id="sample-uniforms-1d",
+    ),
+    pytest.param(
+        lambda: GameEpisodesDataModule(sequential_shards="no"),
+        TypeError,
+        r"`sequential_shards` must be True or False, got 'no'",
+        id="datamodule-shards-str",
+    ),
+    pytest.param(
+        _nan_kuhn,
+        ValueError,
+        r"returns payoffs outside its utility range \[-2.0, 2.0\] \(or NaN\)",
+        id="game-payoffs-nan",
+    ),
 ]
 
 
@@ -97,6 +257,17 @@ def test_boundary_rates_still_work():
     solver.step(4)
     assert torch.isfinite(solver.log_policy).all()
     LastIterateSolver(method="virtual_transition", eta=1e-9, gamma=0.0, tau=0.0, seed=0)
+
+
+def test_valid_episode_ids_give_the_same_stream_in_every_form():
+    tree = _kuhn()
+    expected = F.episode_uniforms(3, torch.tensor([0, 5, 9]), tree.path_length)
+    for ids in ([0, 5, 9], np.array([0, 5, 9]), torch.tensor([0, 5, 9], dtype=torch.int32)):
+        assert torch.equal(F.episode_uniforms(3, ids, tree.path_length), expected)
+    solver = TabularSolver(tree, "ix_omd")  # no regulariser: a zero loss keeps the policy
+    solver.apply(torch.zeros_like(solver.log_policy), 1)
+    torch.testing.assert_close(solver.policy, tree.uniform_policy())
+    assert solver.episodes == 1
 
 
 QUIET = dict(logger=False, enable_progress_bar=False, enable_model_summary=False, accelerator="cpu")

@@ -135,6 +135,7 @@ def test_logs_traces_and_the_fraction_of_constrained_steps():
     assert constraint.state_dict() == {
         "num_steps": 24,
         "num_constrained": round(expected_fraction * 24),
+        "num_skipped": 0,
     }
 
 

@@ -12,6 +12,7 @@ from lightning_info.methods.fisher_sft.sampler import (
     load_selection,
     save_selection,
     select_subset,
+    selection_fingerprint,
 )
 
 
@@ -81,10 +82,16 @@ def test_sampler_rejects_bad_indices(bad):
 
 
 def test_selection_round_trip_and_stale_file_detection(tmp_path):
-    selection = select_subset(_pool(), 6)
+    pool = _pool()
+    selection = select_subset(pool, 6)
     path = tmp_path / "sel.json"
-    save_selection(selection, path, pool_size=50, budget=6, strategy="fisher")
-    loaded = load_selection(path, pool_size=50, budget=6, strategy="fisher")
+    digest = selection_fingerprint(pool, strategy="fisher", budget=6)
+    save_selection(selection, path, fingerprint=digest, pool_size=50, budget=6, strategy="fisher")
+    loaded = load_selection(path, fingerprint=digest, pool_size=50, budget=6, strategy="fisher")
     assert loaded == selection
     with pytest.raises(ValueError, match="budget: saved 6, now 7"):
-        load_selection(path, pool_size=50, budget=7, strategy="fisher")
+        load_selection(path, fingerprint=digest, pool_size=50, budget=7, strategy="fisher")
+    other = selection_fingerprint(_pool(seed=1), strategy="fisher", budget=6)
+    assert other != digest
+    with pytest.raises(ValueError, match="made from other inputs"):
+        load_selection(path, fingerprint=other, pool_size=50, budget=6, strategy="fisher")

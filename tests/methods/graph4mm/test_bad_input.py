@@ -1,10 +1,207 @@
+"""Bad graph files and arguments are refused with a message naming the file, the graph and
+the node: image paths leaving the JSON file's folder (``../``, absolute paths, symbolic links),
+pickled or truncated ``.npy`` files, truncated JSON, node indices that are floats, bools or
+strings, malformed nodes and images, class names given as one string or repeated, and prompt
+templates with unknown fields. A BOM, a symbolic link inside the folder and integer indices
+still read as before."""
+
 import json
 
 import numpy as np
 import pytest
 import torch
 
-from lightning_info.methods.graph4mm.graphs import read_graphs_json
+from lightning_info.methods.graph4mm.datamodule import MultimodalGraphDataModule
+from lightning_info.methods.graph4mm.graphs import digit_graphs, read_graphs_json
+from tests.methods.graph4mm import tiny
+
+
+def _read(records, **kwargs):
+    """A callable of the test's temporary folder that writes ``records`` there and reads it."""
+
+    def call(folder):
+        path = folder / "graphs.json"
+        path.write_text(json.dumps(records))
+        return read_graphs_json(path, **kwargs)
+
+    return call
+
+
+def _two_nodes(**fields):
+    return _read([{"nodes": [{"text": "a"}, {"text": "b", "label": "x"}], **fields}])
+
+
+def _image(image):
+    return _read([{"nodes": [{"text": "a", "image": image}]}])
+
+
+def _symlink_outside(folder):
+    data = folder / "data"
+    data.mkdir()
+    np.save(folder / "secret.npy", np.ones((2, 2), dtype=np.float32))
+    (data / "link.npy").symlink_to(folder / "secret.npy")
+    return read_graphs_json(_write_graph(data, "link.npy"))
+
+
+def _truncated_npy(folder):
+    np.save(folder / "a.npy", np.ones((8, 8), dtype=np.float32))
+    (folder / "a.npy").write_bytes((folder / "a.npy").read_bytes()[:-20])
+    return read_graphs_json(_write_graph(folder, "a.npy"))
+
+
+def _truncated_json(folder):
+    path = folder / "graphs.json"
+    path.write_text('[{"nodes": [{"text": "a"}]')
+    return read_graphs_json(path)
+
+
+def _digits(**kwargs):
+    return digit_graphs(torch.zeros(10, 1, 2, 2), torch.arange(10), 1, **kwargs)
+
+
+def _data(**kwargs):
+    return MultimodalGraphDataModule(tiny.tokenizer(), **{**tiny.SIZES, **kwargs})
+
+
+BAD_INPUT = [
+    pytest.param(
+        _symlink_outside,
+        ValueError,
+        r"graph 0, node 0: image path 'link.npy' resolves to .*secret\.npy, outside the folder",
+        id="npy-symlink-outside-folder",
+    ),
+    pytest.param(
+        _truncated_npy,
+        ValueError,
+        r"graph 0, node 0: image file .*a\.npy is not a numeric \.npy array",
+        id="npy-truncated",
+    ),
+    pytest.param(
+        _truncated_json,
+        ValueError,
+        r"graphs\.json, line 1, column \d+: not valid JSON",
+        id="json-truncated",
+    ),
+    pytest.param(
+        _two_nodes(centre=True),
+        ValueError,
+        r"graph 0: centre True is not a node index; pass an int in \[0, 2\)",
+        id="centre-bool",
+    ),
+    pytest.param(
+        _two_nodes(centre=1.7),
+        ValueError,
+        r"graph 0: centre 1.7 is not a node index",
+        id="centre-float",
+    ),
+    pytest.param(
+        _two_nodes(centre="x"),
+        ValueError,
+        r"graph 0: centre 'x' is not a node index",
+        id="centre-str",
+    ),
+    pytest.param(
+        _two_nodes(edges=[[0.5, 1]]),
+        ValueError,
+        r"graph 0: edges must be \[a, b\] pairs of node indices, ints in \[0, 2\); "
+        r"edge 0 is \[0.5, 1\]",
+        id="edge-float",
+    ),
+    pytest.param(
+        _two_nodes(edges=[[False, True]]),
+        ValueError,
+        r"edge 0 is \[False, True\]",
+        id="edge-bool",
+    ),
+    pytest.param(
+        _two_nodes(edges=[[0, 1, 1]]),
+        ValueError,
+        r"graph 0: edges must be a list of \[a, b\] pairs",
+        id="edge-triple",
+    ),
+    pytest.param(
+        _two_nodes(edges=[[1, 1]]),
+        ValueError,
+        r"graph 0: an edge links a node to itself",
+        id="edge-self-loop",
+    ),
+    pytest.param(
+        _read([{"nodes": {"a": 1}}]),
+        ValueError,
+        r"graph 0: 'nodes' must be a list of JSON objects",
+        id="nodes-object",
+    ),
+    pytest.param(
+        _read([{"nodes": ["a", "b"]}]),
+        ValueError,
+        r"graph 0: 'nodes' must be a list of JSON objects",
+        id="nodes-strings",
+    ),
+    pytest.param(
+        _image([["a", "b"]]),
+        ValueError,
+        r"graph 0, node 0: an image must be a nested list of numbers",
+        id="image-strings",
+    ),
+    pytest.param(
+        _image([[1, 2], [3]]),
+        ValueError,
+        r"graph 0, node 0: an image must be a nested list of numbers of one shape",
+        id="image-ragged",
+    ),
+    pytest.param(
+        _image([[True, False]]),
+        ValueError,
+        r"graph 0, node 0: an image must be a nested list of numbers",
+        id="image-bools",
+    ),
+    pytest.param(
+        _read([{"nodes": [{"text": "a", "label": "a"}]}], class_names="ab"),
+        TypeError,
+        r"`class_names` must be a sequence of strings, got a single str",
+        id="class-names-str",
+    ),
+    pytest.param(
+        _read([{"nodes": [{"text": "a", "label": "a"}]}], class_names=["a", "b", "a"]),
+        ValueError,
+        r"`class_names` repeats \['a'\]; give each class once",
+        id="class-names-repeated",
+    ),
+    pytest.param(
+        lambda: _digits(seed=-1),
+        ValueError,
+        r"`seed` must be >= 0",
+        id="digit-graphs-seed-negative",
+    ),
+    pytest.param(
+        lambda: _digits(seed=1.5), TypeError, r"`seed` must be an int", id="digit-graphs-seed-float"
+    ),
+    pytest.param(
+        lambda: _data(prompt=None),
+        TypeError,
+        r"`prompt` must be a template string, got NoneType",
+        id="datamodule-prompt-none",
+    ),
+    pytest.param(
+        lambda: _data(prompt="{context} {x}"),
+        ValueError,
+        r"`prompt` '\{context\} \{x\}' is not a template of \{context\} and \{graph\} alone "
+        r"\(KeyError",
+        id="datamodule-prompt-unknown-field",
+    ),
+    pytest.param(
+        lambda: _data(class_names=["a", "b"]),
+        ValueError,
+        r"`class_names` names the classes of a file source",
+        id="datamodule-class-names-with-digits",
+    ),
+    pytest.param(
+        lambda: tiny.module(freeze_image_encoder="no"),
+        TypeError,
+        r"`freeze_image_encoder` must be True or False, got 'no'",
+        id="module-freeze-image-encoder-str",
+    ),
+]
 
 
 def _write_graph(folder, image):
@@ -64,3 +261,22 @@ def test_graphs_must_be_json_objects(tmp_path):
     path.write_text("[1, 2]")
     with pytest.raises(ValueError, match="must hold graphs: JSON objects"):
         read_graphs_json(path)
+
+
+def test_a_bom_a_symlink_inside_the_folder_and_integer_indices_still_read(tmp_path):
+    records = [
+        {"nodes": [{"text": "a", "image": "images/link.npy"}, {"text": "b"}], "edges": [[1, 0]]}
+    ]
+    (tmp_path / "images").mkdir()
+    np.save(tmp_path / "images" / "a.npy", np.full((2, 2), 0.25, dtype=np.float32))
+    (tmp_path / "images" / "link.npy").symlink_to(tmp_path / "images" / "a.npy")
+    plain, bom = tmp_path / "plain.json", tmp_path / "bom.json"
+    plain.write_text(json.dumps(records), encoding="utf-8")
+    bom.write_text(json.dumps(records), encoding="utf-8-sig")
+    assert bom.read_bytes().startswith(b"\xef\xbb\xbf")
+    (graph,), _ = read_graphs_json(plain)
+    (again,), _ = read_graphs_json(bom)
+    assert graph.texts == again.texts == ("a", "b")
+    assert torch.equal(graph.images, again.images)
+    assert torch.equal(graph.images[0], torch.full((1, 2, 2), 0.25))
+    assert graph.edges.tolist() == again.edges.tolist() == [[1, 0]]

@@ -66,7 +66,7 @@ def test_attack_efficiency_and_the_combined_indices():
     ae = float(attack_efficiency(1.0, [2.0, 3.0, 5.0]))
     assert ae == pytest.approx(100 * 7 / 12)
     assert float(attack_efficiency(2.0, [2.0, 2.0])) == 0.0
-    times = (1.0, [2.0, 3.0, 5.0])
+    times = (1.0, [2.0, 3.0, 5.0, 10 / 3])  # one per attack; the same mean 10/3 and max 5
     rr = float(robustness_ratio(CLEAN, ATTACKS))
     irr = float(improved_robustness_ratio(CLEAN, ATTACKS))
     assert float(crei(CLEAN, ATTACKS, *times)) == pytest.approx(0.5 * rr + 0.5 * ae)

@@ -1,0 +1,138 @@
+"""Bad input to the smoothed-density estimators fails early with a message naming the argument:
+noise variances too small for float64 (relative to the samples' scale) or too large, boolean or
+complex samples and times, meta tensors, and a zero ``t`` in Brown's identity."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from lightning_info.methods.smoothed_information import (
+    SmoothedEstimatorOptions,
+    SmoothedInformationMonitor,
+    fisher_from_mmse,
+    smoothed_entropy,
+    smoothed_fisher_information,
+    smoothed_information,
+    smoothed_mmse,
+    smoothed_mutual_information,
+)
+
+FEW = SmoothedEstimatorOptions(num_mc=32)
+PLUG_IN = SmoothedEstimatorOptions(num_mc=32, estimator="plug_in")
+TOO_SMALL = r"`t` = .* is outside \[.*smallest noise variance these samples allow.*larger t"
+
+
+def _x(d: int = 1) -> torch.Tensor:
+    return torch.randn(20, d, generator=torch.Generator().manual_seed(0)).squeeze(1)
+
+
+BAD_INPUT = [
+    pytest.param(
+        lambda: smoothed_fisher_information(_x(), 1e-300),
+        ValueError,
+        TOO_SMALL,
+        id="fisher-1d-t-1e-300",
+    ),
+    pytest.param(
+        lambda: smoothed_fisher_information(_x(), 1e-30),
+        ValueError,
+        TOO_SMALL,
+        id="fisher-1d-t-below-rounding",
+    ),
+    pytest.param(
+        lambda: smoothed_information(_x(2), 1e-300, FEW),
+        ValueError,
+        TOO_SMALL,
+        id="information-2d-t-1e-300",
+    ),
+    pytest.param(
+        lambda: smoothed_entropy(_x(2), 1e-30, PLUG_IN),
+        ValueError,
+        TOO_SMALL,
+        id="plug-in-entropy-t-below-rounding",
+    ),
+    pytest.param(
+        lambda: smoothed_mutual_information(_x(2), 1e-30, PLUG_IN),
+        ValueError,
+        TOO_SMALL,
+        id="plug-in-mi-t-below-rounding",
+    ),
+    pytest.param(
+        lambda: smoothed_mmse(_x(2), [1.0, 1e-300], FEW),
+        ValueError,
+        TOO_SMALL,
+        id="mmse-t-1e-300",
+    ),
+    pytest.param(
+        lambda: smoothed_information(_x(), 1e300),
+        ValueError,
+        r"`t` = 1e\+300 is outside \[.*, 1e\+100\]",
+        id="information-t-1e300",
+    ),
+    pytest.param(
+        lambda: smoothed_fisher_information(_x().double() * 1e200, 1.0),
+        ValueError,
+        r"`samples` are too large: their squared norms overflow float64; rescale them",
+        id="samples-overflow",
+    ),
+    pytest.param(
+        lambda: smoothed_fisher_information(_x(), torch.tensor([True])),
+        TypeError,
+        r"`t` must hold real noise variances, got dtype torch.bool",
+        id="t-bool-tensor",
+    ),
+    pytest.param(
+        lambda: smoothed_fisher_information(_x(), float("nan")),
+        ValueError,
+        r"`t` must be finite, got nan",
+        id="t-nan",
+    ),
+    pytest.param(
+        lambda: smoothed_fisher_information(torch.tensor([1.0, float("nan"), 2.0]), 1.0),
+        ValueError,
+        r"`samples` contains 1 NaN/inf value\(s\)",
+        id="samples-nan",
+    ),
+    pytest.param(
+        lambda: smoothed_fisher_information(torch.tensor([True, False, True]), 1.0),
+        TypeError,
+        r"`samples` must be real numbers, got dtype torch.bool",
+        id="samples-bool",
+    ),
+    pytest.param(
+        lambda: smoothed_fisher_information(torch.randn(5, dtype=torch.cfloat), 1.0),
+        TypeError,
+        r"`samples` must be real numbers, got dtype torch.complex64.*\.real",
+        id="samples-complex",
+    ),
+    pytest.param(
+        lambda: smoothed_fisher_information(torch.empty(5, device="meta"), 1.0),
+        ValueError,
+        r"`samples` is on the meta device .*materialise it",
+        id="samples-meta",
+    ),
+    pytest.param(
+        lambda: fisher_from_mmse(0.5, 0.0, 1),
+        ValueError,
+        r"`t` must be > 0, got 0.0",
+        id="fisher-from-mmse-t-zero",
+    ),
+    pytest.param(
+        lambda: SmoothedInformationMonitor(t="0.1"),
+        TypeError,
+        r"`t` must be a real number, got '0.1'",
+        id="monitor-t-string",
+    ),
+]
+
+
+def test_the_smallest_accepted_t_still_gives_finite_estimates():
+    """At the documented floor (1e-10 x the largest squared norm) the estimates are finite and
+    the Fisher information is ``d / t`` to leading order (the samples are far apart there)."""
+    x = _x(2)
+    centred = x.double() - x.double().mean(0)
+    t = 1.01e-10 * float((centred * centred).sum(1).max())
+    fisher = smoothed_fisher_information(x, t, FEW)
+    assert torch.isfinite(fisher)
+    assert float(fisher) == pytest.approx(2 / t, rel=1e-6)
