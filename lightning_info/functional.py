@@ -193,6 +193,7 @@ CORES: dict[str, tuple[str, ...]] = {
     ),
     "prism": (
         "attack_metrics",
+        "check_prior",
         "data_aware_scores",
         "DEFAULT_FPR_LEVELS",
         "encode_prompt_fragment",
@@ -244,6 +245,7 @@ CORES: dict[str, tuple[str, ...]] = {
     ),
     "smoothed_information": (
         "check_estimator_options",
+        "check_sample_dtype",
         "check_times",
         "ENTROPY_ESTIMATORS",
         "fisher_from_mmse",

@@ -20,7 +20,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+import tests.lm
 import tests.methods
+import tests.pipelines
 from lightning_info.core.blocks import TokenBlocks
 from lightning_info.methods.fic_tsc.functional import empirical_fisher_trace, fisher_penalty
 from lightning_info.methods.fisher_sft.functional import (
@@ -370,14 +372,18 @@ CORES = {
 
 
 def method_tables() -> dict[str, list]:
-    """``BAD_INPUT`` of every module under ``tests/methods``: the public entry points of each
-    method (constructors, data modules, file readers, functions), keyed ``method/module``."""
+    """``BAD_INPUT`` of every module under ``tests/methods`` (the public entry points of each
+    method: constructors, data modules, file readers, functions), ``tests/lm`` and
+    ``tests/pipelines``, keyed ``method/module`` (``lm/module``, ``pipelines/module``)."""
     tables = {}
-    for info in pkgutil.walk_packages(tests.methods.__path__, "tests.methods."):
-        rows = getattr(importlib.import_module(info.name), "BAD_INPUT", None)
-        if rows:
-            method, module = info.name.split(".")[2:4]
-            tables[f"{method}/{module.removeprefix('test_')}"] = rows
+    for package in (tests.methods, tests.lm, tests.pipelines):
+        for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+            rows = getattr(importlib.import_module(info.name), "BAD_INPUT", None)
+            if rows:
+                parts = info.name.split(".")
+                owner = parts[2] if package is tests.methods else parts[1]
+                module = parts[3] if package is tests.methods else parts[2]
+                tables[f"{owner}/{module.removeprefix('test_')}"] = rows
     return tables
 
 
@@ -389,8 +395,10 @@ ROWS = [
 
 
 @pytest.mark.parametrize(("call", "exception", "message"), ROWS)
-def test_bad_input_is_rejected(call, exception, message, tmp_path, one_torch_thread):
-    """A call of one parameter is given a temporary folder (for the files it writes)."""
+def test_bad_input_is_rejected(call, exception, message, tmp_path, one_torch_thread, monkeypatch):
+    """A call of one parameter is given a temporary folder (for the files it writes); the
+    Hugging Face hub is offline, so a name that is no local folder fails at once."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     arguments = [tmp_path] if inspect.signature(call).parameters else []
     with pytest.raises(exception, match=message):
         call(*arguments)

@@ -168,8 +168,17 @@ def ranked_fpr_at_tpr(
 
 
 def as_1d(values: ArrayLike, name: str) -> Tensor:
+    """``values`` as a 1-D tensor (not copied when it is one); text is refused by name."""
+    if isinstance(values, (str, bytes, bytearray)):
+        raise TypeError(f"`{name}` must be a sequence of numbers, got the text {values!r}.")
     # numpy keeps Python floats in float64, where torch.as_tensor would round them to float32
-    tensor = values if isinstance(values, Tensor) else torch.as_tensor(np.asarray(values))
+    array = values if isinstance(values, Tensor) else np.asarray(values)
+    if isinstance(array, np.ndarray) and array.dtype.kind in "USO":
+        raise TypeError(
+            f"`{name}` must hold numbers, got numpy dtype {array.dtype} (text or objects); "
+            "convert it to numbers first."
+        )
+    tensor = array if isinstance(array, Tensor) else torch.as_tensor(array)
     if tensor.dim() != 1:
         raise ValueError(f"`{name}` must have shape (N,), got {tuple(tensor.shape)}.")
     return tensor.detach()

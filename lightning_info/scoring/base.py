@@ -188,9 +188,14 @@ def check_outputs(
     """Validate ``features (N, D)``, ``logits (N, K)`` and optional integer (or bool) ``labels
     (N,)`` in ``[0, K)``; returns detached float copies of the first two (observed data is never
     modified). Float labels are refused, not cast."""
-    for name, value in (("features", features), ("logits", logits)):
+    for name, value, width in (("features", features, "D"), ("logits", logits, "K")):
         if not isinstance(value, Tensor) or value.dim() != 2 or not value.is_floating_point():
-            raise ValueError(f"`{name}` must be a floating-point (N, {name[0].upper()}) tensor.")
+            got = (
+                f"shape {tuple(value.shape)} and dtype {value.dtype}"
+                if isinstance(value, Tensor)
+                else type(value).__name__
+            )
+            raise ValueError(f"`{name}` must be a floating-point (N, {width}) tensor, got {got}.")
         require_real_tensor(value, name)
         if value.shape[0] == 0:
             raise ValueError(f"`{name}` is empty: pass at least one sample.")

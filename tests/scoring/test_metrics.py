@@ -517,3 +517,17 @@ def test_fpr_at_95_takes_the_in_distribution_inputs_as_positive():
     scores = np.array(scores_in + scores_out)
     fpr, tpr, _ = roc_curve([0] * 6 + [1] * 6, -scores, drop_intermediate=False)
     assert fpr[np.argmax(tpr >= 0.95)] == pytest.approx(1 / 6)
+
+
+@pytest.mark.parametrize(
+    ("scores", "labels", "message"),
+    [
+        ("0.1 0.9", [0, 1], r"`scores` must be a sequence of numbers, got the text"),
+        ([0.1, 0.9], "01", r"`labels` must be a sequence of numbers, got the text '01'"),
+        (["0.1", "0.9"], [0, 1], r"`scores` must hold numbers, got numpy dtype <U3"),
+    ],
+)
+def test_ranking_metrics_refuse_text_by_name(scores, labels, message):
+    for metric in (binary_auroc, average_precision, fpr_at_tpr):
+        with pytest.raises(TypeError, match=message):
+            metric(scores, labels)

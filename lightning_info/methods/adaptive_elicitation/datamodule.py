@@ -213,6 +213,16 @@ class ElicitationDataModule(LightningDataModule):
         ):
             if not isinstance(value, kind):
                 raise TypeError(f"`{name}` must be a {kind.__name__}, got {type(value).__name__}.")
+        if not isinstance(source, (str, Path)):
+            raise TypeError(
+                f"`source` must be {SOURCES[0]!r}, {SOURCES[1]!r} or the path of a JSON-lines "
+                f"file (a str or a Path), got {type(source).__name__} {source!r}"
+            )
+        if answer_names is not None and source in SOURCES:
+            raise ValueError(
+                f"`answer_names` names the answers of a JSON-lines source; source={source!r} "
+                "has its own answers: drop `answer_names`"
+            )
         self.world = None
         if source == "latent":
             self.world = latent.sample()

@@ -32,7 +32,10 @@ from torch import Tensor
 
 from lightning_info.core.files import read_json_lines
 from lightning_info.core.validation import (
+    require_bool,
     require_fraction,
+    require_index,
+    require_indices,
     require_int,
     require_string_sequence,
 )
@@ -63,6 +66,29 @@ class EntityTable:
     labels: Tensor | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "questions", require_string_sequence(self.questions, "questions"))
+        names = require_string_sequence(self.answer_names, "answer_names")
+        if len(set(names)) != len(names):
+            raise ValueError(f"`answer_names` must be distinct, got {names!r}")
+        object.__setattr__(self, "answer_names", names)
+        for name, tensor in (("answers", self.answers), ("labels", self.labels)):
+            if tensor is None:
+                continue
+            if not isinstance(tensor, Tensor):
+                raise TypeError(
+                    f"`{name}` must be a tensor of integer indices, got {type(tensor).__name__}; "
+                    "pass torch.tensor(..., dtype=torch.long)"
+                )
+            if tensor.is_floating_point() or tensor.is_complex() or tensor.dtype == torch.bool:
+                raise TypeError(
+                    f"`{name}` must hold integer indices (torch.long), got {tensor.dtype}: a cast "
+                    "would truncate 0.5 to 0 and read True as 1"
+                )
+        if self.labels is not None and tuple(self.labels.shape) != (self.answers.shape[0],):
+            raise ValueError(
+                f"`labels` must hold one label per entity, shape ({self.answers.shape[0]},), got "
+                f"{tuple(self.labels.shape)}"
+            )
         if self.answers.dim() != 2 or self.answers.shape[1] != len(self.questions):
             raise ValueError(
                 f"answers must be (entities, {len(self.questions)} questions), "
@@ -85,8 +111,12 @@ class EntityTable:
     def blocks(self, entity: int, questions: Sequence[int] | None = None) -> list[tuple[int, int]]:
         """The entity's ``(question, answer)`` pairs in the order of ``questions`` (default:
         all), skipping the unanswered ones."""
-        row = self.answers[entity]
-        order = range(len(self.questions)) if questions is None else questions
+        row = self.answers[require_index(entity, "entity", self.answers.shape[0])]
+        size = len(self.questions)
+        order = range(size) if questions is None else questions
+        if questions is not None:
+            for q in questions:
+                require_index(q, "questions entry", size)
         return [(int(q), int(row[q])) for q in order if int(row[q]) != MISSING]
 
 
@@ -98,7 +128,13 @@ def latent_world_questions(num_questions: int) -> list[str]:
 
 def latent_world_table(world: LatentTypeWorld, count: int, seed: int = 0) -> EntityTable:
     """``count`` entities of ``world`` (``world.sample_entities``), their types as labels."""
-    types, answers = world.sample_entities(require_int(count, "count", 1), seed=seed)
+    if not isinstance(world, LatentTypeWorld):
+        raise TypeError(
+            f"`world` must be a LatentTypeWorld, got {type(world).__name__}; build one with "
+            "LatentTypeWorld.sample(...)"
+        )
+    count = require_int(count, "count", 1)
+    types, answers = world.sample_entities(count, seed=require_int(seed, "seed", 0))
     names = [f"A{a}" for a in range(world.num_answers)]
     return EntityTable(latent_world_questions(world.num_questions), names, answers, types)
 
@@ -164,6 +200,7 @@ def digits_table(
     those region questions, in that order (default: all)."""
     from sklearn.datasets import load_digits
 
+    class_questions = require_bool(class_questions, "class_questions")
     questions = digits_questions(region, class_questions, regions)
     threshold = require_fraction(threshold, "threshold")
     shifts = digit_shifts(shifts)
@@ -171,8 +208,8 @@ def digits_table(
     pixels = torch.tensor(features / 16.0).view(-1, 8, 8)
     labels_t = torch.as_tensor(labels)
     if images is not None:
-        picked = torch.as_tensor(images, dtype=torch.long).reshape(-1)
-        if picked.numel() == 0 or bool(((picked < 0) | (picked >= len(features))).any()):
+        picked = require_indices(images, "images")  # ints only: no bool mask, no 1.5
+        if picked.numel() == 0 or bool((picked >= len(features)).any()):
             raise ValueError(f"images must be a non-empty set of indices in 0..{len(features) - 1}")
         pixels, labels_t = pixels[picked], labels_t[picked]
     pixels = torch.cat([shift_images(pixels, down, right) for down, right in shifts])

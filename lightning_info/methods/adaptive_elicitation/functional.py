@@ -66,7 +66,20 @@ def _check(context: Context, candidates: Sequence[int], targets: Sequence[int]) 
         raise ValueError("no candidate questions to choose from")
     if not targets:
         raise ValueError("no target questions: the information gain is about targets")
-    asked = {q for q, _ in context}
+    repeated = sorted({q for q in targets if list(targets).count(q) > 1})
+    if repeated:
+        raise ValueError(
+            f"targets {repeated} are listed more than once: each would weigh twice in the mean "
+            "over targets; list each target question once"
+        )
+    asked_list = [q for q, _ in context]
+    twice = sorted({q for q in asked_list if asked_list.count(q) > 1})
+    if twice:
+        raise ValueError(
+            f"the context answers question(s) {twice} more than once; give each asked question "
+            "one answer"
+        )
+    asked = set(asked_list)
     overlap = asked & set(candidates)
     if overlap:
         raise ValueError(f"candidates {sorted(overlap)} are already answered in the context")
@@ -117,13 +130,22 @@ def _check_batch(
         )
     if not contexts:
         raise ValueError("no contexts")
+    for context in contexts:
+        for pair in context:
+            if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
+                raise TypeError(
+                    f"a context is a list of (question, answer) pairs, got the entry {pair!r}; "
+                    "write [(question, answer), ...]"
+                )
+    _check_indices(model, contexts, candidates, targets)
     for context, own in zip(contexts, candidates):
         _check(context, own, targets)
-    _check_indices(model, contexts, candidates, targets)
 
 
 def _check_depth(depth: int) -> None:
-    if int(depth) != depth or depth < 1:
+    if isinstance(depth, bool) or not isinstance(depth, numbers.Real) or int(depth) != depth:
+        raise ValueError(f"depth must be a positive integer, got {depth!r}")
+    if depth < 1:
         raise ValueError(f"depth must be a positive integer, got {depth!r}")
 
 
@@ -321,6 +343,11 @@ def select_questions(
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}: choose from {POLICIES}")
     _check_batch(contexts, candidates, targets, model)
+    if rng is not None and not isinstance(rng, random.Random):
+        raise TypeError(
+            f"`rng` must be a random.Random or None, got {type(rng).__name__} {rng!r}; pass "
+            "random.Random(seed)"
+        )
     if policy == "random":
         rng = rng or random.Random(0)
         return [rng.choice(list(own)) for own in candidates]

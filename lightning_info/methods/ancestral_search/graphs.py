@@ -75,6 +75,11 @@ def check_marks(marks: np.ndarray) -> np.ndarray:
     """``marks`` as an int8 array after checking it is a valid edge-mark matrix (square, no
     self loops, marks in {0, 1, 2, 3}, an edge marked at both ends or at neither)."""
     marks = np.asarray(marks)
+    if marks.dtype == np.bool_:
+        raise TypeError(
+            "`marks` must be an int edge-mark matrix (0 none, 1 tail, 2 arrow, 3 circle), got a "
+            "bool matrix; for a DAG's adjacency matrix use mag_from_dag(dag)."
+        )
     if marks.ndim != 2 or marks.shape[0] != marks.shape[1]:
         raise ValueError(f"`marks` must be a square (p, p) matrix, got shape {marks.shape}.")
     if not np.isin(marks, (NONE, TAIL, ARROW, CIRCLE)).all():
@@ -363,6 +368,11 @@ def to_causallearn(marks: np.ndarray, names: Sequence[str] | None = None):
 
 def from_causallearn(graph) -> np.ndarray:
     """The mark matrix of a causal-learn graph (its ``graph`` matrix, node order kept)."""
+    if not hasattr(graph, "graph"):
+        raise TypeError(
+            "`graph` must be a causal-learn graph (e.g. a GeneralGraph, or fci(...)[0]), got "
+            f"{type(graph).__name__}."
+        )
     matrix = np.asarray(graph.graph)
     marks = np.zeros(matrix.shape, dtype=np.int8)
     for code, mark in _FROM_CAUSALLEARN.items():
@@ -403,7 +413,15 @@ def from_networkx(graph, names: Sequence[str] | None = None) -> np.ndarray:
 
 
 def _names(names: Sequence[str] | None, count: int) -> list[str]:
+    if isinstance(names, (str, bytes)):
+        raise TypeError(
+            f"`names` must be a sequence of {count} names, got the single string {names!r}; "
+            "wrap each name in a list, e.g. ['A', 'B']."
+        )
     names = [f"X{k + 1}" for k in range(count)] if names is None else [str(n) for n in names]
-    if len(names) != count or len(set(names)) != count:
+    if len(names) != count:
         raise ValueError(f"`names` must be {count} distinct names, got {len(names)}.")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"`names` must be {count} distinct names; {repeated} repeat.")
     return names

@@ -52,10 +52,12 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from scipy.special import gammaln, logsumexp, xlogy
+
+from lightning_info.core.validation import require_bool
 
 __all__ = [
     "METHODS",
@@ -180,7 +182,7 @@ def _check_codes(codes) -> np.ndarray:
 
 def _indices(value: Columns, m: int, name: str) -> tuple[int, ...]:
     """Column indices as a tuple: an int gives one column, a sequence a joint variable."""
-    items = [value] if isinstance(value, (int, np.integer)) else list(value)
+    items = list(value) if isinstance(value, Iterable) else [value]
     out = []
     for item in items:
         if isinstance(item, (bool, np.bool_)):
@@ -398,7 +400,9 @@ def shifted_information(
     """
     codes = _check_codes(codes)
     x, y, z = _xyz(codes, x, y, z)
-    return _shifted(codes, x, y, z, _check_method(method), bool(negative_info))
+    return _shifted(
+        codes, x, y, z, _check_method(method), require_bool(negative_info, "negative_info")
+    )
 
 
 # --------------------------------------------------------------------------- memoisation
@@ -415,7 +419,7 @@ class InformationCache:
     def __init__(self, codes, method: str = "nml", negative_info: bool = False) -> None:
         self.codes = _check_codes(codes)
         self.method = _check_method(method)
-        self.negative_info = bool(negative_info)
+        self.negative_info = require_bool(negative_info, "negative_info")
         self.hits = 0
         self.misses = 0
         self._values: dict[tuple, float] = {}

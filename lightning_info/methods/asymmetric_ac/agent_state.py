@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lightning_info.core.validation import require_int
+from lightning_info.core.validation import require_index, require_int
 
 _MAX_CODE = 2**62
 
@@ -61,24 +61,23 @@ class WindowEncoding:
         return (code * (self.num_observations + 1)) % self.size + observation
 
     def encode(self, window: Sequence[int]) -> int:
-        """Code of ``window`` (oldest first), whose entries lie in ``0 .. n`` (``n`` = blank)."""
-        values = [int(value) for value in window]
+        """Code of ``window`` (oldest first), whose entries are ints in ``0 .. n`` (``n`` =
+        blank); bools, floats and strings are refused, not cast."""
+        if isinstance(window, (str, bytes)):
+            raise TypeError(f"`window` must be a sequence of ints, got a string {window!r}.")
+        values = [
+            require_index(value, f"window[{i}]", self.blank + 1) for i, value in enumerate(window)
+        ]
         if len(values) != self.length:
             raise ValueError(f"A window must hold {self.length} entries, got {len(values)}.")
-        if any(not 0 <= value <= self.blank for value in values):
-            raise ValueError(
-                f"Window entries must lie in 0..{self.blank} ({self.blank} = blank), got {values}."
-            )
         code = 0
         for value in values:
             code = code * (self.num_observations + 1) + value
         return code
 
     def decode(self, code: int) -> np.ndarray:
-        """The window (oldest first, ``int64``) whose code is ``code``."""
-        code = int(code)
-        if not 0 <= code < self.size:
-            raise ValueError(f"A window code must lie in [0, {self.size}), got {code}.")
+        """The window (oldest first, ``int64``) whose code is the int ``code`` in ``[0, size)``."""
+        code = require_index(code, "code", self.size)
         window = np.empty(self.length, dtype=np.int64)
         for i in range(self.length - 1, -1, -1):
             code, window[i] = divmod(code, self.num_observations + 1)

@@ -135,9 +135,31 @@ def agent_state_chain(env, k: int) -> AgentStateChain:
     return AgentStateChain(pomdp, encoding, *arrays, rewards)
 
 
+def real_array(value, name: str) -> np.ndarray:
+    """``value`` as a float64 array, or raise unless it holds real numbers (bools, ints or
+    floats): strings such as ``"0.5"`` and complex or object arrays are refused, not parsed."""
+    array = np.asarray(value)
+    if array.dtype.kind not in "biuf":
+        raise TypeError(
+            f"`{name}` must hold real numbers, got dtype {array.dtype}; convert it first."
+        )
+    return array.astype(np.float64)
+
+
+def require_chain(chain) -> AgentStateChain:
+    """Return ``chain``, or raise unless it is an :class:`AgentStateChain`."""
+    if not isinstance(chain, AgentStateChain):
+        raise TypeError(
+            f"`chain` must be an AgentStateChain (from agent_state_chain(env, k)), got "
+            f"{type(chain).__name__}."
+        )
+    return chain
+
+
 def check_policy(chain: AgentStateChain, policy: np.ndarray) -> np.ndarray:
     """Return ``policy`` as float64, or raise unless it is ``(n_z, A)`` with rows on the simplex."""
-    policy = np.asarray(policy, dtype=np.float64)
+    require_chain(chain)
+    policy = real_array(policy, "policy")
     expected = (chain.num_agent_states, chain.num_actions)
     if policy.shape != expected:
         raise ValueError(
@@ -152,13 +174,16 @@ def check_policy(chain: AgentStateChain, policy: np.ndarray) -> np.ndarray:
 
 
 def lift_to_pairs(chain: AgentStateChain, values_z: np.ndarray) -> np.ndarray:
-    """``(n_z, A)`` values of ``(z, a)`` as ``(n_pairs, A)`` values of ``(s, z, a)``."""
-    values_z = np.asarray(values_z, dtype=np.float64)
+    """``(n_z, A)`` finite values of ``(z, a)`` as ``(n_pairs, A)`` values of ``(s, z, a)``."""
+    require_chain(chain)
+    values_z = real_array(values_z, "values_z")
     if values_z.shape != (chain.num_agent_states, chain.num_actions):
         raise ValueError(
             f"Expected (n_z, A) = {(chain.num_agent_states, chain.num_actions)} values, got "
             f"{values_z.shape}."
         )
+    if not np.isfinite(values_z).all():
+        raise ValueError("`values_z` must be finite; it holds NaN or inf.")
     return values_z[chain.agent_state_of_pair]
 
 
@@ -188,6 +213,26 @@ class PolicyEvaluation:
     value: float
     q_agent_state: np.ndarray
     aliasing_floor: float
+
+
+def require_evaluation(chain: AgentStateChain, evaluation) -> PolicyEvaluation:
+    """Return ``evaluation``, or raise unless it is a :class:`PolicyEvaluation` of a policy on
+    ``chain`` (shapes ``(n_pairs, A)`` and ``(n_z, A)`` of this chain)."""
+    require_chain(chain)
+    if not isinstance(evaluation, PolicyEvaluation):
+        raise TypeError(
+            f"`evaluation` must be a PolicyEvaluation (from evaluate_policy), got "
+            f"{type(evaluation).__name__}."
+        )
+    pairs = (chain.num_pairs, chain.num_actions)
+    agent_states = (chain.num_agent_states, chain.num_actions)
+    if evaluation.q.shape != pairs or evaluation.policy.shape != agent_states:
+        raise ValueError(
+            f"`evaluation` belongs to another chain: its Q has shape {evaluation.q.shape} and its "
+            f"policy {evaluation.policy.shape}, this chain needs {pairs} and {agent_states}; "
+            "evaluate the policy on this chain with evaluate_policy(chain, policy, gamma)."
+        )
+    return evaluation
 
 
 def evaluate_policy(chain: AgentStateChain, policy: np.ndarray, gamma: float) -> PolicyEvaluation:
@@ -232,9 +277,12 @@ def critic_error(chain: AgentStateChain, evaluation: PolicyEvaluation, q_hat: np
 
     Lift a critic of ``(z, a)`` with :func:`lift_to_pairs` first.
     """
-    q_hat = np.asarray(q_hat, dtype=np.float64)
+    require_evaluation(chain, evaluation)
+    q_hat = real_array(q_hat, "q_hat")
     if q_hat.shape != evaluation.q.shape:
         raise ValueError(f"`q_hat` must have shape (n_pairs, A) = {evaluation.q.shape}.")
+    if not np.isfinite(q_hat).all():
+        raise ValueError("`q_hat` must be finite; it holds NaN or inf.")
     weights = evaluation.visitation[:, None] * evaluation.policy[chain.agent_state_of_pair]
     return float(np.sqrt((weights * (q_hat - evaluation.q) ** 2).sum()))
 
@@ -257,12 +305,17 @@ def td_fixed_point(
     ones keep the aliasing bias of Lambrechts et al. (ICML 2025), which shrinks as ``m`` grows.
     Features never visited get 0.
     """
+    require_evaluation(chain, evaluation)
     m = require_int(m, "m", 1)
     feature_index = np.asarray(feature_index)
     if feature_index.shape != evaluation.q.shape or not np.issubdtype(
         feature_index.dtype, np.integer
     ):
         raise ValueError(f"`feature_index` must be an int array of shape {evaluation.q.shape}.")
+    if feature_index.size and feature_index.min() < 0:
+        raise ValueError(
+            f"`feature_index` must hold feature indices >= 0, got {int(feature_index.min())}."
+        )
     gamma, policy = evaluation.gamma, evaluation.policy
     num_pairs, num_actions = evaluation.q.shape
     pi_pairs = policy[chain.agent_state_of_pair]

@@ -37,6 +37,8 @@ from lightning_info.methods.asymmetric_ac.exact import (
     AgentStateChain,
     critic_error,
     evaluate_policy,
+    real_array,
+    require_chain,
 )
 from lightning_info.methods.asymmetric_ac.rollouts import ChainSampler
 
@@ -59,6 +61,7 @@ def critic_feature_index(chain: AgentStateChain, kind: CriticKind) -> tuple[np.n
     ``"asymmetric"``: ``phi(s, z, a)``, one feature per (pair, action); ``"symmetric"``:
     ``phi(z, a)``, one feature per (agent state, action), shared by the pairs with that window.
     """
+    require_chain(chain)
     actions = np.arange(chain.num_actions)
     if kind == "asymmetric":
         rows, size = np.arange(chain.num_pairs), chain.num_pairs
@@ -71,9 +74,11 @@ def critic_feature_index(chain: AgentStateChain, kind: CriticKind) -> tuple[np.n
 
 def softmax_policy(theta: np.ndarray) -> np.ndarray:
     """``pi(a | z) = exp(theta[z, a]) / sum_b exp(theta[z, b])`` for ``(n_z, A)`` logits."""
-    theta = np.asarray(theta, dtype=np.float64)
+    theta = real_array(theta, "theta")
     if theta.ndim != 2 or not np.isfinite(theta).all():
         raise ValueError(f"`theta` must be a finite (n_z, A) array, got shape {theta.shape}.")
+    if theta.shape[1] == 0:
+        raise ValueError("`theta` has no actions (shape (n_z, 0)); give at least one column.")
     shifted = np.exp(theta - theta.max(axis=1, keepdims=True))
     return shifted / shifted.sum(axis=1, keepdims=True)
 
@@ -102,6 +107,18 @@ class SGDSettings:
         if self.radius is not None:
             require_positive(self.radius, "radius")
         require_fraction(self.burn_in, "burn_in")
+
+
+def _settings(settings: SGDSettings | None, name: str) -> SGDSettings:
+    """``settings`` (``None``: the defaults), or raise unless it is an :class:`SGDSettings`."""
+    if settings is None:
+        return SGDSettings()
+    if not isinstance(settings, SGDSettings):
+        raise TypeError(
+            f"`{name}` must be an SGDSettings (e.g. SGDSettings(num_steps=500)) or None, got "
+            f"{type(settings).__name__}."
+        )
+    return settings
 
 
 def _project(vector: np.ndarray, radius: float) -> np.ndarray:
@@ -160,7 +177,7 @@ def m_step_td(
     continuations (module docstring). ``radius=None`` takes ``B = sqrt(p) max|R| / (1 - gamma)``
     for ``p`` features, a ball that holds the exact ``Q^pi`` of every policy.
     """
-    settings = settings or SGDSettings()
+    settings = _settings(settings, "settings")
     m = require_int(m, "m", 1)
     sampler = ChainSampler(chain, policy, gamma, rng)
     index, size = critic_feature_index(chain, kind)
@@ -194,14 +211,16 @@ def npg_direction(
     constant over the states of a window). ``radius=None`` takes
     ``B = sqrt(n_z A) 2 max|R| / (1 - gamma)``, which holds every advantage.
     """
-    settings = settings or SGDSettings()
+    settings = _settings(settings, "settings")
     sampler = ChainSampler(chain, policy, gamma, rng)
-    critic = np.asarray(critic, dtype=np.float64)
+    critic = real_array(critic, "critic")
     if critic.shape != (chain.num_pairs, chain.num_actions):
         raise ValueError(
             f"`critic` must have shape (n_pairs, A) = {(chain.num_pairs, chain.num_actions)}, "
             f"got {critic.shape}."
         )
+    if not np.isfinite(critic).all():
+        raise ValueError("`critic` must be finite; it holds NaN or inf.")
     pi_pairs = sampler.policy[chain.agent_state_of_pair]
     advantage = critic - (pi_pairs * critic).sum(axis=1, keepdims=True)
     size = chain.num_agent_states * chain.num_actions
@@ -258,10 +277,12 @@ def natural_actor_critic(
     Every policy is evaluated exactly
     (:func:`~lightning_info.methods.asymmetric_ac.exact.evaluate_policy`).
     """
+    require_chain(chain)
     iterations = require_int(iterations, "iterations", 1)
     eta = require_positive(actor_step_size, "actor_step_size")
+    critic, actor = _settings(critic, "critic"), _settings(actor, "actor")
     shape = (chain.num_agent_states, chain.num_actions)
-    theta = np.zeros(shape) if theta is None else np.array(theta, dtype=np.float64)
+    theta = np.zeros(shape) if theta is None else real_array(theta, "theta")
     if theta.shape != shape:
         raise ValueError(f"`theta` must have shape (n_z, A) = {shape}, got {theta.shape}.")
     values, errors, floors = [], [], []

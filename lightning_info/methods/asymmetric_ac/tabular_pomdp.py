@@ -25,6 +25,15 @@ spaces = gym.spaces
 _TOLERANCE = 1e-9
 
 
+def _real_copy(value, name: str) -> np.ndarray:
+    """A float64 copy of ``value``, or raise unless it holds real numbers (strings such as
+    ``"0.5"`` and complex or object arrays are refused, not parsed)."""
+    array = np.asarray(value)
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"`{name}` must hold real numbers, got dtype {array.dtype}.")
+    return np.array(array, dtype=np.float64)
+
+
 def _distributions(array: np.ndarray, name: str) -> np.ndarray:
     """``array`` read-only, or raise unless it holds distributions along its last axis."""
     if not np.isfinite(array).all() or (array < 0).any():
@@ -62,10 +71,10 @@ class TabularPOMDP(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, transitions, observations, rewards, initial) -> None:
-        initial = np.array(initial, dtype=np.float64)
-        transitions = np.array(transitions, dtype=np.float64)
-        observations = np.array(observations, dtype=np.float64)
-        rewards = np.array(rewards, dtype=np.float64)
+        initial = _real_copy(initial, "initial")
+        transitions = _real_copy(transitions, "transitions")
+        observations = _real_copy(observations, "observations")
+        rewards = _real_copy(rewards, "rewards")
         if initial.ndim != 1 or initial.shape[0] < 1:
             raise ValueError(f"`initial` must be a non-empty 1-D array, got shape {initial.shape}.")
         num_states = initial.shape[0]
@@ -133,7 +142,7 @@ class TabularPOMDP(gym.Env):
         if self._state is None:
             raise RuntimeError("Call `reset()` before `step()`.")
         try:
-            index = operator.index(action)
+            index = -1 if isinstance(action, (bool, np.bool_)) else operator.index(action)
         except TypeError:
             index = -1
         if not 0 <= index < self.num_actions:

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from lightning_info.core.validation import require_int, require_string_sequence
 from lightning_info.lm.sentence_encoders import embed_texts
 
 TABLES = ("breast_cancer", "diabetes", "iris", "linnerud", "wine")
@@ -192,7 +193,12 @@ def embed_columns(
     texts: Sequence[str], encoder: str = "auto", dim: int = 32, seed: int = 0
 ) -> np.ndarray:
     """Embed column context texts, float32 ``(len(texts), E)``: ``embed_texts`` of the shared
-    sentence encoders (``"auto"``, ``"tfidf"``, ``"minilm"`` or a sentence-transformers model)."""
+    sentence encoders (``"auto"``, ``"tfidf"``, ``"minilm"`` or a sentence-transformers model).
+    ``texts`` are strings (one string is refused, not read letter by letter); ``dim`` and
+    ``seed`` are ints."""
+    texts = require_string_sequence(texts, "texts")
+    dim = require_int(dim, "dim", 1)
+    seed = require_int(seed, "seed", 0)
     return embed_texts(texts, encoder=encoder, dim=dim, seed=seed)
 
 

@@ -31,7 +31,12 @@ MECHANISMS = ("mcar", "mar", "mnar")
 
 
 def _table(x) -> np.ndarray:
-    table = np.asarray(x, dtype=np.float64)
+    try:
+        table = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise TypeError(
+            f"the table must hold numbers ({error}); encode text columns as numbers first."
+        ) from error
     if table.ndim != 2 or table.shape[0] < 2 or table.shape[1] < 2:
         raise ValueError(f"need a 2-D table of at least 2 rows and 2 columns, got {table.shape}.")
     if not np.isfinite(table).all():
@@ -73,9 +78,28 @@ class MissingnessOptions:
 
 def solve_intercepts(scores: np.ndarray, rate: float, steps: int = 60) -> np.ndarray:
     """Per column ``j``, ``b_j`` with ``mean_i sigmoid(scores[i, j] + b_j) = rate`` (bisection;
-    the mean is increasing in ``b``)."""
-    low = np.full(scores.shape[1], -50.0)
-    high = np.full(scores.shape[1], 50.0)
+    the mean is increasing in ``b``).
+
+    ``scores`` is a finite real ``(n, d)`` array with ``n >= 1``, ``rate`` lies in ``(0, 1)``
+    and ``steps >= 1`` halvings of the bracket ``[-50, 50]``, widened to hold the root when a
+    score lies beyond it."""
+    if isinstance(scores, str) or np.asarray(scores).dtype.kind not in "iuf":
+        raise TypeError(
+            f"`scores` must be a real (n, d) array, got {type(scores).__name__} of dtype "
+            f"{np.asarray(scores).dtype}."
+        )
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.ndim != 2 or scores.shape[0] == 0:
+        raise ValueError(
+            f"`scores` must be an (n, d) array with n >= 1 rows, got shape {scores.shape}; one "
+            "column is scores[:, None]."
+        )
+    if not np.isfinite(scores).all():
+        raise ValueError("`scores` must be finite: replace NaN/inf before solving.")
+    rate = _rate(rate)
+    steps = require_int(steps, "steps", 1)
+    low = np.full(scores.shape[1], min(-50.0, -50.0 - scores.max(initial=0.0)))
+    high = np.full(scores.shape[1], max(50.0, 50.0 - scores.min(initial=0.0)))
     for _ in range(steps):
         middle = (low + high) / 2
         mean = (1 / (1 + np.exp(-(scores + middle)))).mean(0)

@@ -30,6 +30,7 @@ baseline ``[X̃, ÂX̃, ..., Â^K X̃]`` on mean-imputed attributes; ``"imputed"
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from os import PathLike
 from pathlib import Path
 from typing import Literal
 
@@ -39,6 +40,7 @@ from torch import Tensor
 
 from lightning_info.core.options import as_options
 from lightning_info.core.validation import (
+    require_bool,
     require_choice,
     require_finite_tensor,
     require_fraction,
@@ -123,6 +125,17 @@ class GraphFiles:
     edge_file: str
     feature_file: str
     label_file: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("edge_file", "feature_file", "label_file"):
+            value = getattr(self, name)
+            if value is None and name == "label_file":
+                continue
+            if not isinstance(value, (str, PathLike)):
+                raise TypeError(
+                    f"`{name}` must be a path (a str or a Path), got {type(value).__name__} "
+                    f"{value!r}."
+                )
 
 
 def class_features(
@@ -216,7 +229,7 @@ def networkx_graph(
 ) -> tuple[Tensor, Tensor, Tensor]:
     """A graph networkx ships (:data:`NETWORKX_GRAPHS`) as ``(edge_index, x, labels)``; nodes are
     numbered in networkx's node order, features drawn by :func:`class_features`."""
-    if name not in NETWORKX_GRAPHS:
+    if not isinstance(name, str) or name not in NETWORKX_GRAPHS:
         raise ValueError(f"unknown networkx graph {name!r}; choose one of {list(NETWORKX_GRAPHS)}.")
     import networkx as nx
 
@@ -385,7 +398,7 @@ class AttributeMissingGraphDataModule(MultiViewDataModule):
         self.missing_rate = require_fraction(missing_rate, "missing_rate")
         self.chunk_size = require_int(chunk_size, "chunk_size", 1)
         self.sbm, self.features, self.files = sbm, features, files
-        super().__init__(batch_size, seed, standardize)
+        super().__init__(batch_size, seed, require_bool(standardize, "standardize"))
         self.save_hyperparameters()
 
     def build_views(self) -> tuple[list[Tensor], Tensor]:

@@ -72,7 +72,12 @@ import scipy.sparse as sp
 import torch
 from torch import Tensor
 
-from lightning_info.core.validation import require_finite_tensor, require_int, require_real_tensor
+from lightning_info.core.validation import (
+    require_bool,
+    require_finite_tensor,
+    require_int,
+    require_real_tensor,
+)
 
 __all__ = [
     "graph_adjacency",
@@ -192,6 +197,7 @@ def graph_adjacency(
     edge. Row ``u`` lists the out-neighbours of ``u`` (``edge_index[0] -> edge_index[1]``).
     """
     require_int(num_nodes, "num_nodes", 1)
+    undirected = require_bool(undirected, "undirected")
     source, target = _edges(edge_index, num_nodes)
     return _adjacency(source, target, num_nodes, undirected, dtype)
 
@@ -213,7 +219,30 @@ def _adjacency(
 
 
 def normalized_adjacency(adjacency: sp.csr_matrix, dtype=np.float32) -> sp.csr_matrix:
-    """``D^-1/2 (A + I) D^-1/2`` (GCN/SIGN normalisation, ``D`` the degrees of ``A + I``)."""
+    """``D^-1/2 (A + I) D^-1/2`` (GCN/SIGN normalisation, ``D`` the degrees of ``A + I``).
+
+    ``adjacency`` is a square scipy sparse matrix of finite, non-negative weights (e.g.
+    :func:`graph_adjacency`); ``dtype`` is a floating-point dtype."""
+    if not sp.issparse(adjacency):
+        raise TypeError(
+            f"`adjacency` must be a scipy sparse matrix, got {type(adjacency).__name__}; build "
+            "one with graph_adjacency(edge_index, num_nodes) or scipy.sparse.csr_matrix(a)."
+        )
+    if adjacency.ndim != 2 or adjacency.shape[0] != adjacency.shape[1]:
+        raise ValueError(f"`adjacency` must be square (N, N), got shape {adjacency.shape}.")
+    if np.dtype(dtype).kind != "f":
+        raise TypeError(
+            f"`dtype` must be a floating-point dtype (the weights are fractions), got "
+            f"{np.dtype(dtype)}; pass np.float32 or np.float64."
+        )
+    adjacency = adjacency.tocsr()
+    if adjacency.dtype.kind not in "biuf":
+        raise TypeError(f"`adjacency` must hold real weights, got dtype {adjacency.dtype}.")
+    if adjacency.nnz and not (np.isfinite(adjacency.data).all() and (adjacency.data >= 0).all()):
+        raise ValueError(
+            "`adjacency` must hold finite, non-negative weights: a negative degree has no "
+            "square root (D^-1/2 would be inf or NaN)."
+        )
     n = adjacency.shape[0]
     with_loops = (adjacency.astype(dtype) + sp.identity(n, dtype=dtype, format="csr")).tocsr()
     scale = 1.0 / np.sqrt(np.asarray(with_loops.sum(axis=1), dtype=np.float64).ravel())

@@ -56,7 +56,13 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from lightning_info.core.validation import require_int, require_positive
+from lightning_info.core.validation import (
+    require_bool,
+    require_finite_tensor,
+    require_int,
+    require_positive,
+    require_real_floating,
+)
 from lightning_info.diffusion.noise_schedules import NoiseSchedule
 from lightning_info.diffusion.ode import State, odeint_fixed
 from lightning_info.measures.kernel_moments import per_point_column
@@ -306,6 +312,8 @@ class ScoreNetworkDiffusion(DiffusionFlowModel):
         )
 
     def score(self, x: Tensor, t: float | Tensor) -> Tensor:
+        if not isinstance(t, Tensor):
+            self.schedule.check_time(t, "t")
         return self.score_fn(x, t)
 
     def fisher_trace(self, x: Tensor, t: float | Tensor) -> Tensor:
@@ -397,10 +405,21 @@ def pf_ode_log_likelihood(
     """
     x = _check_model(model, x)
     probes = require_int(probes, "probes", 1)
+    if probe not in ("rademacher", "gaussian"):
+        raise ValueError(f"`probe` must be 'rademacher' or 'gaussian', got {probe!r}.")
     if divergence not in ("fisher", "hutchinson"):
         raise ValueError(f"`divergence` must be 'fisher' or 'hutchinson', got {divergence!r}.")
     if prior not in ("mixture", "gaussian"):
         raise ValueError(f"`prior` must be 'mixture' or 'gaussian', got {prior!r}.")
+    no_trace = isinstance(model, ScoreNetworkDiffusion) and model.sq_norm_fn is None
+    if divergence == "fisher" and no_trace:
+        raise model._missing("trace-matching network (`sq_norm_fn`)")
+    if prior == "mixture" and type(model).log_density is DiffusionFlowModel.log_density:
+        model.log_density(x, t_start)  # raises: the prior is refused before integrating
+    if prior == "gaussian" and model.prior_second_moment() is None:
+        raise ValueError(
+            f"prior='gaussian' needs E||x_0||^2 / d: give {type(model).__name__} a `second_moment`."
+        )
     s = model.schedule
     t0 = s.t_min if t_start is None else t_start
     t1 = s.t_max if t_end is None else t_end
@@ -506,17 +525,25 @@ def asymmetry_index(matrix: Tensor, *, off_diagonal: bool = False) -> Tensor:
     With ``A = S + K`` (symmetric plus antisymmetric parts) this is ``sqrt 2 ||K||_F / ||A||_F``,
     in ``[0, sqrt 2]``: 0 for a symmetric ``A``, ``sqrt 2`` for an antisymmetric one.
     ``off_diagonal=True`` takes the norm in the denominator over the off-diagonal entries only,
-    as the paper's reference code does; a matrix whose norm is 0 gets 0.
+    as the paper's reference code does; a matrix whose norm is 0 gets 0. ``matrix`` must be a
+    finite real floating-point tensor and ``off_diagonal`` a bool.
     """
     if not isinstance(matrix, Tensor) or matrix.dim() < 2 or matrix.shape[-1] != matrix.shape[-2]:
         raise ValueError("`matrix` must be a tensor of square matrices (..., d, d).")
+    require_real_floating(matrix, "matrix")
+    require_finite_tensor(matrix, "matrix")
+    return _asymmetry(matrix, require_bool(off_diagonal, "off_diagonal"))
+
+
+def _asymmetry(matrix: Tensor, off_diagonal: bool) -> Tensor:
+    """:func:`asymmetry_index` without the argument checks; a NaN matrix gives NaN."""
     base = matrix
     if off_diagonal:
         eye = torch.eye(matrix.shape[-1], dtype=torch.bool, device=matrix.device)
         base = matrix.masked_fill(eye, 0)
     numerator = torch.linalg.matrix_norm(matrix - matrix.transpose(-1, -2))
     denominator = math.sqrt(2) * torch.linalg.matrix_norm(base)
-    return torch.where(denominator > 0, numerator / denominator.clamp_min(1e-300), 0.0)
+    return torch.where(denominator == 0, 0.0, numerator / denominator)
 
 
 @dataclass(frozen=True)
@@ -559,6 +586,7 @@ def pf_ode_flow_jacobian(
     discrete flow map of the same solver.
     """
     x = _check_model(model, x)
+    off_diagonal = require_bool(off_diagonal, "off_diagonal")
     s = model.schedule
     t0 = s.t_max if t_from is None else t_from
     t1 = s.t_min if t_to is None else t_to
@@ -574,5 +602,5 @@ def pf_ode_flow_jacobian(
         start = (x.detach(), eye.expand(x.shape[0], -1, -1).clone())
         solution = odeint_fixed(rhs, start, times, method)
     x_end, jacobian = solution.state
-    asymmetry = asymmetry_index(jacobian, off_diagonal=off_diagonal)
+    asymmetry = _asymmetry(jacobian, off_diagonal)
     return PFODEFlowJacobian(x_end, jacobian, asymmetry, times, solution.nfe)

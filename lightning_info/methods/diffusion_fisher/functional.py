@@ -314,6 +314,10 @@ def _network_terms(
 ) -> tuple[Tensor, Tensor, Tensor]:
     """``(alpha, sigma)`` columns and ``u = x / sigma^2 + s(x, t)`` from the score network."""
     _points(x, "x")
+    if not callable(score_fn):
+        raise TypeError(
+            f"`score_fn` must be a callable (x, t) -> Tensor, got {type(score_fn).__name__}."
+        )
     batch = x.shape[0]
     alpha_b = per_point_column(alpha, batch, x, "alpha", positive=True)
     sigma_b = per_point_column(sigma, batch, x, "sigma", positive=True)
@@ -348,6 +352,10 @@ def trace_matching_fisher_trace(
     epsilon-prediction network); ``t`` is passed to both networks unchanged. With the exact
     ``T`` and score of a data set it equals :func:`diffusion_fisher_trace`.
     """
+    if not callable(sq_norm_fn):
+        raise TypeError(
+            f"`sq_norm_fn` must be a callable (x, t) -> Tensor, got {type(sq_norm_fn).__name__}."
+        )
     alpha_b, sigma_b, u = _network_terms(x, t, score_fn, alpha, sigma)
     expected = _per_point_values(sq_norm_fn(x, t), x.shape[0], "sq_norm_fn(x, t)")
     var = sigma_b[:, 0] ** 2

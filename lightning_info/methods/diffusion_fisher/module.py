@@ -46,10 +46,19 @@ from lightning_info.methods.diffusion_fisher.functional import trace_matching_lo
 
 
 class TimeConditionedMLP(nn.Module):
-    """``net([x, fourier(log sigma_t)])``: an MLP on the point and a Fourier embedding of time."""
+    """``net([x, fourier(log sigma_t)])``: an MLP on the point and a Fourier embedding of time.
+
+    ``dim``, ``out`` and ``hidden`` are ints >= 1, ``layers`` and ``frequencies`` ints >= 0;
+    ``forward`` takes ``(B, dim)`` points and ``(B,)`` time features.
+    """
 
     def __init__(self, dim: int, out: int, hidden: int, layers: int, frequencies: int = 8):
         super().__init__()
+        self.dim = require_int(dim, "dim", 1)
+        require_int(out, "out", 1)
+        require_int(hidden, "hidden", 1)
+        require_int(layers, "layers", 0)
+        require_int(frequencies, "frequencies", 0)
         self.register_buffer("frequencies", 2.0 ** torch.arange(frequencies) * math.pi / 8)
         blocks: list[nn.Module] = []
         width = dim + 2 * frequencies
@@ -60,6 +69,13 @@ class TimeConditionedMLP(nn.Module):
         self.net = nn.Sequential(*blocks)
 
     def forward(self, x: Tensor, time_feature: Tensor) -> Tensor:
+        if x.dim() != 2 or x.shape[1] != self.dim:
+            raise ValueError(f"`x` must be (B, {self.dim}) points, got {tuple(x.shape)}.")
+        if time_feature.shape != (x.shape[0],):
+            raise ValueError(
+                f"`time_feature` must have shape ({x.shape[0]},), one value per point, got "
+                f"{tuple(time_feature.shape)}."
+            )
         angles = time_feature[:, None] * self.frequencies[None].to(x.dtype)
         return self.net(torch.cat([x, angles.sin(), angles.cos()], dim=1))
 
@@ -253,7 +269,7 @@ def _check_eps_net(eps_net: nn.Module, dim: int) -> None:
     try:
         with torch.no_grad():
             output = eps_net(torch.zeros(1, dim), torch.zeros(1))
-    except (RuntimeError, TypeError) as error:
+    except (RuntimeError, TypeError, ValueError) as error:
         raise ValueError(f"{signature}; calling it failed: {error}") from error
     finally:
         eps_net.train(was_training)

@@ -27,7 +27,12 @@ from torch.utils.data import DataLoader
 
 from lightning_info.core.resume import ResumableDataLoader
 from lightning_info.core.sampling import EpochShuffleSampler
-from lightning_info.core.validation import require_fraction, require_int, require_non_negative
+from lightning_info.core.validation import (
+    require_bool,
+    require_fraction,
+    require_int,
+    require_non_negative,
+)
 from lightning_info.lm.features import pad_token_id, pad_token_rows
 from lightning_info.methods.docks_rag.docred import read_docred, read_relation_info
 from lightning_info.methods.docks_rag.functional import (
@@ -99,6 +104,8 @@ class HybridPromptOptions:
     query_triples: bool = True
 
     def __post_init__(self) -> None:
+        for name in ("use_document", "use_kg", "use_set_rag", "query_triples"):
+            require_bool(getattr(self, name), name)
         if not (self.use_document or self.use_kg or self.use_set_rag):
             raise ValueError("a prompt needs at least one of use_document, use_kg, use_set_rag")
         require_int(self.top_k, "top_k", 1)

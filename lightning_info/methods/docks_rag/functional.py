@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from lightning_info.methods.docks_rag.docred import check_predictions
+from lightning_info.methods.docks_rag.docred import check_document, check_predictions
 
 __all__ = [
     "document_text",
@@ -63,9 +63,17 @@ COUNTS = (
 
 def train_fact_names(train_documents: Iterable[dict[str, Any]]) -> set[tuple[str, str, str]]:
     """``(head mention name, tail mention name, relation)`` for every mention pair of every
-    training label: what makes a correct prediction "in train" for Ign F1."""
+    training label: what makes a correct prediction "in train" for Ign F1. Each document is
+    checked by :func:`~.docred.check_document` (integer entity indices in range)."""
+    if isinstance(train_documents, (dict, str, bytes)):
+        raise TypeError(
+            "`train_documents` must be a list of DocRED documents, got a single "
+            f"{type(train_documents).__name__}; wrap one document in a list, or read a file "
+            "with read_docred(path)."
+        )
     facts = set()
     for document in train_documents:
+        check_document(document)
         entities = document["vertexSet"]
         for label in document.get("labels", []):
             for head in entities[label["h"]]:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from lightning_info.core.validation import require_int
+
 __all__ = ["RELATIONS", "synthetic_docred"]
 
 RELATIONS = {
@@ -161,6 +163,11 @@ def synthetic_docred(
     ``world_seed`` (module docstring), drawn with ``seed``; titles are unique within a seed.
     The more documents a split has per person of the world, the more of another split's facts
     it holds."""
+    require_int(num_documents, "num_documents", 1)
+    require_int(seed, "seed", 0)
+    require_int(world_seed, "world_seed", 0)
+    require_int(people_per_document, "people_per_document", 1)
+    require_int(world_people, "world_people", 1)
     if num_documents < 1 or not 1 <= people_per_document <= world_people:
         raise ValueError("need a document and 1 <= people_per_document <= world_people.")
     world = _World(world_seed, world_people)

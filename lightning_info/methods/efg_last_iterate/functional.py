@@ -125,8 +125,12 @@ def expected_returns(tree: GameTree, policy: torch.Tensor) -> torch.Tensor:
 
 def nash_conv(tree: GameTree, policy: torch.Tensor) -> float:
     """``sum_i [max_{pi_i'} u_i(pi_i', pi_{-i}) - u_i(pi)]``: OpenSpiel's ``nash_conv`` of a
-    tabular policy (0 exactly at a Nash equilibrium)."""
-    policy = tree.check_policy(policy)
+    tabular policy (0 exactly at a Nash equilibrium), computed in float64."""
+    if not isinstance(tree, GameTree):
+        raise TypeError(
+            f"`tree` must be a GameTree (see game_tree('kuhn_poker')), got {type(tree).__name__}."
+        )
+    policy = tree.check_policy(policy).to(torch.float64)
     return float((best_response_values(tree, policy) - expected_returns(tree, policy)).sum())
 
 

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from lightning_info.core.optional import require_extra
+from lightning_info.core.validation import require_real_floating
 
 __all__ = ["GameTree", "game_tree", "load_game", "to_tabular_policy"]
 
@@ -39,6 +40,11 @@ def load_game(game):
     pyspiel = require_extra("pyspiel", "games", "The extensive-form game solvers")
     if isinstance(game, str):
         game = pyspiel.load_game(game)
+    if not isinstance(game, pyspiel.Game):
+        raise TypeError(
+            f"`game` must be a pyspiel.Game or a game string such as 'kuhn_poker', "
+            f"got {type(game).__name__}."
+        )
     kind = game.get_type()
     name = kind.short_name
     if game.num_players() != 2:
@@ -137,7 +143,9 @@ class GameTree:
         return legal / legal.sum(1, keepdim=True)
 
     def check_policy(self, policy: torch.Tensor) -> torch.Tensor:
-        """``policy`` if it is an ``(X, A)`` table of distributions over legal actions."""
+        """``policy`` if it is a real floating ``(X, A)`` table of distributions over legal
+        actions."""
+        require_real_floating(policy, "policy")
         expected = (self.num_infosets, self.num_actions)
         if tuple(policy.shape) != expected:
             raise ValueError(f"a policy of {self.name} is {expected}, got {tuple(policy.shape)}.")
@@ -284,9 +292,16 @@ def to_tabular_policy(tree: GameTree, policy: torch.Tensor, game):
     for ``open_spiel.python.algorithms.exploitability.nash_conv``."""
     from open_spiel.python.policy import TabularPolicy
 
-    table = TabularPolicy(load_game(game) if isinstance(game, str) else game)
+    policy = tree.check_policy(policy)
+    table = TabularPolicy(load_game(game))
+    unknown = [key for key in tree.keys if key not in table.state_lookup]
+    if unknown or table.action_probability_array.shape[1] != tree.num_actions:
+        raise ValueError(
+            f"`game` is not the game of `tree` ({tree.name}): their infosets or actions differ; "
+            "pass the game the tree was built from."
+        )
     rows = torch.tensor([table.state_lookup[key] for key in tree.keys])
     array = np.zeros_like(table.action_probability_array)
-    array[rows.numpy()] = tree.check_policy(policy).cpu().numpy()
+    array[rows.numpy()] = policy.cpu().numpy()
     table.action_probability_array = array
     return table

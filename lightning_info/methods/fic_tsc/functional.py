@@ -140,8 +140,13 @@ def _rescale_to_fisher_bound_(
     return trace_before, trace_after
 
 
-def fisher_penalty(loss: Tensor, parameters: Iterable[Tensor], max_fisher: float = 0.0) -> Tensor:
+def fisher_penalty(
+    loss: Tensor, parameters: Iterable[Tensor] | Tensor, max_fisher: float = 0.0
+) -> Tensor:
     """Differentiable Fisher term ``max(0, tr F_hat - max_fisher)``, ``tr F_hat = ||grad L||^2``.
+
+    ``parameters`` is an iterable of tensors or one tensor (taken whole, as by
+    ``clip_grad_norm_``, not row by row).
 
     The gradient is taken with ``create_graph=True`` so that ``backward`` on
     ``loss + weight * fisher_penalty(loss, params)`` differentiates through it (double backward).
@@ -158,6 +163,8 @@ def fisher_penalty(loss: Tensor, parameters: Iterable[Tensor], max_fisher: float
             "with grad enabled, outside torch.no_grad() / inference_mode and without .detach()."
         )
     max_fisher = require_non_negative(max_fisher, "max_fisher")
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
     params = [p for p in parameters if p.requires_grad]
     if not params:
         raise ValueError("fisher_penalty needs at least one parameter with requires_grad=True.")

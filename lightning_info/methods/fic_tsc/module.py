@@ -12,7 +12,7 @@ from torchmetrics.classification import MulticlassAccuracy
 
 from lightning_info.core.options import AdamWOptions
 from lightning_info.core.validation import require_in_range, require_int
-from lightning_info.methods.fic_tsc.networks import InceptionTime
+from lightning_info.methods.fic_tsc.networks import InceptionTime, check_input_dtype
 
 __all__ = ["InceptionTimeClassifier"]
 
@@ -124,7 +124,7 @@ class InceptionTimeClassifier(pl.LightningModule):
                 )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        _check_input_dtype(x, self.head[-1].weight.dtype)
+        check_input_dtype(x, self.head[-1].weight.dtype)
         return self.head(self.features(x))
 
     def _shared_step(
@@ -189,21 +189,6 @@ def _check_network(
         raise ValueError(
             f"{', '.join(f'`{name}`' for name in changed)} configure the default network only; "
             "give them to the injected `network` instead."
-        )
-
-
-def _check_input_dtype(x: torch.Tensor, weights: torch.dtype) -> None:
-    """Refuse inputs the layers cannot take: another dtype than the weights' outside autocast,
-    and float64 under autocast (which casts float32 inputs only). Reads metadata only."""
-    if torch.is_autocast_enabled(x.device.type):
-        wrong = not x.is_floating_point() or (x.dtype == torch.float64 and weights != x.dtype)
-    else:
-        wrong = x.dtype != weights
-    if wrong:
-        raise TypeError(
-            f"`x` has dtype {x.dtype} but the model's weights are {weights}; pass "
-            f"`x.to({weights})`, or train under a Trainer precision that converts both "
-            "(precision='64-true' for float64)."
         )
 
 

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from lightning_info.core.validation import require_int
+from lightning_info.core.validation import require_bool, require_int
 
 __all__ = ["InceptionModule", "InceptionTime", "inception_kernel_sizes"]
 
@@ -27,6 +27,54 @@ def inception_kernel_sizes(kernel_size: int) -> tuple[int, int, int]:
     return k1, k2, k3
 
 
+def _odd_kernel_sizes(kernel_sizes: object) -> tuple[int, ...]:
+    """``kernel_sizes`` as a non-empty tuple of odd ints >= 1, or a clear error."""
+    if isinstance(kernel_sizes, (int, str)) or not hasattr(kernel_sizes, "__iter__"):
+        raise TypeError(
+            f"`kernel_sizes` must be a sequence of odd ints, got {kernel_sizes!r}; e.g. "
+            "inception_kernel_sizes(40) = (39, 19, 9)."
+        )
+    sizes = tuple(kernel_sizes)
+    if not sizes:
+        raise ValueError("`kernel_sizes` must hold at least one kernel size.")
+    for position, size in enumerate(sizes):
+        require_int(size, f"kernel_sizes[{position}]", 1)
+        if size % 2 == 0:
+            raise ValueError(
+                f"`kernel_sizes[{position}]` must be odd so 'same' padding keeps the length, got "
+                f"{size}; use {size - 1} or {size + 1}."
+            )
+    return sizes
+
+
+def _check_input(x: torch.Tensor, channels: int, weights: torch.dtype, owner: str) -> None:
+    """Refuse (reading metadata only) input that is not ``(batch, channels, length >= 1)`` or
+    whose dtype differs from the weights' outside autocast."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{owner} expects a torch.Tensor, got {type(x).__name__}.")
+    if x.ndim != 3 or x.shape[1] != channels or x.shape[2] < 1:
+        raise ValueError(
+            f"{owner} expects input of shape (batch, {channels}, length) with length >= 1, got "
+            f"{tuple(x.shape)}."
+        )
+    check_input_dtype(x, weights)
+
+
+def check_input_dtype(x: torch.Tensor, weights: torch.dtype) -> None:
+    """Refuse inputs the layers cannot take: another dtype than the weights' outside autocast,
+    and float64 under autocast (which casts float32 inputs only). Reads metadata only."""
+    if torch.is_autocast_enabled(x.device.type):
+        wrong = not x.is_floating_point() or (x.dtype == torch.float64 and weights != x.dtype)
+    else:
+        wrong = x.dtype != weights
+    if wrong:
+        raise TypeError(
+            f"`x` has dtype {x.dtype} but the model's weights are {weights}; pass "
+            f"`x.to({weights})`, or train under a Trainer precision that converts both "
+            "(precision='64-true' for float64)."
+        )
+
+
 class InceptionModule(nn.Module):
     """One Inception module (Ismail Fawaz et al., 2020, Fig. 1).
 
@@ -34,7 +82,9 @@ class InceptionModule(nn.Module):
     input has more than one channel), then
     ``concat(conv_k1(z), conv_k2(z), conv_k3(z), conv_1x1(maxpool_3(x)))`` followed by
     BatchNorm and ReLU. Every convolution has stride 1, 'same' padding and no bias, so the
-    output is ``(batch, 4 * num_filters, length)``.
+    output is ``(batch, 4 * num_filters, length)`` (``len(kernel_sizes) + 1`` branches in all).
+    ``kernel_sizes`` must be odd (a centre tap keeps the length), e.g.
+    :func:`inception_kernel_sizes`.
     """
 
     def __init__(
@@ -45,6 +95,10 @@ class InceptionModule(nn.Module):
         bottleneck_channels: int,
     ) -> None:
         super().__init__()
+        self.in_channels = require_int(in_channels, "in_channels", 1)
+        require_int(num_filters, "num_filters", 1)
+        require_int(bottleneck_channels, "bottleneck_channels", 1)
+        kernel_sizes = _odd_kernel_sizes(kernel_sizes)
         self.use_bottleneck = in_channels > 1
         if self.use_bottleneck:
             self.bottleneck: nn.Module = nn.Conv1d(
@@ -63,6 +117,8 @@ class InceptionModule(nn.Module):
         self.bn = nn.BatchNorm1d(num_filters * (len(kernel_sizes) + 1))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` of shape ``(batch, in_channels, length)`` in the weights' dtype."""
+        _check_input(x, self.in_channels, self.pool_conv.weight.dtype, "InceptionModule")
         z = self.bottleneck(x)
         branches = [conv(z) for conv in self.convs]
         branches.append(self.pool_conv(self.pool(x)))
@@ -117,7 +173,7 @@ class InceptionTime(nn.Module):
         self.depth = require_int(depth, "depth", 1)
         self.bottleneck_channels = require_int(bottleneck_channels, "bottleneck_channels", 1)
         self.kernel_sizes = inception_kernel_sizes(kernel_size)
-        self.use_residual = bool(use_residual)
+        self.use_residual = require_bool(use_residual, "use_residual")
         self.out_features = 4 * self.num_filters
 
         self.blocks = nn.ModuleList()
@@ -144,11 +200,8 @@ class InceptionTime(nn.Module):
 
     def feature_map(self, x: torch.Tensor) -> torch.Tensor:
         """Last feature map before pooling, shaped ``(batch, 4 * num_filters, length)``."""
-        if x.ndim != 3 or x.shape[1] != self.in_channels or x.shape[2] < 1:
-            raise ValueError(
-                f"InceptionTime expects input of shape (batch, {self.in_channels}, length) "
-                f"with length >= 1, got {tuple(x.shape)}."
-            )
+        weights = self.blocks[0].pool_conv.weight.dtype
+        _check_input(x, self.in_channels, weights, "InceptionTime")
         residual = x
         shortcuts = iter(self.shortcuts)
         for index, module in enumerate(self.blocks):

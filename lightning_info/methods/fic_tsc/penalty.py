@@ -9,7 +9,7 @@ from torch import Tensor, nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from lightning_info.core.schedules import Schedule, as_schedule
-from lightning_info.core.validation import require_non_negative
+from lightning_info.core.validation import require_int, require_non_negative
 from lightning_info.methods.fic_tsc.functional import fisher_penalty
 
 
@@ -39,12 +39,15 @@ class FisherPenalty(nn.Module):
 
     def __init__(self, weight: float | Schedule = 0.1, max_fisher: float = 0.0) -> None:
         super().__init__()
+        if isinstance(weight, (int, float)) and not isinstance(weight, bool):
+            require_non_negative(weight, "weight")
         self.weight = as_schedule(weight, "weight")
         require_non_negative(self.weight(0), "weight")
         self.max_fisher = require_non_negative(max_fisher, "max_fisher")
 
     def forward(self, loss: Tensor, parameters: Any, step: int = 0) -> tuple[Tensor, Tensor]:
-        """Return ``(penalised_loss, penalty)`` at optimizer step ``step``."""
+        """Return ``(penalised_loss, penalty)`` at optimizer step ``step`` (an int >= 0)."""
+        require_int(step, "step", 0)
         weight = require_non_negative(self.weight(step), "weight")
         penalty = fisher_penalty(loss, parameters, self.max_fisher)
         return loss + weight * penalty, penalty
@@ -76,7 +79,7 @@ class FisherPenaltyMixin:
             )
         with double_backward_attention():
             output = super().training_step(*args, **kwargs)
-        loss = output["loss"] if isinstance(output, dict) else output
+        loss = output.get("loss") if isinstance(output, dict) else output
         if not isinstance(loss, Tensor):
             raise TypeError(
                 "FisherPenaltyMixin needs training_step to return a loss tensor or a dict with "

@@ -118,7 +118,8 @@ def dask_two_round_select(
     pooling: str = "none",
     method: str = "lazy",
 ) -> Selection:
-    """:func:`store_two_round_select` as a Dask graph: one task per shard
+    """:func:`store_two_round_select` as a Dask graph (``store_path`` may be an open
+    :class:`FeatureStore`, whose folder is used): one task per shard
     (:func:`select_store_shard`), each opening the store at ``store_path`` itself, and one merge
     task (:func:`merge_store_picks`); the same selection as the serial run.
 
@@ -128,6 +129,13 @@ def dask_two_round_select(
     which is the current ``distributed`` client when there is one).
     """
     dask = require_extra("dask", "audit", "Selections on Dask")
+    if client is not None and not callable(getattr(client, "compute", None)):
+        raise TypeError(
+            f"`client` must be a distributed.Client or None, got {type(client).__name__}; for a "
+            "local run pass scheduler='threads' (or 'processes', 'sync') instead."
+        )
+    if isinstance(store_path, FeatureStore):
+        store_path = store_path.path
     store = FeatureStore.open(store_path)  # checked here, before any task is sent
     options = _options(lam, pooling, method)
     shards = _checked(store, budget, num_shards)

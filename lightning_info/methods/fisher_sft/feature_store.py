@@ -32,7 +32,15 @@ import torch
 from torch import Tensor
 
 from lightning_info.core.blocks import TokenBlocks
-from lightning_info.core.validation import require_choice, require_int, require_real_tensor
+from lightning_info.core.files import read_json
+from lightning_info.core.validation import (
+    require_bool,
+    require_choice,
+    require_index,
+    require_indices,
+    require_int,
+    require_real_tensor,
+)
 from lightning_info.methods.fisher_sft.functional import FeatureSketch, as_token_blocks
 
 __all__ = ["FeatureStore", "shard_range"]
@@ -50,9 +58,51 @@ def shard_range(count: int, rank: int, num_shards: int) -> tuple[int, int]:
     examples: balanced (sizes differ by at most one), in order, covering every example once."""
     require_int(count, "count", 0)
     require_int(num_shards, "num_shards", 1)
+    rank = require_index(rank, "rank")
     if not 0 <= rank < num_shards:
         raise ValueError(f"`rank` must be in [0, {num_shards}), got {rank}.")
     return rank * count // num_shards, (rank + 1) * count // num_shards
+
+
+def _folder(path: object) -> Path:
+    """``path`` as a :class:`Path`, or raise unless it is a str or path-like naming a folder."""
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise TypeError(
+            f"`path` must be the folder of a feature store (a non-empty str or Path), got {path!r}."
+        )
+    return Path(path)
+
+
+_RECORD_KEYS = ("count", "rows", "dim", "weighted", "sketch")
+
+
+def _check_record(record: dict[str, Any], record_path: Path) -> None:
+    """Raise, naming the file, unless the record's counts are ints >= 0, ``dim`` an int >= 1 or
+    null, ``weighted`` a bool and ``sketch`` null or a sketch record (an edited record would be
+    read as some other store)."""
+    missing = [key for key in _RECORD_KEYS if key not in record]
+    counts_ok = all(
+        isinstance(record.get(key), int)
+        and not isinstance(record.get(key), bool)
+        and record.get(key) >= 0
+        for key in ("count", "rows")
+    )
+    dim = record.get("dim")
+    dim_ok = dim is None or (isinstance(dim, int) and not isinstance(dim, bool) and dim >= 1)
+    sketch = record.get("sketch")
+    sketch_ok = sketch is None or (
+        isinstance(sketch, dict) and {"sketch_dim", "sketch_seed"} <= sketch.keys()
+    )
+    if missing or not counts_ok or not dim_ok or not sketch_ok:
+        problem = (
+            f"lacks {missing}" if missing else "holds a count, width or sketch of the wrong type"
+        )
+        raise ValueError(
+            f"{record_path} {problem}: the record was edited or written by something else; "
+            "re-create the store."
+        )
+    if not isinstance(record["weighted"], bool):
+        raise ValueError(f"{record_path}: `weighted` must be true or false; re-create the store.")
 
 
 def _sketch_record(sketch: FeatureSketch | None) -> dict[str, int] | None:
@@ -98,7 +148,9 @@ class FeatureStore:
         append brings one token weight per row. An existing store is refused unless
         ``overwrite``; a folder holding other files is always refused.
         """
-        path = Path(path)
+        path = _folder(path)
+        weighted = require_bool(weighted, "weighted")
+        overwrite = require_bool(overwrite, "overwrite")
         sketch_record = _sketch_record(sketch)
         if sketch is not None:
             dim = sketch.sketch_dim if dim is None else dim
@@ -161,16 +213,15 @@ class FeatureStore:
         written) is an error in ``"r"`` mode and cut back to the record in ``"a"`` mode.
         """
         require_choice(mode, "mode", ("r", "a"))
-        path = Path(path)
+        path = _folder(path)
+        if dim is not None:
+            require_int(dim, "dim", 1)
         record_path = path / RECORD
         if not record_path.is_file():
             raise FileNotFoundError(
                 f"{path} holds no feature store (no {RECORD}); make one with `FeatureStore.create`."
             )
-        try:
-            record = json.loads(record_path.read_text())
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{record_path} is not valid JSON ({error.msg}).") from None
+        record = read_json(record_path)
         if not isinstance(record, dict) or record.get("format") != FORMAT:
             raise ValueError(f"{record_path} is not a FisherSFT feature store record.")
         if record.get("version") != VERSION:
@@ -178,6 +229,7 @@ class FeatureStore:
                 f"{path} is a feature store of version {record.get('version')}; this version "
                 f"reads version {VERSION}: re-create it."
             )
+        _check_record(record, record_path)
         store = cls(path, record, writable=mode == "a")
         if sketch != "any" and record["sketch"] != (expected := _sketch_record(sketch)):
             raise ValueError(
@@ -304,12 +356,19 @@ class FeatureStore:
                     f"{tuple(token_weights.shape)}."
                 )
             weights = token_weights.detach().to("cpu", torch.float32).numpy()
+            if not np.isfinite(weights).all():
+                raise ValueError("`token_weights` holds NaN or inf; every weight must be finite.")
         elif token_weights is not None:
             raise ValueError(
                 f"The store {self.path} was created without token weights; create it with "
                 "`weighted=True` to keep them."
             )
         values = blocks.values.detach().to("cpu", torch.float32).contiguous().numpy()
+        if not np.isfinite(values).all():
+            raise ValueError(
+                "`features` hold NaN or inf (or values beyond float32); the store keeps finite "
+                "rows only: find the example that overflowed before appending."
+            )
         offsets = blocks.offsets[1:].cpu().numpy().astype(np.int64) + self.rows
         with open(self.path / VALUES, "ab") as handle:
             handle.write(values.tobytes())
@@ -341,7 +400,8 @@ class FeatureStore:
         return self._map(OFFSETS, np.int64, len(self) + 1)
 
     def _range(self, start: int, stop: int | None) -> tuple[int, int]:
-        stop = len(self) if stop is None else stop
+        start = require_index(start, "start")
+        stop = len(self) if stop is None else require_index(stop, "stop")
         if not 0 <= start <= stop <= len(self):
             raise IndexError(
                 f"Examples [{start}, {stop}) are outside the store's {len(self)} examples."
@@ -394,7 +454,9 @@ class FeatureStore:
     def take(self, indices: Sequence[int]) -> tuple[TokenBlocks, Tensor | None]:
         """The examples ``indices`` (in that order) read into memory as a pool of their own, and
         their token weights (``None`` without)."""
-        index = np.asarray(list(indices), dtype=np.int64)
+        if isinstance(indices, (list, tuple)) and not indices:
+            raise ValueError("`indices` is empty: take at least one example.")
+        index = require_indices(indices, "indices").numpy()
         if index.size == 0:
             raise ValueError("`indices` is empty: take at least one example.")
         if index.min() < 0 or index.max() >= len(self):

@@ -221,7 +221,8 @@ def _as_token_weights(
         return torch.cat(list(token_weights))
     if not isinstance(token_weights, (str, bytes)):
         try:
-            converted = torch.as_tensor(token_weights)
+            # through numpy: Python floats stay float64 (torch.as_tensor would round to float32)
+            converted = torch.as_tensor(np.asarray(token_weights))
         except (TypeError, ValueError, RuntimeError):
             pass
         else:

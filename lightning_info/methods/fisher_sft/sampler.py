@@ -20,6 +20,7 @@ from lightning_info.core.sampling import EpochShuffleSampler
 from lightning_info.core.validation import require_bool, require_index, require_indices, require_int
 from lightning_info.methods.fisher_sft.functional import (
     Selection,
+    _check_indices,
     as_token_blocks,
     fisher_greedy_select,
     k_center_select,
@@ -106,7 +107,13 @@ def save_selection(
 ) -> None:
     """Write a selection as JSON, with the ``fingerprint`` of the pool and settings it was made
     for (:func:`selection_fingerprint`) and ``metadata`` (pool size, budget, ...), read back and
-    checked by :func:`load_selection`."""
+    checked by :func:`load_selection`. A selection whose indices are not distinct integer
+    indices of its pool is refused before anything is written."""
+    if not isinstance(selection, Selection):
+        raise TypeError(
+            f"`selection` must be a Selection (from select_subset), got {type(selection).__name__}."
+        )
+    _check_indices(selection.indices, require_int(selection.pool_size, "selection.pool_size", 1))
     if not isinstance(fingerprint, str) or not fingerprint:
         raise TypeError(
             f"`fingerprint` must be the digest of the pool and settings (a str, see "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from lightning_info.core.validation import require_int
+from lightning_info.core.validation import require_bool, require_int, require_real_floating
 
 __all__ = ["PretrainedImageEncoder", "SmallConvEncoder", "image_encoder"]
 
@@ -39,7 +39,7 @@ class SmallConvEncoder(nn.Module):
         )
 
     def forward(self, images: Tensor) -> Tensor:
-        return self.net(images)
+        return self.net(require_real_floating(images, "images"))
 
 
 class PretrainedImageEncoder(nn.Module):
@@ -49,6 +49,14 @@ class PretrainedImageEncoder(nn.Module):
 
     def __init__(self, model: nn.Module, out_dim: int | None = None, frozen: bool = True):
         super().__init__()
+        if not isinstance(model, nn.Module):
+            raise TypeError(
+                f"`model` must be an nn.Module, got {type(model).__name__}; pass a model name "
+                "to image_encoder() to load it."
+            )
+        if out_dim is not None:
+            out_dim = require_int(out_dim, "out_dim", 1)
+        frozen = require_bool(frozen, "frozen")
         self.model = model
         config = getattr(model, "config", None)
         width = out_dim or getattr(config, "hidden_size", None)
@@ -84,6 +92,7 @@ def image_encoder(
     """``None``: a :class:`SmallConvEncoder` (trained); a string: a Hugging Face vision model
     by name or local folder (``AutoModel.from_pretrained``); a module: wrapped as is. The
     result has ``out_dim``."""
+    require_bool(frozen, "frozen")
     if spec is None:
         return SmallConvEncoder(in_channels, dim)
     if isinstance(spec, str):

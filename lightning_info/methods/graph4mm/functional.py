@@ -144,7 +144,17 @@ def masked_softmax_transition(logits: Tensor, adjacency: Tensor) -> Tensor:
     when a row's weight falls almost all off the graph, ``softmax`` underflows on the edges and
     renormalising those weights divides by a vanishing sum (an infinite gradient, or a row
     mistaken for an isolated one), while the masked softmax subtracts the largest *edge* logit.
-    ``adjacency`` as :func:`adjacency_mask` returns it."""
+    ``adjacency`` as :func:`adjacency_mask` returns it (0/1, broadcastable to ``logits``)."""
+    if not logits.is_floating_point() or logits.dim() < 2 or logits.shape[-1] != logits.shape[-2]:
+        raise ValueError(
+            f"`logits` must be a floating (..., N, N) tensor, got dtype {logits.dtype} and shape "
+            f"{tuple(logits.shape)}."
+        )
+    if adjacency.shape[-2:] != logits.shape[-2:]:
+        raise ValueError(
+            f"`adjacency` must be a (..., {logits.shape[-1]}, {logits.shape[-1]}) mask like "
+            f"`logits` (see adjacency_mask), got shape {tuple(adjacency.shape)}."
+        )
     edges = adjacency.bool().expand_as(logits)
     isolated = ~edges.any(-1, keepdim=True)
     # an isolated row's logits are zeroed, not -inf, so that no NaN enters the graph

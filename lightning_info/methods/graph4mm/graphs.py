@@ -31,8 +31,11 @@ from torch import Tensor
 from lightning_info.core.files import read_json_or_lines
 from lightning_info.core.validation import (
     require_finite,
+    require_finite_tensor,
     require_index,
     require_int,
+    require_real_floating,
+    require_real_tensor,
     require_string_sequence,
 )
 
@@ -63,7 +66,17 @@ class MultimodalGraph:
     target: str
 
     def __post_init__(self) -> None:
-        n = len(self.texts)
+        n = len(require_string_sequence(self.texts, "texts"))
+        require_finite_tensor(require_real_floating(self.images, "images"), "images")
+        if require_real_tensor(self.has_image, "has_image").dtype != torch.bool:
+            raise TypeError(f"`has_image` must be a bool tensor, got dtype {self.has_image.dtype}.")
+        if require_real_tensor(self.edges, "edges").dtype.is_floating_point or (
+            self.edges.dtype == torch.bool
+        ):
+            raise TypeError(
+                f"`edges` must hold integer node indices, got dtype {self.edges.dtype}."
+            )
+        require_int(self.label, "label", -1)
         if n == 0:
             raise ValueError("a graph needs at least one node (its centre, node 0)")
         if self.images.dim() != 4 or self.images.shape[0] != n or self.has_image.shape != (n,):
@@ -90,7 +103,8 @@ class MultimodalGraph:
         return adjacency
 
     def neighbours(self, node: int = 0) -> list[int]:
-        """The nodes linked to ``node``, in index order."""
+        """The nodes linked to ``node`` (an index in ``[0, N)``), in index order."""
+        node = require_index(node, "node", len(self.texts))
         return torch.nonzero(self.adjacency()[node]).flatten().tolist()
 
 

@@ -78,7 +78,7 @@ def variant_qformer(
         layers=layers,
         heads=heads,
         ffn_mult=ffn_mult,
-        hop=dict(hop or {}) if variant == "graph4mm" else None,
+        hop=({} if hop is None else hop) if variant == "graph4mm" else None,
     )
 
 

@@ -29,6 +29,8 @@ from lightning_info.core.validation import require_int
 from lightning_info.methods.graph4mm.attention import HopDiffusedAttention
 from lightning_info.methods.graph4mm.functional import ppr_weights
 
+HOP_SETTINGS = ("alpha", "steps", "remainder", "rescale")
+
 __all__ = ["MMQFormer"]
 
 
@@ -96,9 +98,17 @@ class MMQFormer(nn.Module):
             raise ValueError(f"dim ({self.dim}) must be divisible by heads ({self.heads})")
         self.num_queries = require_int(num_queries, "num_queries", 1)
         self.num_layers = require_int(layers, "layers", 1)
-        self.ffn_mult = ffn_mult
+        self.ffn_mult = require_int(ffn_mult, "ffn_mult", 1)
+        if hop is not None and not isinstance(hop, dict):
+            raise TypeError(
+                f"`hop` must be a dict of HopDiffusedAttention settings, got {type(hop).__name__}"
+                "; e.g. hop={'alpha': 0.1, 'steps': 4}."
+            )
         self.hop = None if hop is None else dict(hop)
         if self.hop is not None:
+            unknown = sorted(set(self.hop) - set(HOP_SETTINGS))
+            if unknown:
+                raise ValueError(f"`hop` has unknown settings {unknown}: use {HOP_SETTINGS}.")
             ppr_weights(**self.hop)  # refuses bad hop settings before any parameter exists
         self.uses_graph = hop is not None
         self.widths: tuple[int, int | None, int] | None = None

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -35,6 +36,7 @@ import torch
 from torch import Tensor
 
 from lightning_info.core.validation import (
+    require_bool,
     require_finite,
     require_finite_tensor,
 )
@@ -128,12 +130,28 @@ def energy_score(logits: Tensor) -> Tensor:
 def _slope(value: float | Tensor, name: str) -> float:
     if isinstance(value, bool) or (isinstance(value, Tensor) and value.dtype == torch.bool):
         raise TypeError(f"`{name}` must be a real number, got {value!r}.")
-    return require_finite(float(value), name)
+    return require_finite(float(value) if isinstance(value, Tensor) else value, name)
+
+
+def _knot_list(values: Sequence[float], name: str) -> Tensor:
+    """A knot tensor (float32 from a sequence; a float tensor keeps its dtype); a str or a bool
+    is refused."""
+    if isinstance(values, Tensor):
+        checked = _knot_tensor(values, name, values)
+        return checked if checked.is_floating_point() else checked.float()
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise TypeError(f"`{name}` must be a sequence of numbers, got {values!r}.")
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"`{name}` must hold real numbers, got {value!r}.")
+    return torch.tensor([float(value) for value in values])
 
 
 def _knot_tensor(
     value: Tensor | Sequence[float], name: str, like: Tensor, length: int | None = None
 ) -> Tensor:
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"`{name}` must be a sequence of numbers, got {value!r}.")
     raw = value if isinstance(value, Tensor) else torch.as_tensor(value)
     if raw.dtype == torch.bool or raw.is_complex():
         raise TypeError(f"`{name}` must hold real numbers, got dtype {raw.dtype}.")
@@ -158,6 +176,10 @@ class PiecewiseLinear:
     ``odd = False``: ``h(z) = f(z)``. ``odd = True``: ``f`` acts on ``|z|`` and the sign is
     restored, ``h(z) = sign(z) f(|z|)`` with ``sign(0) = +1`` (so ``h(0) = f(0)``, and ``h`` on
     non-negative post-ReLU features is exactly ``f``).
+
+    Construction checks what :func:`piecewise_linear` would refuse at the first call: knots that
+    are empty, of unequal lengths, not finite or not non-decreasing, bool or non-finite slopes,
+    and an ``odd`` that is not ``True`` or ``False``.
     """
 
     knots_x: Tensor
@@ -180,18 +202,28 @@ class PiecewiseLinear:
         right_limits: Sequence[float] | None = None,
         odd: bool = False,
     ) -> PiecewiseLinear:
-        def as_knots(values: Sequence[float] | None, default: Sequence[float]) -> Tensor:
-            return torch.tensor([float(v) for v in (default if values is None else values)])
-
         return cls(
-            as_knots(knots_x, knots_x),
-            as_knots(knots_y, knots_y),
-            as_knots(left_limits, knots_y),
-            as_knots(right_limits, knots_y),
-            float(left_slope),
-            float(right_slope),
-            bool(odd),
+            _knot_list(knots_x, "knots_x"),
+            _knot_list(knots_y, "knots_y"),
+            _knot_list(knots_y if left_limits is None else left_limits, "left_limits"),
+            _knot_list(knots_y if right_limits is None else right_limits, "right_limits"),
+            left_slope,
+            right_slope,
+            odd,
         )
+
+    def __post_init__(self) -> None:
+        for name in ("knots_x", "knots_y", "left_limits", "right_limits"):
+            object.__setattr__(self, name, _knot_list(getattr(self, name), name))
+        kx = _knot_tensor(self.knots_x, "knots_x", self.knots_x)
+        n = kx.numel()
+        for name in ("knots_y", "left_limits", "right_limits"):
+            _knot_tensor(getattr(self, name), name, kx, n)
+        if n > 1 and (kx[1:] < kx[:-1]).any():
+            raise ValueError(f"`knots_x` must be non-decreasing, got {kx.tolist()}.")
+        object.__setattr__(self, "left_slope", _slope(self.left_slope, "left_slope"))
+        object.__setattr__(self, "right_slope", _slope(self.right_slope, "right_slope"))
+        object.__setattr__(self, "odd", require_bool(self.odd, "odd"))
 
     def __call__(self, z: Tensor) -> Tensor:
         arguments = (self.knots_x, self.knots_y, self.left_slope, self.right_slope)
@@ -206,7 +238,15 @@ class PiecewiseLinear:
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any]) -> PiecewiseLinear:
-        return cls(**{field.name: state[field.name] for field in dataclasses.fields(cls)})
+        """The function :meth:`state_dict` saved; a state lacking a field is refused by name."""
+        names = [field.name for field in dataclasses.fields(cls)]
+        missing = [name for name in names if name not in state]
+        if missing:
+            raise ValueError(
+                f"the saved shaping function lacks {missing}; it is incomplete or was edited "
+                "(save the scorer again)."
+            )
+        return cls(**{name: state[name] for name in names})
 
 
 class FeatureQuantiles:
@@ -255,7 +295,11 @@ class Shaper:
     search_space: ClassVar[dict[str, tuple[float, float]]]
 
     def build(self, quantiles: FeatureQuantiles) -> PiecewiseLinear:
-        raise NotImplementedError
+        raise NotImplementedError(
+            f"{type(self).__name__} does not implement `build`: use a shaper of SHAPERS "
+            f"({', '.join(cls.__name__ for cls in SHAPERS.values())}) or a subclass that "
+            "returns a PiecewiseLinear from the quantiles."
+        )
 
     def params(self) -> dict[str, float]:
         return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
@@ -429,6 +473,11 @@ def make_shaper(shaper: str | Shaper, **params: float) -> Shaper:
         if params:
             raise ValueError("Pass parameters either to the shaper or here, not both.")
         return shaper
+    if isinstance(shaper, type) and issubclass(shaper, Shaper):
+        raise TypeError(
+            f"`shaper` is the class {shaper.__name__}; pass an instance ({shaper.__name__}()) or "
+            f"a name of {sorted(SHAPERS)}."
+        )
     if not isinstance(shaper, str) or shaper not in SHAPERS:
         raise ValueError(f"Unknown shaper {shaper!r}; choose one of {sorted(SHAPERS)}.")
     cls = SHAPERS[shaper]

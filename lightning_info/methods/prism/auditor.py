@@ -26,6 +26,7 @@ from lightning_info.core.logging import markdown_table
 from lightning_info.core.validation import (
     require_choice,
     require_equal_lengths,
+    require_finite,
     require_int,
     require_log_probabilities,
 )
@@ -34,6 +35,7 @@ from lightning_info.methods.prism.functional import (
     DATA_AWARE_CLASSIFIERS,
     FragmentTokens,
     attack_metrics,
+    check_prior,
     data_aware_scores,
     fragment_token_statistics,
     likelihood_ratio,
@@ -97,17 +99,24 @@ class FragmentAuditOptions:
 
     def __post_init__(self) -> None:
         require_choice(self.data_aware, "data_aware", DATA_AWARE_CLASSIFIERS)
-        if not 0.0 < float(self.prior) < 1.0:
-            raise ValueError(f"`prior` must lie in (0, 1), got {self.prior!r}.")
-        object.__setattr__(self, "prior", float(self.prior))
+        object.__setattr__(self, "prior", check_prior(self.prior))
         require_int(self.batch_size, "batch_size", 1)
         require_int(self.n_splits, "n_splits", 2)
         require_int(self.seed, "seed", 0)
-        object.__setattr__(self, "fpr_levels", tuple(float(level) for level in self.fpr_levels))
+        levels = self.fpr_levels
+        if isinstance(levels, (str, bytes)) or not isinstance(levels, Sequence):
+            raise TypeError(
+                f"`fpr_levels` must be a sequence of rates in (0, 1], got {levels!r}; wrap one "
+                "rate in a tuple: (0.05,)."
+            )
+        levels = tuple(require_finite(level, f"fpr_levels[{i}]") for i, level in enumerate(levels))
+        object.__setattr__(self, "fpr_levels", levels)
         for level in self.fpr_levels:
             negatives_for_fpr(level)  # a rate in (0, 1]
-        if not 0.0 < float(self.min_k) <= 1.0:
+        min_k = require_finite(self.min_k, "min_k")
+        if not 0.0 < min_k <= 1.0:
             raise ValueError(f"`min_k` is a fraction of tokens in (0, 1], got {self.min_k!r}.")
+        object.__setattr__(self, "min_k", min_k)
 
 
 @dataclass
@@ -135,12 +144,16 @@ class FragmentAuditReport:
 
     def table(self) -> tuple[list[str], list[list]]:
         """``(columns, rows)``: one row per attack, one column per metric."""
+        if not self.metrics:
+            raise ValueError("The report has no metrics: it holds no attack to tabulate.")
         names = list(next(iter(self.metrics.values())))
         rows = [[attack, *(round(m[n], 4) for n in names)] for attack, m in self.metrics.items()]
         return ["attack", *names], rows
 
     def scalars(self, prefix: str = "prism") -> dict[str, float]:
-        """Flat ``{f"{prefix}/{attack}/{metric}": value}`` for loggers."""
+        """Flat ``{f"{prefix}/{attack}/{metric}": value}`` for loggers (``prefix`` a string)."""
+        if not isinstance(prefix, str):
+            raise TypeError(f"`prefix` must be a string, got {prefix!r}.")
         return {
             f"{prefix}/{attack}/{name}": float(value)
             for attack, metrics in self.metrics.items()

@@ -62,6 +62,13 @@ class FragmentExtractionAudit(pl.Callback):
             raise TypeError(
                 f"`options` must be a FragmentAuditOptions, got {type(options).__name__}."
             )
+        if not isinstance(prefix, str):
+            raise TypeError(f"`prefix` must be a non-empty string, got {prefix!r}.")
+        if not prefix:
+            raise ValueError("`prefix` must be a non-empty string (it starts the logged names).")
+        worlds = world_models
+        if not isinstance(worlds, (str, tuple)) and isinstance(worlds, Sequence) and not worlds:
+            raise ValueError("Give at least one world model in `world_models`.")
         self.attack_set = attack_set
         self.shadow, self.world_models, self.tokenizer = shadow, world_models, tokenizer
         self.options, self.prefix = options, prefix

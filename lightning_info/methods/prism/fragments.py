@@ -18,13 +18,19 @@ from __future__ import annotations
 
 import json
 import random
+import string
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from lightning_info.core.files import atomic_write_text, read_json
-from lightning_info.core.validation import require_int, require_string_sequence
+from lightning_info.core.validation import (
+    require_int,
+    require_positive,
+    require_probability,
+    require_string_sequence,
+)
 
 __all__ = [
     "PROFILES",
@@ -185,10 +191,24 @@ class AttackSet:
 
 
 def fragment_prompt(context: Sequence[str], template: str = PROMPT_TEMPLATE) -> str:
-    """The prompt that lists the known ``context`` fragments, comma-separated, in ``template``."""
-    if not context:
+    """The prompt that lists the known ``context`` fragments, comma-separated, in ``template``
+    (a string whose only field is ``{context}``)."""
+    if context is None or (isinstance(context, Sequence) and len(context) == 0):
         raise ValueError("The context needs at least one known fragment.")
-    return template.format(context=", ".join(context))
+    context = require_string_sequence(context, "context")
+    return _check_template(template).format(context=", ".join(context))
+
+
+def _check_template(template: str) -> str:
+    if not isinstance(template, str):
+        raise TypeError(f"`template` must be a string with a {{context}} field, got {template!r}.")
+    fields = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    if fields != {"context"}:
+        raise ValueError(
+            f"`template` must have exactly one field, {{context}}, got fields {sorted(fields)} "
+            f"in {template!r}."
+        )
+    return template
 
 
 def synthetic_records(
@@ -207,6 +227,9 @@ def synthetic_records(
     for the rest of :data:`PROFILES`. Deterministic given ``seed`` (own ``random.Random``).
     """
     n_records = require_int(n_records, "n_records", 1)
+    seed = require_int(seed, "seed", 0)
+    profile_weight = require_positive(profile_weight, "profile_weight")
+    second_profile = require_probability(second_profile, "second_profile")
     min_fragments = require_int(min_fragments, "min_fragments", 2)
     max_fragments = require_int(max_fragments, "max_fragments", min_fragments)
     vocabulary = [c for conditions in PROFILES.values() for c in conditions]
@@ -238,7 +261,13 @@ def record_texts(record: Sequence[str], template: str = PROMPT_TEMPLATE) -> list
     Fine-tuning a target on these texts shows it each fragment in the audit's own prompt format
     (the form in which :func:`build_attack_set` queries it); the order of the context is the
     record's. Use the same function for shadow and world models so the format cancels out.
+    ``record`` is a list of >= 2 strings.
     """
+    record = require_string_sequence(record, "record")
+    if len(record) < 2:
+        raise ValueError(
+            f"`record` needs >= 2 fragments (one to predict, the others as context), got {record}."
+        )
     return [
         fragment_prompt([*record[:j], *record[j + 1 :]], template) + fragment
         for j, fragment in enumerate(record)
@@ -263,6 +292,8 @@ def build_attack_set(
     """
     if not members or not non_members:
         raise ValueError("Give at least one member and one non-member record.")
+    seed = require_int(seed, "seed", 0)
+    _check_template(template)
     members = [require_string_sequence(r, f"members[{i}]") for i, r in enumerate(members)]
     non_members = [
         require_string_sequence(r, f"non_members[{i}]") for i, r in enumerate(non_members)

@@ -31,6 +31,9 @@ import torch
 from torch import Tensor
 
 from lightning_info.core.validation import (
+    require_bool,
+    require_finite,
+    require_indices,
     require_int,
     require_log_probabilities,
     require_non_negative,
@@ -51,6 +54,7 @@ from lightning_info.methods.prism.attacks import vocabulary_moments as _vocabula
 __all__ = [
     "DEFAULT_FPR_LEVELS",
     "attack_metrics",
+    "check_prior",
     "data_aware_scores",
     "encode_prompt_fragment",
     "fragment_log_probability",
@@ -181,6 +185,7 @@ def fragment_token_statistics(
     position), in one forward pass per batch; the encoding, batching and padding of
     :func:`fragment_log_probability`, whose value is the sum of ``log_probs[i]``."""
     batch_size = require_int(batch_size, "batch_size", 1)
+    move_trailing_space = require_bool(move_trailing_space, "move_trailing_space")
     prompts = require_string_sequence(prompts, "prompts")
     fragments = require_string_sequence(fragments, "fragments")
     if len(prompts) != len(fragments):
@@ -268,10 +273,19 @@ def world_log_probability(log_probs: Sequence[ArrayLike]) -> Tensor:
 
 
 def likelihood_ratio(p_target: ArrayLike, p_shadow: ArrayLike, eps: float = 1e-12) -> Tensor:
-    """``LR = p_t / (p_s + eps)``, elementwise in float64 (``eps`` as in the reference, 1e-12)."""
+    """``LR = p_t / (p_s + eps)``, elementwise in float64 (``eps`` as in the reference, 1e-12).
+
+    With ``eps = 0`` a zero ``p_shadow`` gives ``inf`` (posterior 1) where ``p_target > 0``;
+    ``p_target = p_shadow = 0`` has no ratio and raises.
+    """
     eps = require_non_negative(eps, "eps")
     p_t, p_s = _probabilities(p_target, "p_target"), _probabilities(p_shadow, "p_shadow")
     _same_length(p_t, p_s, "p_target", "p_shadow")
+    if eps == 0 and ((p_t == 0) & (p_s == 0)).any():
+        raise ValueError(
+            "`p_target` and `p_shadow` are both 0 at some query and `eps` is 0: the ratio 0/0 is "
+            "undefined; pass eps > 0 (the reference uses 1e-12)."
+        )
     return p_t / (p_s + eps)
 
 
@@ -283,14 +297,20 @@ def posterior(lr: ArrayLike, prior: float = 0.9) -> Tensor:
     here so that ``LR = 0`` gives 0 and ``LR = inf`` gives 1 instead of NaN. ``LR = 1`` gives
     ``pi``. ``prior`` must lie in (0, 1).
     """
-    prior = float(prior)
-    if not 0.0 < prior < 1.0:
-        raise ValueError(f"`prior` must lie in (0, 1), got {prior!r}.")
+    prior = check_prior(prior)
     lr = _vector(lr, "lr", allow_inf=True)
     if (lr < 0).any():
         raise ValueError("`lr` must be >= 0: it is a ratio of probabilities.")
     logit = 2.0 * torch.log(lr) + math.log(prior / (1.0 - prior))
     return torch.sigmoid(logit)
+
+
+def check_prior(prior: float, name: str = "prior") -> float:
+    """Return ``prior`` as a float, or raise unless it is a real number in the open ``(0, 1)``."""
+    prior = require_finite(prior, name)
+    if not 0.0 < prior < 1.0:
+        raise ValueError(f"`{name}` must lie in (0, 1), got {prior!r}.")
+    return prior
 
 
 def prism_score(
@@ -348,7 +368,8 @@ def data_aware_scores(
             f"`classifier` must be one of {DATA_AWARE_CLASSIFIERS}, got {classifier!r}."
         )
 
-    x = np.asarray(features.detach().cpu() if isinstance(features, Tensor) else features)
+    seed = require_int(seed, "seed", 0)
+    x = _numbers(features, "features")
     x = np.array(x, dtype=np.float64)  # a copy: the caller's array is not modified
     if x.ndim != 2 or x.shape[0] == 0:
         raise ValueError(f"`features` must be a non-empty (n, d) array, got shape {x.shape}.")
@@ -373,7 +394,7 @@ def data_aware_scores(
         for k, (_, test) in enumerate(splitter.split(x, y)):
             fold_ids[test] = k
     else:
-        fold_ids = np.asarray(folds, dtype=np.int64).reshape(-1)
+        fold_ids = require_indices(folds, "folds").numpy()
         if fold_ids.shape[0] != len(y):
             raise ValueError(f"`folds` has {fold_ids.shape[0]} ids for {len(y)} samples.")
     scores = np.empty(len(y), dtype=np.float64)
@@ -407,7 +428,8 @@ def _data_aware_model(classifier: str, seed: int):
 
 def roc_auc(scores: ArrayLike, labels: ArrayLike) -> float:
     """ROC-AUC, ``P(s+ > s-) + 1/2 P(s+ = s-)`` (:func:`~lightning_info.scoring.binary_auroc`)."""
-    return float(binary_auroc(_vector(scores, "scores", allow_inf=True), _vector(labels, "labels")))
+    s = _vector(scores, "scores", allow_inf=True)
+    return float(binary_auroc(s, _vector(labels, "labels", allow_bool=True)))
 
 
 def tpr_at_fpr(scores: ArrayLike, labels: ArrayLike, fpr_level: float) -> float:
@@ -419,7 +441,7 @@ def tpr_at_fpr(scores: ArrayLike, labels: ArrayLike, fpr_level: float) -> float:
     """
     from sklearn.metrics import roc_curve
 
-    level = float(fpr_level)
+    level = require_finite(fpr_level, "fpr_level")
     if not 0.0 <= level <= 1.0:
         raise ValueError(f"`fpr_level` must lie in [0, 1], got {fpr_level!r}.")
     s = _vector(scores, "scores", allow_inf=True).numpy()
@@ -433,7 +455,13 @@ def tpr_at_fpr(scores: ArrayLike, labels: ArrayLike, fpr_level: float) -> float:
 def attack_metrics(
     scores: ArrayLike, labels: ArrayLike, fpr_levels: Sequence[float] = DEFAULT_FPR_LEVELS
 ) -> dict[str, float]:
-    """``{"auc": ROC-AUC, "tpr@2%fpr": ..., "tpr@5%fpr": ...}`` of one attack's scores."""
+    """``{"auc": ROC-AUC, "tpr@2%fpr": ..., "tpr@5%fpr": ...}`` of one attack's scores;
+    ``fpr_levels`` is a sequence of rates in ``[0, 1]`` (empty: the AUC alone)."""
+    if isinstance(fpr_levels, (str, bytes)) or not isinstance(fpr_levels, Sequence):
+        raise TypeError(
+            f"`fpr_levels` must be a sequence of rates in [0, 1], got {fpr_levels!r}; wrap one "
+            "rate in a tuple: (0.05,)."
+        )
     metrics = {"auc": roc_auc(scores, labels)}
     for level in fpr_levels:
         metrics[f"tpr@{100 * float(level):g}%fpr"] = tpr_at_fpr(scores, labels, level)
@@ -445,11 +473,27 @@ def attack_metrics(
 # --------------------------------------------------------------------------------------------
 
 
-def _vector(values: ArrayLike, name: str, allow_inf: bool = False) -> Tensor:
-    tensor = torch.as_tensor(
-        values.detach().cpu() if isinstance(values, Tensor) else np.asarray(values),
-        dtype=torch.float64,
-    ).reshape(-1)
+def _numbers(values: ArrayLike, name: str, allow_bool: bool = False) -> np.ndarray:
+    """``values`` as a NumPy array of real numbers; strings, objects, complex numbers and (unless
+    ``allow_bool``) bools are refused rather than cast."""
+    array = np.asarray(values.detach().cpu() if isinstance(values, Tensor) else values)
+    kind = array.dtype.kind
+    if kind not in "iuf" + ("b" if allow_bool else ""):
+        what = {"b": "bools", "c": "complex numbers"}.get(kind, f"{array.dtype} values")
+        raise TypeError(f"`{name}` must hold real numbers, got {what}; convert them first.")
+    return array
+
+
+def _vector(
+    values: ArrayLike, name: str, allow_inf: bool = False, allow_bool: bool = False
+) -> Tensor:
+    array = _numbers(values, name, allow_bool)
+    if array.ndim > 1 and sorted(array.shape)[-2] > 1:
+        raise ValueError(
+            f"`{name}` must be 1-D (one value per query), got shape {array.shape}; flatten it "
+            "yourself if that is what you mean."
+        )
+    tensor = torch.as_tensor(array, dtype=torch.float64).reshape(-1)
     if tensor.numel() == 0:
         raise ValueError(f"`{name}` is empty.")
     if torch.isnan(tensor).any() or (not allow_inf and torch.isinf(tensor).any()):
@@ -470,7 +514,7 @@ def _same_length(a: Tensor, b: Tensor, name_a: str, name_b: str) -> None:
 
 
 def _labels(labels: ArrayLike, n: int) -> np.ndarray:
-    y = _vector(labels, "labels").numpy()
+    y = _vector(labels, "labels", allow_bool=True).numpy()
     if y.shape[0] != n:
         raise ValueError(f"`labels` has {y.shape[0]} values for {n} samples.")
     if not np.isin(y, (0.0, 1.0)).all():

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from lightning_info.core.files import read_csv_table
 from lightning_info.core.validation import (
     require_finite,
     require_fraction,
@@ -263,14 +264,18 @@ def read_trajectory_csv(
     as FourSquare's ``Tue Apr 03 18:00:09 +0000 2012`` or GeoLife's ``2008-10-23 02:53:04``) and
     become hours since 1970-01-01 UTC; a numeric timestamp column needs ``time_unit`` (``"s"``
     for Unix seconds, ``"ms"``, ...). Coordinates are checked by
-    :class:`TrajectoryDataModule` (NaN, latitude range).
+    :class:`TrajectoryDataModule` (NaN, latitude range). The file is read by
+    :func:`~lightning_info.core.files.read_csv_table`: a BOM is accepted; a repeated column
+    name, a truncated line or an empty file is refused, naming the file and line.
     """
     import pandas as pd
 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no CSV file at {str(path)!r}.")
-    frame = pd.read_csv(path)
+    frame = read_csv_table(path)
+    if frame.empty:
+        raise ValueError(f"{str(path)!r} has a header but no rows: no trajectory to read.")
     wanted = {"user_column": user_column, "time_column": time_column}
     wanted |= {"lat_column": lat_column, "lng_column": lng_column}
     absent = {arg: name for arg, name in wanted.items() if name not in frame.columns}
@@ -369,7 +374,20 @@ def cut_windows(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Windows of ``window_length`` consecutive points, starting every ``stride`` points of each
     sequence (a sequence's tail shorter than a window is dropped): ``(W, k, 3)`` float64 and the
-    ``(W,)`` index of each window's sequence."""
+    ``(W,)`` index of each window's sequence. Each sequence is an ``(n, 3)`` array."""
+    window_length = require_int(window_length, "window_length", 1)
+    stride = require_int(stride, "stride", 1)
+    if isinstance(sequences, np.ndarray):
+        raise TypeError(
+            "`sequences` must be a list of (n, 3) arrays, got one array; wrap a single "
+            "trajectory in a list: [points]."
+        )
+    for index, points in enumerate(sequences):
+        if np.ndim(points) != 2 or np.shape(points)[1] != 3:
+            raise ValueError(
+                f"`sequences[{index}]` must be (n, 3) (time, lat, lng), got shape "
+                f"{np.shape(points)}."
+            )
     windows, groups = [], []
     for index, points in enumerate(sequences):
         for start in range(0, points.shape[0] - window_length + 1, stride):

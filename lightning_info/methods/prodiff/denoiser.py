@@ -35,7 +35,7 @@ def timestep_embedding(steps: Tensor, dim: int) -> Tensor:
     docstring), zero-padded to an odd ``dim``, on ``steps``' device."""
     if steps.ndim != 1:
         raise ValueError(f"`steps` must be 1-D (B,), got shape {tuple(steps.shape)}.")
-    half = dim // 2
+    half = require_int(dim, "dim", 0) // 2
     if half < 2:
         raise ValueError(f"a timestep embedding needs dim >= 4, got {dim}.")
     rate = -math.log(10000.0) / (half - 1)
@@ -55,11 +55,20 @@ class EndpointCondition(nn.Module):
 
     def __init__(self, channels: int, width: int, prototype_dim: int | None = None) -> None:
         super().__init__()
+        channels, width = require_int(channels, "channels", 1), require_int(width, "width", 1)
+        if prototype_dim is not None:
+            require_int(prototype_dim, "prototype_dim", 1)
+        self.channels = channels
         self.start = _mlp(channels, width)
         self.end = _mlp(channels, width)
         self.prototype = None if prototype_dim is None else _mlp(prototype_dim, width)
 
     def forward(self, start: Tensor, end: Tensor, prototype: Tensor | None = None) -> Tensor:
+        if start.shape != end.shape or start.shape[-1:] != (self.channels,):
+            raise ValueError(
+                f"`start` and `end` must both be (B, {self.channels}), got {tuple(start.shape)} "
+                f"and {tuple(end.shape)}."
+            )
         condition = self.start(start) + self.end(end)
         if self.prototype is not None:
             if prototype is None:
@@ -158,6 +167,13 @@ class TrajectoryUNet(nn.Module):
         multipliers = tuple(require_int(m, "multipliers", 1) for m in multipliers)
         if not multipliers:
             raise ValueError("`multipliers` must name at least one level.")
+        groups = require_int(groups, "groups", 1)
+        if isinstance(attention_lengths, str):
+            raise TypeError(
+                "`attention_lengths` must be a tuple of ints, got the string "
+                f"{attention_lengths!r}."
+            )
+        attention_lengths = tuple(require_int(n, "attention_lengths", 1) for n in attention_lengths)
         self.base_channels, self.embed_dim = ch, 4 * ch
         embed, attend = self.embed_dim, set(attention_lengths)
         self.time = nn.Sequential(nn.Linear(ch, embed), nn.SiLU(), nn.Linear(embed, embed))
@@ -205,6 +221,10 @@ class TrajectoryUNet(nn.Module):
         if x.ndim != 3 or x.shape[1:] != (self.channels, self.length):
             raise ValueError(
                 f"the UNet takes (B, {self.channels}, {self.length}) inputs, got {tuple(x.shape)}."
+            )
+        if steps.shape != x.shape[:1]:
+            raise ValueError(
+                f"`steps` must be ({x.shape[0]},), one step per input, got {tuple(steps.shape)}."
             )
         embedding = self.time(timestep_embedding(steps, self.base_channels))
         if condition is not None:

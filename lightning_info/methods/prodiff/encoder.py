@@ -50,7 +50,8 @@ class TrajectoryEncoder(nn.Module):
                 f"`embed_dim` ({embed_dim}) must be a multiple of `num_heads` ({num_heads})."
             )
         self.window_length, self.embed_dim = window_length, embed_dim
-        self.project = nn.Linear(require_int(input_dim, "input_dim", 1), embed_dim)
+        self.input_dim = require_int(input_dim, "input_dim", 1)
+        self.project = nn.Linear(self.input_dim, embed_dim)
         self.project_norm = nn.LayerNorm(embed_dim)
         self.positions = nn.Parameter(torch.randn(1, window_length, embed_dim))
         layer = nn.TransformerEncoderLayer(
@@ -71,10 +72,11 @@ class TrajectoryEncoder(nn.Module):
                 nn.init.zeros_(module.bias)
 
     def forward(self, window: Tensor) -> Tensor:
-        if window.ndim != 3 or window.shape[1] != self.window_length:
+        shape = (self.window_length, self.input_dim)
+        if window.ndim != 3 or window.shape[1:] != shape or not window.is_floating_point():
             raise ValueError(
-                f"the encoder takes (B, {self.window_length}, C) windows, got "
-                f"{tuple(window.shape)}."
+                f"the encoder takes floating (B, {shape[0]}, C) windows with C = {shape[1]}, "
+                f"got {tuple(window.shape)} of dtype {window.dtype}."
             )
         tokens = self.project_norm(self.project(window)) + self.positions
         encoded = self.output_norm(self.encoder(tokens))

@@ -65,13 +65,21 @@ the class targets over the prototypes, pairing each cluster with a random protot
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from lightning_info.core.validation import require_finite_tensor, require_int, require_real_tensor
+from lightning_info.core.validation import (
+    require_finite,
+    require_finite_tensor,
+    require_int,
+    require_non_negative,
+    require_real_floating,
+    require_real_tensor,
+)
 from lightning_info.methods.prodiff.geometry import great_circle_interpolate
-from lightning_info.methods.prodiff.prototypes import prototype_weights
+from lightning_info.methods.prodiff.prototypes import check_against_prototypes, prototype_weights
 
 __all__ = [
     "INTERIOR_TIMES",
@@ -110,7 +118,15 @@ def _check_window(window: Tensor, interior_times: str) -> None:
         )
     require_finite_tensor(window[:, [0, -1]], "window's endpoints")
     if interior_times == "given":
-        require_finite_tensor(window[:, 1:-1, 0], "window's interior times")
+        times = require_finite_tensor(window[:, 1:-1, 0], "window's interior times")
+        low = torch.minimum(window[:, :1, 0], window[:, -1:, 0])
+        high = torch.maximum(window[:, :1, 0], window[:, -1:, 0])
+        outside = ((times < low) | (times > high)) & (high > low)  # equal times: by index
+        if bool(outside.any()):
+            raise ValueError(
+                "a window's interior times must lie between its endpoints' times: sort each "
+                "trajectory by time before cutting windows."
+            )
 
 
 def interior_fractions(window: Tensor, interior_times: str = "interpolate") -> Tensor:
@@ -185,6 +201,9 @@ def kmeans(
 ) -> tuple[Tensor, Tensor]:
     """``(labels (n,), centres (k, d))`` of k-means on ``points (n, d)`` (see the module
     docstring); draws with ``generator`` (a CPU generator), no gradient."""
+    require_real_floating(points, "points")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"`generator` must be a torch.Generator, got {type(generator).__name__}.")
     if points.ndim != 2 or points.shape[0] == 0:
         raise ValueError(f"`points` must be a non-empty (n, d) tensor, got {tuple(points.shape)}.")
     k = require_int(k, "k", 1)
@@ -223,20 +242,34 @@ def match_clusters(centres: Tensor, prototypes: Tensor) -> Tensor:
             f"{prototypes.shape[0]} prototypes."
         )
     cost = torch.cdist(centres.detach().double(), prototypes.detach().double()).cpu().numpy()
+    if not np.isfinite(cost).all():
+        raise ValueError("`centres` or `prototypes` hold NaN or infinity.")
     _, assignment = linear_sum_assignment(cost)
     return torch.as_tensor(assignment, dtype=torch.long, device=centres.device)
 
 
 def prototype_cross_entropy(features: Tensor, prototypes: Tensor, labels: Tensor) -> Tensor:
     """``CE(f . normalize(P)^T, y)``, mean over the batch, prototypes detached (module
-    docstring)."""
+    docstring); ``labels`` ``(B,)`` integer prototype indices."""
+    check_against_prototypes(features, prototypes, "features")
+    if (
+        labels.dtype.is_floating_point
+        or labels.dtype == torch.bool
+        or labels.shape != (features.shape[0],)
+    ):
+        raise ValueError(
+            f"`labels` must be ({features.shape[0]},) integer prototype indices, got dtype "
+            f"{labels.dtype} and shape {tuple(labels.shape)}."
+        )
     logits = features @ F.normalize(prototypes.detach(), dim=-1).T
     return F.cross_entropy(logits, labels)
 
 
 def prototype_contrastive_loss(features: Tensor, prototypes: Tensor, margin: float = 1.0) -> Tensor:
     """``mean_i relu(||f_i - P_near(i)|| - ||f_i - P_far(i)|| + margin)`` (module docstring);
-    gradients reach the features and the two chosen prototypes."""
+    gradients reach the features and the two chosen prototypes; ``margin`` finite, >= 0."""
+    check_against_prototypes(features, prototypes, "features")
+    margin = require_non_negative(margin, "margin")
     distances = torch.cdist(features, prototypes)
     near = distances.gather(1, distances.detach().argmin(1, keepdim=True))
     far = distances.gather(1, distances.detach().argmax(1, keepdim=True))
@@ -254,6 +287,8 @@ def prototype_attention(
 def endpoints_only(window: Tensor) -> Tensor:
     """``(B, k, C)`` windows with every interior point set to zero (what the condition sees:
     the reference's ``mask_data_general``); the interior is never read, NaN included."""
+    if require_real_tensor(window, "window").dim() != 3 or window.shape[1] < 2:
+        raise ValueError(f"`window` must be (B, k >= 2, C), got shape {tuple(window.shape)}.")
     keep = torch.zeros(window.shape[1], 1, dtype=torch.bool, device=window.device)
     keep[[0, -1]] = True
     return torch.where(keep, window, torch.zeros((), dtype=window.dtype, device=window.device))
@@ -262,6 +297,8 @@ def endpoints_only(window: Tensor) -> Tensor:
 def interior_l1_loss(predicted: Tensor, target: Tensor) -> Tensor:
     """``L_diff = mean |predicted - target|`` over the interior points ``1 .. k-2`` of ``(B, C,
     k)`` tensors (module docstring): the endpoints are the condition, not scored."""
+    require_real_floating(predicted, "predicted")
+    require_real_floating(target, "target")
     if predicted.shape != target.shape or predicted.ndim != 3 or predicted.shape[2] < 3:
         raise ValueError(
             f"`predicted` and `target` must be (B, C, k >= 3) of one shape, got "
@@ -271,11 +308,30 @@ def interior_l1_loss(predicted: Tensor, target: Tensor) -> Tensor:
 
 
 def classifier_free_guidance(conditional: Tensor, unconditional: Tensor, weight: float) -> Tensor:
-    """``eps_c + w (eps_c - eps_u)`` (module docstring); ``w = 0`` is the conditional output."""
+    """``eps_c + w (eps_c - eps_u)`` (module docstring); ``w = 0`` is the conditional output.
+    A Python ``weight`` must be finite (a tensor is taken as given: checking it would
+    synchronise)."""
+    if not isinstance(weight, Tensor):
+        require_finite(weight, "weight")
+    if conditional.shape != unconditional.shape:
+        raise ValueError(
+            f"`conditional` and `unconditional` must have one shape, got "
+            f"{tuple(conditional.shape)} and {tuple(unconditional.shape)}."
+        )
     return conditional + weight * (conditional - unconditional)
 
 
 def epsilon_from_x0(noisy: Tensor, x0: Tensor, alpha_bar: Tensor) -> Tensor:
     """``(x_t - sqrt(abar_t) x0_hat) / sqrt(1 - abar_t)``: the noise an x0 estimate implies
-    (module docstring); ``alpha_bar`` broadcasts against ``noisy``."""
+    (module docstring); ``alpha_bar`` broadcasts against ``noisy``, a tensor or a Python
+    number in ``(0, 1)`` (a number is checked; a tensor is taken as given: checking it would
+    synchronise)."""
+    if noisy.shape != x0.shape:
+        raise ValueError(
+            f"`noisy` and `x0` must have one shape, got {tuple(noisy.shape)} and {tuple(x0.shape)}."
+        )
+    if not isinstance(alpha_bar, Tensor):
+        if not 0.0 < require_finite(alpha_bar, "alpha_bar") < 1.0:
+            raise ValueError(f"`alpha_bar` must lie in (0, 1), got {alpha_bar!r}.")
+        alpha_bar = torch.tensor(alpha_bar, dtype=noisy.dtype, device=noisy.device)
     return (noisy - alpha_bar.sqrt() * x0) / (1 - alpha_bar).sqrt()

@@ -99,6 +99,14 @@ def _numpy_haversine(lat1, lng1, lat2, lng2, radius: float = EARTH_RADIUS_M):
     return 2 * radius * np.arcsin(np.sqrt(np.clip(a, 0.0, 1.0)))
 
 
+def _float64(values) -> np.ndarray:
+    """``values`` as a float64 array, read at full precision (a list is not rounded through
+    float32 on its way)."""
+    if isinstance(values, Tensor):
+        return values.detach().cpu().numpy().astype(np.float64)
+    return np.asarray(values, dtype=np.float64)
+
+
 def trajectory_scores(
     pred, target, thresholds_km: Sequence[float] = DEFAULT_THRESHOLDS_KM
 ) -> dict[str, float]:
@@ -108,8 +116,8 @@ def trajectory_scores(
     returns ``mtd``, ``maxtd``, ``maxtd_overall`` (metres), ``time_mae`` (time unit),
     ``tc@{t}km`` per threshold and ``tc_mean`` (fractions) as floats.
     """
-    pred = np.asarray(torch.as_tensor(pred).detach().cpu(), dtype=np.float64)
-    target = np.asarray(torch.as_tensor(target).detach().cpu(), dtype=np.float64)
+    pred_given, target_given = pred, target
+    pred, target = _float64(pred), _float64(target)
     if pred.shape != target.shape or pred.ndim != 3 or pred.shape[2] != 3 or pred.shape[1] < 3:
         raise ValueError(
             "`pred` and `target` must both be (n, k, 3) (time, lat, lng) with k >= 3, got "
@@ -117,6 +125,7 @@ def trajectory_scores(
         )
     if pred.shape[0] == 0:
         raise ValueError("no window to score: `pred` and `target` are empty.")
+    _interior(*(torch.as_tensor(v) for v in (pred_given, target_given)), torch.device("cpu"))
     thresholds = _thresholds(thresholds_km)
     p, t = pred[:, 1:-1], target[:, 1:-1]
     distances = _numpy_haversine(p[..., 1], p[..., 2], t[..., 1], t[..., 2])  # (n, k - 2)

@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 import lightning.pytorch as pl
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -63,11 +64,13 @@ from lightning_info.core.options import AdamWOptions
 from lightning_info.core.sampling import keyed_generator
 from lightning_info.core.validation import (
     all_finite,
+    require_bool,
     require_choice,
     require_finite,
     require_fraction,
     require_int,
     require_non_negative,
+    require_real_floating,
 )
 from lightning_info.diffusion.discrete import BetaSchedule, ddim_sample, ddpm_sample, guided
 from lightning_info.methods.prodiff.denoiser import EndpointCondition, TrajectoryUNet
@@ -173,6 +176,8 @@ class PrototypeOptions:
     attention_temperature: float | None = None
 
     def __post_init__(self) -> None:
+        require_bool(self.match_pseudo_labels, "prototype_options.match_pseudo_labels")
+        require_non_negative(self.margin, "prototype_options.margin")
         require_int(self.num_prototypes, "prototype_options.num_prototypes", 1)
         require_non_negative(self.ce_weight, "prototype_options.ce_weight")
         require_non_negative(self.contrastive_weight, "prototype_options.contrastive_weight")
@@ -226,7 +231,16 @@ class WindowScaling:
 
     def __post_init__(self) -> None:
         for name in ("low", "span"):
-            given = torch.as_tensor(getattr(self, name), dtype=torch.float64)
+            items = getattr(self, name)
+            listed = items.tolist() if hasattr(items, "tolist") else items
+            if isinstance(items, str) or (
+                isinstance(listed, (list, tuple))
+                and any(isinstance(v, (bool, np.bool_, str)) for v in listed)
+            ):
+                raise TypeError(
+                    f"`scaling.{name}` must hold 3 numbers (time, lat, lng), got {items!r}."
+                )
+            given = torch.as_tensor(items, dtype=torch.float64)
             values = tuple(given.flatten().tolist())
             if len(values) != 3 or not all(math.isfinite(v) for v in values):
                 raise ValueError(
@@ -254,7 +268,9 @@ torch.serialization.add_safe_globals(
 def check_window(window: Tensor, length: int, *, interior: bool = True) -> None:
     """Refuse what ProDiff would silently learn or condition on nonsense from: a shape other
     than ``(B, length, 3)``, or NaN / infinity in the endpoints (and, with ``interior``, in
-    the rest of the window)."""
+    the rest of the window), or an integer dtype."""
+    length = require_int(length, "length", 3)
+    require_real_floating(window, "window")
     if window.ndim != 3 or window.shape[1:] != (length, 3) or window.shape[0] == 0:
         raise ValueError(
             f"ProDiff takes (B >= 1, {length}, 3) windows of scaled (time, lat, lng), got "

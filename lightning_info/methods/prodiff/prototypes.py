@@ -23,7 +23,21 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from lightning_info.core.validation import require_real_floating
+
 __all__ = ["prototype_usage", "prototype_weights"]
+
+
+def check_against_prototypes(features: Tensor, prototypes: Tensor, name: str) -> None:
+    """Raise unless ``features (B, d)`` and ``prototypes (K, d)`` are floating tensors of one
+    width ``d`` (shapes and dtypes only: no device synchronisation)."""
+    for tensor, label in ((features, name), (prototypes, "prototypes")):
+        require_real_floating(tensor, label)
+    if features.dim() != 2 or prototypes.dim() != 2 or features.shape[1] != prototypes.shape[1]:
+        raise ValueError(
+            f"`{name}` and `prototypes` must be (B, d) and (K, d) of one width d, got "
+            f"{tuple(features.shape)} and {tuple(prototypes.shape)}."
+        )
 
 
 def prototype_weights(
@@ -31,8 +45,11 @@ def prototype_weights(
 ) -> Tensor:
     """``softmax(cos(q, P) / tau)``: ``(B, d)`` queries, ``(K, d)`` prototypes, ``(B, K)`` out,
     each row summing to 1; ``temperature`` ``tau`` (``None``: the paper's ``sqrt(d)``)."""
+    check_against_prototypes(query, prototypes, "query")
     tau = math.sqrt(query.shape[-1]) if temperature is None else temperature
-    if not (isinstance(tau, (int, float)) and math.isfinite(tau) and tau > 0):
+    if isinstance(tau, bool) or not (
+        isinstance(tau, (int, float)) and math.isfinite(tau) and tau > 0
+    ):
         raise ValueError(f"`temperature` must be a finite number > 0, got {temperature!r}.")
     cosine = F.normalize(query, dim=-1) @ F.normalize(prototypes, dim=-1).T
     return torch.softmax(cosine / tau, dim=-1)

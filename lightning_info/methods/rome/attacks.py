@@ -71,14 +71,21 @@ def shifted_targets(y: Tensor, num_classes: int, shift: int) -> Tensor:
     it). ``shift`` must not be a multiple of ``num_classes`` (the target would be the label)."""
     num_classes = require_int(num_classes, "num_classes", 2)
     shift = check_target_shift(shift, num_classes)
-    if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
-        raise TypeError(f"`y` must hold integer class labels, got dtype {y.dtype}.")
+    _require_label_dtype(y)
     if y.numel() and (int(y.min()) < 0 or int(y.max()) >= num_classes):
         raise ValueError(
             f"`y` must hold labels in [0, {num_classes}), got values in "
             f"[{int(y.min())}, {int(y.max())}]."
         )
     return (y + shift) % num_classes
+
+
+def _require_label_dtype(y: Tensor) -> None:
+    """``y`` must be a tensor of integer class labels (reads metadata only)."""
+    if not isinstance(y, Tensor):
+        raise TypeError(f"`y` must be a torch.Tensor of class labels, got {type(y).__name__}.")
+    if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
+        raise TypeError(f"`y` must hold integer class labels, got dtype {y.dtype}.")
 
 
 def check_target_shift(shift: int, num_classes: int) -> int:
@@ -106,9 +113,12 @@ def training_attack_labels(
     """
     if target_map not in TARGET_MAPS:
         raise ValueError(f"`target_map` must be one of {TARGET_MAPS}, got {target_map!r}.")
+    num_classes = require_int(num_classes, "num_classes", 2)
+    step = require_int(step, "step", 0)
+    _require_label_dtype(y)
     if target_map == "untargeted":
         return y, False
-    shift = 1 if target_map == "next" else 1 + int(step) % (num_classes - 1)
+    shift = 1 if target_map == "next" else 1 + step % (num_classes - 1)
     return shifted_targets(y, num_classes, shift), True
 
 

@@ -39,10 +39,12 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from lightning_info.core.validation import (
+    require_bool,
     require_finite,
     require_in_range,
     require_non_negative,
     require_positive,
+    require_real_floating,
 )
 
 DSA_STRATEGY = "color_crop_cutout_flip_scale_rotate"
@@ -166,6 +168,12 @@ class DSA:
 
     def __post_init__(self) -> None:
         strategy_families(self.strategy)
+        for name in ("mean", "std"):
+            if isinstance(getattr(self, name), (int, float, str)):
+                raise TypeError(
+                    f"`{name}` must be a sequence with one value per channel, got "
+                    f"{getattr(self, name)!r}; wrap it: ({getattr(self, name)!r},)."
+                )
         mean = tuple(require_finite(m, "mean") for m in self.mean)
         std = tuple(require_positive(s, "std") for s in self.std)
         if not mean or len(mean) != len(std):
@@ -187,13 +195,25 @@ class DSA:
         """Channel mean/std of (N, C, H, W) images as the normalisation."""
         if images.dim() != 4:
             raise ValueError(f"`images` must be (N, C, H, W), got shape {tuple(images.shape)}.")
+        if images.shape[0] == 0:
+            raise ValueError(
+                "`images` is empty; pass at least one image to read mean and std from."
+            )
         images = images.detach().double()
         mean = images.mean(dim=(0, 2, 3)).tolist()
         std = images.std(dim=(0, 2, 3), correction=0).tolist()
         return cls(strategy=strategy, mean=tuple(mean), std=tuple(std), **kwargs)
 
     def __call__(self, x: Tensor, generator: torch.Generator, *, per_batch: bool = True) -> Tensor:
-        """x: (N, C, H, W) pixels; C must equal len(mean). Draws come from ``generator`` only."""
+        """x: (N, C, H, W) floating-point pixels in ``[0, 1]``; C must equal len(mean). Draws
+        come from ``generator`` (a ``torch.Generator``) only."""
+        require_real_floating(x, "x")
+        if not isinstance(generator, torch.Generator):
+            raise TypeError(
+                f"`generator` must be a torch.Generator, got {type(generator).__name__}; e.g. "
+                "torch.Generator().manual_seed(0)."
+            )
+        require_bool(per_batch, "per_batch")
         if x.dim() != 4 or x.shape[1] != len(self.mean):
             raise ValueError(
                 f"`x` must be (N, C, H, W) with C = {len(self.mean)} channels (one per mean/std "

@@ -77,6 +77,11 @@ class GaussianBottleneck(nn.Module):
                 f"GaussianBottleneck expects {self.mean.in_features} input features, got "
                 f"shape {tuple(h.shape)}; set the input size to the encoder's output size."
             )
+        if h.dtype != self.mean.weight.dtype and not torch.is_autocast_enabled(h.device.type):
+            raise TypeError(
+                f"GaussianBottleneck's weights are {self.mean.weight.dtype} but the features have "
+                f"dtype {h.dtype}; pass `h.to({self.mean.weight.dtype})` or convert the module."
+            )
         mu = self.mean(h)
         sigma = F.softplus(self.raw_std(h)) + self.min_std
         log_var = 2 * sigma.log()
@@ -106,7 +111,26 @@ class GaussianBottleneck(nn.Module):
         return torch.tensor([self.seed, self.draws], dtype=torch.int64)
 
     def set_extra_state(self, state: Tensor) -> None:
-        self.seed, self.draws = (int(v) for v in state.tolist())
+        """Restore ``(seed, draws)``: two non-negative integers, as :meth:`get_extra_state`
+        saves them."""
+        if (
+            not isinstance(state, Tensor)
+            or state.shape != (2,)
+            or state.is_floating_point()
+            or state.is_complex()
+            or state.dtype == torch.bool
+        ):
+            raise ValueError(
+                "GaussianBottleneck's saved state must be an integer tensor [seed, draws], got "
+                f"{state!r}; load a state_dict saved by a GaussianBottleneck."
+            )
+        seed, draws = (int(v) for v in state.tolist())
+        if seed < 0 or draws < 0:
+            raise ValueError(
+                f"GaussianBottleneck's saved state has seed={seed}, draws={draws}; both must "
+                "be >= 0."
+            )
+        self.seed, self.draws = seed, draws
 
     def extra_repr(self) -> str:
         return (
@@ -180,16 +204,21 @@ class InformationBottleneckMixin:
                 "`ib_encoder` to the name or dotted path of the encoder (e.g. "
                 "'model.encoder')."
             )
+        if isinstance(self.ib_beta, (int, float)) and not isinstance(self.ib_beta, bool):
+            require_non_negative(self.ib_beta, "ib_beta")
         self._ib_schedule = as_schedule(self.ib_beta, "ib_beta")
         require_non_negative(self._ib_schedule(0), "ib_beta")
-        in_features = self.ib_input_dim or _output_features(encoder)
+        in_features = _output_features(encoder) if self.ib_input_dim is None else self.ib_input_dim
         if in_features is None:
             raise ValueError(
                 f"Cannot read the output size of `self.{self.ib_encoder}` (no layer with "
                 "`out_features`); set the class attribute `ib_input_dim`."
             )
         self.ib_bottleneck = GaussianBottleneck(
-            in_features, self.ib_latent_dim or in_features, self.ib_min_std, self.ib_seed
+            in_features,
+            in_features if self.ib_latent_dim is None else self.ib_latent_dim,
+            self.ib_min_std,
+            self.ib_seed,
         )
         self._ib_rates: list[Tensor] | None = None
         encoder.register_forward_hook(self._ib_hook)
@@ -221,7 +250,7 @@ class InformationBottleneckMixin:
             self._ib_rates = None
         if output is None:
             return None
-        loss = output["loss"] if isinstance(output, dict) else output
+        loss = output.get("loss") if isinstance(output, dict) else output
         if not isinstance(loss, Tensor):
             raise TypeError(
                 "InformationBottleneckMixin needs training_step to return a loss tensor or a "

@@ -24,7 +24,11 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from lightning_info.core.validation import require_int, require_string_sequence
+from lightning_info.core.validation import (
+    require_int,
+    require_real_floating,
+    require_string_sequence,
+)
 from lightning_info.measures.mutual_information import mean_embedding_distance
 
 __all__ = [
@@ -50,6 +54,9 @@ def rome_alignment(features_syn: Tensor, features_adv: Tensor) -> Tensor:
     Returns:
         A 0-dim tensor.
     """
+    for tensor, name in ((features_syn, "features_syn"), (features_adv, "features_adv")):
+        if isinstance(tensor, Tensor):
+            require_real_floating(tensor, name)
     return (0.5 * mean_embedding_distance(features_syn, features_adv, p=1)) ** 2
 
 

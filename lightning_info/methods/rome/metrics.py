@@ -286,8 +286,11 @@ def _correct(preds: Tensor, target: Tensor, name: str) -> Tensor:
 
 
 def _refuse_bools(value: Any, name: str) -> None:
-    """Bools are not accuracies or times: refuse ``True`` rather than read it as 1."""
+    """Bools are not accuracies or times: refuse ``True`` rather than read it as 1; nor are
+    strings (``"0.9"``)."""
     items = value if isinstance(value, (list, tuple)) else [value]
+    if any(isinstance(item, (str, bytes)) for item in items):
+        raise TypeError(f"`{name}` must hold numbers, got a string in {value!r}.")
     if any(isinstance(item, bool) for item in items) or (
         isinstance(value, Tensor) and value.dtype == torch.bool
     ):

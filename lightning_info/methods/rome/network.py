@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import torch
 from torch import Tensor, nn
 
 from lightning_info.core.validation import (
@@ -44,11 +45,26 @@ class SmallConvNet(nn.Module):
                 nn.AvgPool2d(2),
             ]
             channels = width
+        self.in_channels, self.image_size = in_channels, image_size
         self.body = nn.Sequential(*blocks)
         self.feature_dim = width * (image_size // 4) ** 2
         self.classifier = nn.Linear(self.feature_dim, num_classes)
 
     def features(self, x: Tensor) -> Tensor:
+        """Refuses (reading metadata only) inputs of another shape than
+        ``(N, in_channels, image_size, image_size)`` or another dtype than the weights'."""
+        expected = (self.in_channels, self.image_size, self.image_size)
+        if x.dim() != 4 or tuple(x.shape[1:]) != expected:
+            raise ValueError(
+                f"SmallConvNet expects images of shape (N, {', '.join(map(str, expected))}), got "
+                f"{tuple(x.shape)}; build it with the data's channels and image size."
+            )
+        weights = self.classifier.weight.dtype
+        if x.dtype != weights and not torch.is_autocast_enabled(x.device.type):
+            raise TypeError(
+                f"`x` has dtype {x.dtype} but the network's weights are {weights}; pass "
+                f"`x.to({weights})`."
+            )
         return self.body(x).flatten(1)
 
     def forward(self, x: Tensor) -> Tensor:

@@ -22,7 +22,12 @@ from torch import Tensor
 from torch.nn import functional as F
 
 from lightning_info.core.options import as_options
-from lightning_info.core.validation import require_int, require_non_negative, require_positive
+from lightning_info.core.validation import (
+    require_bool,
+    require_int,
+    require_non_negative,
+    require_positive,
+)
 from lightning_info.data.digits import load_digits_images
 from lightning_info.data.multiview import MultiViewDataModule
 
@@ -170,6 +175,20 @@ class SyntheticViewsOptions:
     private_clusters: int = 0
     private_separation: float = 3.0
 
+    def __post_init__(self) -> None:
+        require_int(self.num_samples, "num_samples", 2)
+        require_int(self.latent_clusters, "latent_clusters", 2)
+        require_int(self.num_views, "num_views", 1)
+        require_int(self.latent_dim, "latent_dim", 1)
+        require_int(self.view_dim, "view_dim", 1)
+        require_positive(self.separation, "separation")
+        require_non_negative(self.noise, "noise")
+        if require_int(self.private_clusters, "private_clusters", 0) == 1:
+            raise ValueError(
+                "`private_clusters` must be 0 (no view-specific structure) or at least 2, got 1."
+            )
+        require_positive(self.private_separation, "private_separation")
+
 
 torch.serialization.add_safe_globals([SyntheticViewsOptions])  # checkpoints load weights-only
 
@@ -204,7 +223,7 @@ class ClusteringViewsDataModule(MultiViewDataModule):
         options["num_clusters"] = options.pop("latent_clusters")
         self._synthetic = options
         self.classes = classes
-        super().__init__(batch_size, data_seed, standardize)
+        super().__init__(batch_size, data_seed, require_bool(standardize, "standardize"))
         self.save_hyperparameters()
 
     def build_views(self) -> tuple[list[Tensor], Tensor]:

@@ -68,10 +68,27 @@ def prior_kl(h: Tensor, generator: torch.Generator | None = None) -> Tensor:
 def assignment_mi(critic: Critic, c: Tensor, h: Tensor) -> Tensor:
     """``I_JS(c; h)`` of (SD): the critic on the batch's pairs ``(c_b, h_b)`` (joint) and on
     ``(c_b, h_{b+1})`` (the batch rolled by one: product of marginals)."""
+    if not callable(critic):
+        raise TypeError(
+            f"`critic` must be callable as critic(c, h) -> (B,) scores, got "
+            f"{type(critic).__name__} {critic!r}."
+        )
+    if c.dim() != 2 or h.dim() != 2:
+        raise ValueError(
+            f"`c` (B, K) and `h` (B, width) must be 2-D, got shapes {tuple(c.shape)} and "
+            f"{tuple(h.shape)}; one sample is x[None]."
+        )
     if c.shape[0] != h.shape[0] or c.shape[0] < 2:
         raise ValueError("`c` and `h` need the same batch of at least 2 samples.")
     joint = critic(c, h)
     marginal = critic(c, h.roll(1, dims=0))
+    for name, scores in (("joint", joint), ("marginal", marginal)):
+        if not isinstance(scores, Tensor) or scores.shape != (c.shape[0],):
+            shape = tuple(scores.shape) if isinstance(scores, Tensor) else type(scores).__name__
+            raise ValueError(
+                f"the critic must return one score per pair, shape ({c.shape[0]},), got {shape} "
+                f"on the {name} pairs; squeeze a trailing dimension of 1."
+            )
     return jensen_shannon_mi(joint, marginal)
 
 

@@ -42,6 +42,11 @@ class ViewEncoder(nn.Module):
     def __init__(self, input_dim: int, hidden: Sequence[int] = (256, 256, 64)) -> None:
         super().__init__()
         self.input_dim = require_int(input_dim, "input_dim", 1)
+        if isinstance(hidden, (str, bytes)) or not isinstance(hidden, Sequence):
+            raise TypeError(
+                f"`hidden` must be a sequence of layer widths, got {type(hidden).__name__} "
+                f"{hidden!r}; one layer of width w is (w,)."
+            )
         self.widths = tuple(require_int(w, "hidden", 1) for w in hidden)
         if not self.widths:
             raise ValueError("`hidden` needs at least one layer width.")
@@ -54,7 +59,18 @@ class ViewEncoder(nn.Module):
 
     def forward(self, x: Tensor, generator: torch.Generator | None = None) -> list[Tensor]:
         """The representation ``h^k`` of every layer: sampled with the noise of ``generator``
-        (a CPU generator), or the mean ``mu^k`` without one."""
+        (a CPU generator), or the mean ``mu^k`` without one. ``x`` is a floating-point
+        ``(B, input_dim)`` batch."""
+        if x.dim() != 2 or x.shape[1] != self.input_dim or not x.is_floating_point():
+            raise ValueError(
+                f"`x` must be a floating-point (batch, {self.input_dim}) tensor, got shape "
+                f"{tuple(x.shape)} of {x.dtype}."
+            )
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(
+                f"`generator` must be a torch.Generator or None, got {type(generator).__name__}; "
+                "pass torch.Generator().manual_seed(seed)."
+            )
         layers, activation = [], x
         for block, head in zip(self.blocks, self.heads):
             activation = block(activation)

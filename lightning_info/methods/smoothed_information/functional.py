@@ -64,6 +64,7 @@ from lightning_info.core.validation import (
     require_choice,
     require_finite_tensor,
     require_int,
+    require_non_negative,
     require_positive,
     require_real_tensor,
 )
@@ -71,6 +72,7 @@ from lightning_info.measures.kernel_moments import kernel_moments
 
 __all__ = [
     "check_estimator_options",
+    "check_sample_dtype",
     "check_times",
     "ENTROPY_ESTIMATORS",
     "fisher_from_mmse",
@@ -173,8 +175,8 @@ class SmoothedInformation:
 # --------------------------------------------------------------------------------------------
 
 
-def _samples(samples: Tensor) -> Tensor:
-    """``(n,)`` or ``(n, d)`` samples as a centred float64 ``(n, d)`` tensor (never in place)."""
+def check_sample_dtype(samples: Tensor) -> Tensor:
+    """Raise unless ``samples`` is a real tensor of real numbers (not bool or complex)."""
     if not isinstance(samples, Tensor):
         raise TypeError(f"`samples` must be a tensor, got {type(samples).__name__}.")
     require_real_tensor(samples, "samples")
@@ -183,6 +185,12 @@ def _samples(samples: Tensor) -> Tensor:
             f"`samples` must be real numbers, got dtype {samples.dtype}; convert it yourself "
             "(e.g. `.double()`, or `.real` of a complex tensor) if that is what you mean."
         )
+    return samples
+
+
+def _samples(samples: Tensor) -> Tensor:
+    """``(n,)`` or ``(n, d)`` samples as a centred float64 ``(n, d)`` tensor (never in place)."""
+    check_sample_dtype(samples)
     if samples.dim() == 1:
         samples = samples[:, None]
     if samples.dim() != 2:
@@ -548,19 +556,50 @@ def smoothed_mmse(
     return _output(values, scalar)
 
 
-def mmse_from_fisher(fisher: float | Tensor, t: float | Tensor, dim: int) -> Tensor | float:
-    """Brown's identity ``mmse = t d - t^2 J`` for ``Y = X + sqrt(t) Z`` with ``Y ~ f * phi_t``."""
+def _brown_arguments(
+    value: float | Tensor, name: str, t: float | Tensor, dim: int
+) -> tuple[float | Tensor, float | Tensor]:
+    """``value`` (a Fisher information or an MMSE) and ``t`` checked: finite, ``value >= 0``,
+    ``t > 0``, tensors of broadcastable shapes."""
     require_int(dim, "dim", 1)
-    if not isinstance(t, Tensor):
-        require_positive(t, "t")
+    for item, item_name, positive in ((value, name, False), (t, "t", True)):
+        if isinstance(item, Tensor):
+            require_real_tensor(item, item_name)
+            if item.dtype == torch.bool or item.is_complex():
+                raise TypeError(f"`{item_name}` must hold real numbers, got dtype {item.dtype}.")
+            require_finite_tensor(item, item_name)
+            if bool((item <= 0).any() if positive else (item < 0).any()):
+                bound = "> 0" if positive else ">= 0"
+                raise ValueError(f"`{item_name}` must be {bound}, got {item.min().item():.4g}.")
+        elif positive:
+            require_positive(item, item_name)
+        else:
+            require_non_negative(item, item_name)
+    if isinstance(value, Tensor) and isinstance(t, Tensor):
+        try:
+            torch.broadcast_shapes(value.shape, t.shape)
+        except RuntimeError:
+            raise ValueError(
+                f"`{name}` {tuple(value.shape)} and `t` {tuple(t.shape)} must have broadcastable "
+                "shapes, e.g. one value per noise level."
+            ) from None
+    return value, t
+
+
+def mmse_from_fisher(fisher: float | Tensor, t: float | Tensor, dim: int) -> Tensor | float:
+    """Brown's identity ``mmse = t d - t^2 J`` for ``Y = X + sqrt(t) Z`` with ``Y ~ f * phi_t``.
+
+    ``fisher`` must be finite and ``>= 0``, ``t`` finite and ``> 0`` (numbers or tensors of
+    broadcastable shapes), ``dim`` an int ``>= 1``.
+    """
+    fisher, t = _brown_arguments(fisher, "fisher", t, dim)
     return t * dim - t**2 * fisher
 
 
 def fisher_from_mmse(mmse: float | Tensor, t: float | Tensor, dim: int) -> Tensor | float:
-    """Brown's identity the other way round: ``J(f * phi_t) = d / t - mmse / t^2``."""
-    require_int(dim, "dim", 1)
-    if not isinstance(t, Tensor):
-        require_positive(t, "t")
+    """Brown's identity the other way round: ``J(f * phi_t) = d / t - mmse / t^2``; arguments
+    as in :func:`mmse_from_fisher`, with ``mmse >= 0``."""
+    mmse, t = _brown_arguments(mmse, "mmse", t, dim)
     return dim / t - mmse / t**2
 
 

@@ -16,6 +16,7 @@ from lightning_info.core.validation import require_finite_tensor, require_int
 from lightning_info.methods.smoothed_information.functional import (
     SmoothedEstimatorOptions,
     check_estimator_options,
+    check_sample_dtype,
     check_times,
     smoothed_entropy,
     smoothed_fisher_information,
@@ -74,7 +75,9 @@ class SampleReservoir(DtypeKeepingMetric):
         self._generator = None
 
     def update(self, samples: Tensor) -> None:
-        """Add a batch of samples, ``(B,)`` (``d = 1``) or ``(B, d)``."""
+        """Add a batch of samples, ``(B,)`` (``d = 1``) or ``(B, d)``, of real numbers (not bool
+        or complex)."""
+        check_sample_dtype(samples)
         if samples.dim() == 1:
             samples = samples[:, None]
         if samples.dim() != 2:

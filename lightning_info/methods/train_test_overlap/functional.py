@@ -61,6 +61,7 @@ matched n-grams of length >= 10; clean below 20%, dirty above 80%).
 from __future__ import annotations
 
 import math
+import numbers
 import re
 import string
 import warnings
@@ -475,7 +476,9 @@ class ChunkCounts:
     tokens: int
 
     def __add__(self, other: ChunkCounts) -> ChunkCounts:
-        if not isinstance(other, ChunkCounts) or _shapes(self) != _shapes(other):
+        if not isinstance(other, ChunkCounts):
+            return NotImplemented
+        if _shapes(self) != _shapes(other):
             raise ValueError(
                 "these counts come from two different overlap indexes (other n-gram sizes or "
                 "test instances); count every chunk with one OverlapIndex."
@@ -486,6 +489,33 @@ class ChunkCounts:
 
 def _shapes(counts: ChunkCounts) -> list[tuple[int, ...]]:
     return [np.shape(c) for c in counts.counts]
+
+
+def _check_counts(total: object) -> ChunkCounts:
+    """``total``, or raise unless it is a :class:`ChunkCounts` of integer counts ``>= 0`` (a
+    float, negative or hand-edited count would give fractional or negative n-gram hits)."""
+    if not isinstance(total, ChunkCounts):
+        raise TypeError(
+            f"`total` must be a ChunkCounts (from OverlapIndex.count_chunk), got "
+            f"{type(total).__name__}."
+        )
+    for name, value in (("documents", total.documents), ("tokens", total.tokens)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"`total.{name}` must be an int, got {value!r}.")
+        if value < 0:
+            raise ValueError(f"`total.{name}` must be >= 0, got {value!r}.")
+    for position, count in enumerate(total.counts):
+        count = np.asarray(count)
+        if count.dtype.kind not in "iu":
+            raise TypeError(
+                f"`total.counts[{position}]` must hold integer counts, got dtype {count.dtype}."
+            )
+        if count.size and count.min() < 0:
+            raise ValueError(
+                f"`total.counts[{position}]` holds a negative count ({int(count.min())}); "
+                "counts come from OverlapIndex.count_chunk and are >= 0."
+            )
+    return total
 
 
 class OverlapIndex:
@@ -612,6 +642,7 @@ class OverlapIndex:
 
     def report(self, total: ChunkCounts) -> OverlapReport:
         """The HELM metrics of every instance from the counts of the whole training corpus."""
+        total = _check_counts(total)
         if total.documents == 0:
             raise ValueError("the training corpus is empty: pass at least one document.")
         if _shapes(total) != _shapes(self.empty_counts()):

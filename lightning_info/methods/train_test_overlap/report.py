@@ -117,9 +117,25 @@ def write_report(report: OverlapReport, path: str | Path) -> tuple[Path, Path]:
     """Write ``report`` as ``<path>.json`` (everything) and ``<path>.md`` (the summary table).
 
     ``path`` is a file stem (a suffix ``.json``/``.md`` is dropped) or an existing folder, in
-    which case the files are ``overlap.json`` and ``overlap.md`` inside it.
+    which case the files are ``overlap.json`` and ``overlap.md`` inside it. An empty path is
+    refused (name the current folder ``"."`` to write there).
     """
+    if not isinstance(report, OverlapReport):
+        raise TypeError(
+            f"`report` must be an OverlapReport (from compute_overlap), got "
+            f"{type(report).__name__}."
+        )
+    if not isinstance(path, (str, Path)) or not str(path):
+        raise TypeError(
+            f"`path` must be a non-empty file stem or folder (str or Path), got {path!r}."
+        )
     path = Path(path)
+    for parent in path.parents:
+        if parent.exists() and not parent.is_dir():
+            raise ValueError(
+                f"cannot write the report under {parent}: it is a file, not a folder; pass "
+                "another path."
+            )
     if path.is_dir():
         path = path / "overlap"
     if path.suffix in (".json", ".md"):

@@ -73,6 +73,11 @@ def overlap_with_datasets(
     ``options.threads``, which are not used here. The result equals :func:`compute_overlap` on the
     same documents in any order.
     """
+    if not hasattr(dataset, "column_names") or not hasattr(dataset, "map"):
+        raise TypeError(
+            f"`dataset` must be a datasets.Dataset, got {type(dataset).__name__}; for texts in "
+            "memory use compute_overlap(instances, texts) or datasets.Dataset.from_dict(...)."
+        )
     options = check_overlap_options(options)
     if num_proc is not None:
         require_int(num_proc, "num_proc", 1)
@@ -112,6 +117,11 @@ def overlap_with_dask(
     the partial counts are summed with ``Bag.fold``. Of ``options`` the index's ``n``,
     ``n_values``, ``tokenizer`` and ``max_frequency`` are used, and ``chunk_size``."""
     require_extra("dask.bag", "audit", "Counting overlap with Dask")
+    if not hasattr(bag, "map_partitions"):
+        raise TypeError(
+            f"`bag` must be a dask.bag.Bag, got {type(bag).__name__}; wrap texts in memory with "
+            "dask.bag.from_sequence(texts) or use compute_overlap(instances, texts)."
+        )
     options = check_overlap_options(options)
     index = OverlapIndex(instances, options)
     partial_counts = bag.map_partitions(_PartitionCounter(index, options.chunk_size))

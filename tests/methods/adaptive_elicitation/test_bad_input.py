@@ -1,8 +1,238 @@
 import json
+import random
 
 import pytest
+import torch
 
-from lightning_info.methods.adaptive_elicitation.entities import read_entities_jsonl
+from lightning_info.methods.adaptive_elicitation.datamodule import ElicitationDataModule
+from lightning_info.methods.adaptive_elicitation.entities import (
+    EntityTable,
+    digits_table,
+    latent_world_table,
+    read_entities_jsonl,
+)
+from lightning_info.methods.adaptive_elicitation.functional import (
+    batched_information_gain,
+    lookahead_scores,
+    select_question,
+)
+from lightning_info.methods.adaptive_elicitation.world import ExactPosteriorModel, LatentTypeWorld
+from tests.methods.adaptive_elicitation import tiny
+
+WORLD = LatentTypeWorld.sample(num_types=3, num_questions=5, num_answers=3, seed=0)
+MODEL = ExactPosteriorModel(WORLD)
+YES_NO = ["No", "Yes"]
+
+
+def _table(answers=((0, 1),), labels=None, questions=("a", "b"), names=YES_NO):
+    answers = answers if isinstance(answers, torch.Tensor) else torch.tensor(answers)
+    return EntityTable(questions, names, answers, labels)
+
+
+BAD_INPUT = [
+    pytest.param(
+        lambda: batched_information_gain(MODEL, [[]], [[0, 1]], [4, 3, 4]),
+        ValueError,
+        r"targets \[4\] are listed more than once: each would weigh twice",
+        id="information-gain-repeated-target",
+    ),
+    pytest.param(
+        lambda: batched_information_gain(MODEL, [[2]], [[0, 1]], [4]),
+        TypeError,
+        r"a context is a list of \(question, answer\) pairs, got the entry 2",
+        id="information-gain-context-not-pairs",
+    ),
+    pytest.param(
+        lambda: batched_information_gain(MODEL, [[(2, 0), (2, 1)]], [[0, 1]], [4]),
+        ValueError,
+        r"the context answers question\(s\) \[2\] more than once",
+        id="information-gain-question-answered-twice",
+    ),
+    pytest.param(
+        lambda: batched_information_gain(MODEL, [[]], [[0, 1.0]], [4]),
+        TypeError,
+        r"candidate question 1.0 is not an index: give an int",
+        id="information-gain-float-candidate",
+    ),
+    pytest.param(
+        lambda: lookahead_scores(MODEL, [], [0, 1], [4], True),
+        ValueError,
+        r"depth must be a positive integer, got True",
+        id="lookahead-depth-bool",
+    ),
+    pytest.param(
+        lambda: lookahead_scores(MODEL, [], [0, 1], [4], "2"),
+        ValueError,
+        r"depth must be a positive integer, got '2'",
+        id="lookahead-depth-string",
+    ),
+    pytest.param(
+        lambda: lookahead_scores(MODEL, [], [0, 1], [4], 0),
+        ValueError,
+        r"depth must be a positive integer, got 0",
+        id="lookahead-depth-zero",
+    ),
+    pytest.param(
+        lambda: select_question("random", MODEL, [], [0, 1], [4], rng=3),
+        TypeError,
+        r"`rng` must be a random.Random or None, got int 3",
+        id="select-rng-int",
+    ),
+    pytest.param(
+        lambda: select_question(["eig"], MODEL, [], [0, 1], [4]),
+        ValueError,
+        r"unknown policy \['eig'\]: choose from",
+        id="select-policy-list",
+    ),
+    pytest.param(
+        lambda: _table(torch.tensor([[0.5, 1.0]])),
+        TypeError,
+        r"`answers` must hold integer indices \(torch.long\), got torch.float32",
+        id="entity-table-fractional-answers",
+    ),
+    pytest.param(
+        lambda: _table(torch.tensor([[True, False]])),
+        TypeError,
+        r"`answers` must hold integer indices \(torch.long\), got torch.bool",
+        id="entity-table-bool-answers",
+    ),
+    pytest.param(
+        lambda: _table([[0, 1]], labels=torch.tensor([0, 1])),
+        ValueError,
+        r"`labels` must hold one label per entity, shape \(1,\), got \(2,\)",
+        id="entity-table-labels-length",
+    ),
+    pytest.param(
+        lambda: _table([[0, 1]], labels=torch.tensor([0.5])),
+        TypeError,
+        r"`labels` must hold integer indices",
+        id="entity-table-float-labels",
+    ),
+    pytest.param(
+        lambda: _table(questions="ab"),
+        TypeError,
+        r"`questions` must be a sequence of strings, got a single str",
+        id="entity-table-questions-string",
+    ),
+    pytest.param(
+        lambda: _table(names="NY"),
+        TypeError,
+        r"`answer_names` must be a sequence of strings, got a single str",
+        id="entity-table-answer-names-string",
+    ),
+    pytest.param(
+        lambda: _table(names=["No", "No"]),
+        ValueError,
+        r"`answer_names` must be distinct",
+        id="entity-table-answer-names-repeated",
+    ),
+    pytest.param(
+        lambda: _table([[0, 1]]).blocks(-1),
+        ValueError,
+        r"`entity` must be an index in \[0, 1\), got -1",
+        id="entity-table-blocks-negative-entity",
+    ),
+    pytest.param(
+        lambda: _table([[0, 1]]).blocks(True),
+        TypeError,
+        r"`entity` must be an integer index, got bool True",
+        id="entity-table-blocks-bool-entity",
+    ),
+    pytest.param(
+        lambda: _table([[0, 1]]).blocks(0, [-1]),
+        ValueError,
+        r"`questions entry` must be an index in \[0, 2\), got -1",
+        id="entity-table-blocks-negative-question",
+    ),
+    pytest.param(
+        lambda: _table([[0, 1]]).blocks(0, [1.0]),
+        TypeError,
+        r"`questions entry` must be an integer index, got float 1.0",
+        id="entity-table-blocks-float-question",
+    ),
+    pytest.param(
+        lambda: latent_world_table(WORLD, 3, seed=1.5),
+        TypeError,
+        r"`seed` must be an int, got 1.5",
+        id="latent-table-seed-float",
+    ),
+    pytest.param(
+        lambda: latent_world_table(WORLD, 3, seed=-1),
+        ValueError,
+        r"`seed` must be >= 0, got -1",
+        id="latent-table-seed-negative",
+    ),
+    pytest.param(
+        lambda: latent_world_table("world", 3),
+        TypeError,
+        r"`world` must be a LatentTypeWorld, got str",
+        id="latent-table-not-a-world",
+    ),
+    pytest.param(
+        lambda: latent_world_table(WORLD, True),
+        TypeError,
+        r"`count` must be an int, got True",
+        id="latent-table-count-bool",
+    ),
+    pytest.param(
+        lambda: digits_table(class_questions="no"),
+        TypeError,
+        r"`class_questions` must be True or False, got 'no'",
+        id="digits-table-class-questions-string",
+    ),
+    pytest.param(
+        lambda: digits_table(images=[1.5]),
+        TypeError,
+        r"`images\[0\]` must be an integer index, got float 1.5",
+        id="digits-table-float-image",
+    ),
+    pytest.param(
+        lambda: digits_table(images=torch.tensor([True, False])),
+        TypeError,
+        r"`images` must hold integer indices, got dtype torch.bool",
+        id="digits-table-bool-mask-images",
+    ),
+    pytest.param(
+        lambda: digits_table(images=[2000]),
+        ValueError,
+        r"images must be a non-empty set of indices in 0\.\.1796",
+        id="digits-table-image-past-the-end",
+    ),
+    pytest.param(
+        lambda: digits_table(images="12"),
+        TypeError,
+        r"`images` must be a sequence of integer indices, got a string '12'",
+        id="digits-table-images-string",
+    ),
+    pytest.param(
+        lambda: ElicitationDataModule(tiny._questions_tokenizer(), source=3),
+        TypeError,
+        r"`source` must be 'latent', 'digits' or the path of a JSON-lines file .* got int 3",
+        id="datamodule-source-int",
+    ),
+    pytest.param(
+        lambda: tiny.data(answer_names=["x"]),
+        ValueError,
+        r"`answer_names` names the answers of a JSON-lines source; source='latent'",
+        id="datamodule-answer-names-without-a-file",
+    ),
+    pytest.param(
+        lambda: tiny.data(num_val=1.5),
+        TypeError,
+        r"`num_val` must be an int, got 1.5",
+        id="datamodule-num-val-float",
+    ),
+]
+
+
+def test_valid_boundary_input_still_works():
+    assert _table([[0, 1]]).blocks(torch.tensor(0), [1, 0]) == [(1, 1), (0, 0)]
+    assert _table(questions=("a", "b")).questions == ["a", "b"]
+    table = digits_table(images=torch.tensor([0, 5]))
+    assert table.labels.tolist() == [0, 5]
+    assert select_question("random", MODEL, [(2, 0)], [0, 1], [4], rng=random.Random(1)) in (0, 1)
+    gains = batched_information_gain(MODEL, [[(2, 0)]], [[0, 1]], [3, 4])
+    assert torch.isfinite(gains).all()
 
 
 def _write(tmp_path, *records):

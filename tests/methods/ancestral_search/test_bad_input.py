@@ -62,3 +62,145 @@ def test_from_table_needs_one_name_per_column():
     with pytest.raises(ValueError, match="2-D table"):
         BayesianNetworkDataModule.from_table(np.array([0, 1, 0, 1]))
     assert BayesianNetworkDataModule.from_table(table).names == ["X1", "X2", "X3"]
+
+
+from lightning_info.methods.ancestral_search import (  # noqa: E402
+    InformationCache,
+    from_causallearn,
+    graph_scores,
+    pag_from_mag,
+    shifted_information,
+    to_causallearn,
+    to_networkx,
+)
+from lightning_info.methods.ancestral_search.graphs import from_edges  # noqa: E402
+
+CODES = np.array([[0, 1, 0], [1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 1]])
+
+
+def _mag():
+    return from_edges(3, directed=[(0, 1)], bidirected=[(1, 2)])
+
+
+BAD_INPUT = [
+    pytest.param(
+        lambda: shifted_information(CODES, 0, 1, 2, negative_info="no"),
+        TypeError,
+        r"`negative_info` must be True or False, got 'no'",
+        id="shifted-information-negative-info-str",
+    ),
+    pytest.param(
+        lambda: shifted_information(CODES, 0.0, 1),
+        TypeError,
+        r"`x` must hold integer column indices, got 0.0",
+        id="shifted-information-float-column",
+    ),
+    pytest.param(
+        lambda: shifted_information(CODES, True, 1),
+        TypeError,
+        r"`x` must hold column indices, got True",
+        id="shifted-information-bool-column",
+    ),
+    pytest.param(
+        lambda: shifted_information(CODES, 0, 3),
+        ValueError,
+        r"`y` index 3 is out of range for 3 columns",
+        id="shifted-information-column-out-of-range",
+    ),
+    pytest.param(
+        lambda: shifted_information(CODES.astype(float), 0, 1),
+        ValueError,
+        r"`codes` must hold integers \(got dtype float64\)",
+        id="shifted-information-float-codes",
+    ),
+    pytest.param(
+        lambda: shifted_information(np.zeros((0, 3), dtype=int), 0, 1),
+        ValueError,
+        r"`codes` must be a 2-D \(n_samples, n_variables\) array, got shape \(0, 3\)",
+        id="shifted-information-empty",
+    ),
+    pytest.param(
+        lambda: InformationCache(CODES, negative_info="false"),
+        TypeError,
+        r"`negative_info` must be True or False, got 'false'",
+        id="information-cache-negative-info-str",
+    ),
+    pytest.param(
+        lambda: InformationCache(CODES)(1.0, 2),
+        TypeError,
+        r"`x` must hold integer column indices, got 1.0",
+        id="information-cache-float-column",
+    ),
+    pytest.param(
+        lambda: InformationCache(CODES, method="NML"),
+        ValueError,
+        r"`method` must be one of \('nml', 'bic'\), got 'NML'",
+        id="information-cache-method-case",
+    ),
+    pytest.param(
+        lambda: graph_scores(_mag().astype(bool), _mag()),
+        TypeError,
+        r"`marks` must be an int edge-mark matrix .* got a bool matrix",
+        id="graph-scores-bool-marks",
+    ),
+    pytest.param(
+        lambda: graph_scores(_mag(), np.zeros((4, 4), dtype=np.int8)),
+        ValueError,
+        r"the graphs have 3 and 4 nodes",
+        id="graph-scores-size-mismatch",
+    ),
+    pytest.param(
+        lambda: graph_scores(np.full((3, 3), np.nan), _mag()),
+        ValueError,
+        r"`marks` may hold only 0 \(none\), 1 \(tail\), 2 \(arrow\) and 3 \(circle\)",
+        id="graph-scores-nan-marks",
+    ),
+    pytest.param(
+        lambda: pag_from_mag(from_edges(3, nondirected=[(0, 1)])),
+        ValueError,
+        r"`mag` must hold directed and bidirected edges only",
+        id="pag-from-mag-circles",
+    ),
+    pytest.param(
+        lambda: pag_from_mag(from_edges(3, directed=[(0, 1), (1, 2), (2, 0)])),
+        ValueError,
+        r"directed cycle",
+        id="pag-from-mag-cycle",
+    ),
+    pytest.param(
+        lambda: to_causallearn(_mag(), names="ABC"),
+        TypeError,
+        r"`names` must be a sequence of 3 names, got the single string 'ABC'",
+        id="to-causallearn-names-str",
+    ),
+    pytest.param(
+        lambda: to_causallearn(_mag(), names=[1, "1", 2]),
+        ValueError,
+        r"`names` must be 3 distinct names; \['1'\] repeat",
+        id="to-causallearn-names-repeat",
+    ),
+    pytest.param(
+        lambda: to_networkx(_mag(), names=["A", "B"]),
+        ValueError,
+        r"`names` must be 3 distinct names, got 2",
+        id="to-networkx-names-short",
+    ),
+    pytest.param(
+        lambda: to_networkx(_mag() + 0.5),
+        ValueError,
+        r"`marks` may hold only 0",
+        id="to-networkx-float-marks",
+    ),
+    pytest.param(
+        lambda: from_causallearn("graph"),
+        TypeError,
+        r"`graph` must be a causal-learn graph",
+        id="from-causallearn-str",
+    ),
+    pytest.param(
+        lambda: from_causallearn(type("G", (), {"graph": np.array([[0, 1.5], [-1, 0]])})()),
+        ValueError,
+        r"endpoint codes other than -1, 1, 2",
+        id="from-causallearn-float-code",
+    ),
+]

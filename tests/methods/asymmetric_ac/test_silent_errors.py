@@ -88,3 +88,68 @@ def test_discrete_observations_train_once_flattened_to_one_hot():
     assert z.shape == (6, 4)
     torch.testing.assert_close(z.sum(1), torch.ones(6))
     assert set(z.unique().tolist()) == {0.0, 1.0}
+
+
+def test_natural_actor_critic_leaves_the_callers_theta_alone():
+    """The history's first value is the exact ``J`` of the caller's ``theta`` (oracle:
+    ``evaluate_policy``), and that array is neither modified nor frozen."""
+    import numpy as np
+
+    from lightning_info.methods.asymmetric_ac import (
+        ActorCriticHistory,
+        SGDSettings,
+        agent_state_chain,
+        evaluate_policy,
+        natural_actor_critic,
+        softmax_policy,
+    )
+
+    chain = agent_state_chain(t_maze(1), 1)
+    theta = np.arange(9, dtype=np.float64).reshape(3, 3) / 10
+    before = theta.copy()
+    small = SGDSettings(num_steps=2, batch_size=2)
+    history = natural_actor_critic(
+        chain,
+        0.9,
+        "asymmetric",
+        np.random.default_rng(0),
+        1,
+        0.1,
+        critic=small,
+        actor=small,
+        theta=theta,
+    )
+    assert isinstance(history, ActorCriticHistory)
+    np.testing.assert_array_equal(theta, before)
+    assert theta.flags.writeable
+    expected = evaluate_policy(chain, softmax_policy(before), 0.9).value
+    assert history.values[0] == pytest.approx(expected, abs=1e-12)
+
+
+def test_tabular_pomdp_copies_the_callers_arrays():
+    """The model freezes its own copies; the caller's arrays stay writable and unchanged."""
+    import numpy as np
+
+    from lightning_info.methods.asymmetric_ac import TabularPOMDP
+
+    maze = t_maze(1)
+    arrays = [
+        np.array(maze.transitions),
+        np.array(maze.observation_probs),
+        np.array(maze.rewards),
+        np.array(maze.initial),
+    ]
+    TabularPOMDP(*arrays)
+    assert all(array.flags.writeable for array in arrays)
+
+
+def test_window_codes_accept_numpy_integers():
+    """``np.int64`` entries (what numpy arrays hold) encode like ints: oracle base-4 digits."""
+    import numpy as np
+
+    from lightning_info.methods.asymmetric_ac import WindowEncoding
+
+    encoding = WindowEncoding(3, 2)
+    code = encoding.encode(np.array([2, 1]))
+    assert code == 2 * 4 + 1
+    np.testing.assert_array_equal(encoding.decode(np.int64(code)), [2, 1])

@@ -13,7 +13,7 @@ import pytest
 import torch
 from sklearn.utils.estimator_checks import estimator_checks_generator
 
-from lightning_info.methods.cacti.context import context_texts
+from lightning_info.methods.cacti.context import column_descriptions, context_texts, embed_columns
 from lightning_info.methods.cacti.datamodule import (
     SplitOptions,
     TabularImputationDataModule,
@@ -24,12 +24,24 @@ from lightning_info.methods.cacti.functional import (
     copy_masks,
     encoder_length,
     imputation_scores,
+    inference_layout,
     median_truncation,
     random_masking,
     reconstruction_loss,
 )
 from lightning_info.methods.cacti.imputer import CACTIImputer
-from lightning_info.methods.cacti.missingness import MissingnessOptions
+from lightning_info.methods.cacti.metrics import (
+    ImputationMAE,
+    ImputationR2,
+    ImputationRMSE,
+    ImputationWasserstein,
+    imputation_metrics,
+)
+from lightning_info.methods.cacti.missingness import (
+    MissingnessOptions,
+    simulate_missing,
+    solve_intercepts,
+)
 from lightning_info.methods.cacti.module import CACTI
 
 FAST = {"embed_dim": 8, "encoder_depth": 1, "decoder_depth": 1, "num_heads": 2}
@@ -66,6 +78,16 @@ def _table_data(**kwargs) -> TabularImputationDataModule:
     table = np.random.default_rng(0).random((10, 3))
     kwargs = {"mechanism": "mcar", "context": "none", **kwargs}
     return TabularImputationDataModule.from_table(table, **kwargs)
+
+
+def _scored(metric, imputed=None, truth=None, missing=None):
+    """``metric`` updated once with a (4, 2) batch (entries replaced by the arguments given)."""
+    generator = torch.Generator().manual_seed(0)
+    imputed = torch.rand(4, 2, generator=generator) if imputed is None else imputed
+    truth = torch.rand(4, 2, generator=generator) if truth is None else truth
+    missing = torch.ones(4, 2, dtype=torch.bool) if missing is None else missing
+    metric.update(imputed, truth, missing)
+    return metric.compute()
 
 
 @functools.cache
@@ -304,7 +326,225 @@ BAD_INPUT = [
         r"`values` must be a floating-point tensor, got dtype torch.int64.*values.float\(\)",
         id="impute-integer-values",
     ),
+    pytest.param(
+        lambda: inference_layout(_missing().float()),
+        ValueError,
+        r"`missing` must be a 2-D boolean tensor \(rows, columns\), got \(6, 4\) of "
+        r"torch.float32",
+        id="inference-layout-float-mask",
+    ),
+    pytest.param(
+        lambda: inference_layout(torch.tensor([True, False])),
+        ValueError,
+        r"`missing` must be a 2-D boolean tensor \(rows, columns\), got \(2,\)",
+        id="inference-layout-1d-mask",
+    ),
+    pytest.param(
+        lambda: solve_intercepts(np.zeros((3, 2)), 1.5),
+        ValueError,
+        r"`rate` must lie in \[0, 1\), got 1.5",
+        id="intercepts-rate-above-one",
+    ),
+    pytest.param(
+        lambda: solve_intercepts(np.zeros((3, 2)), float("nan")),
+        ValueError,
+        r"`rate` must be finite, got nan",
+        id="intercepts-rate-nan",
+    ),
+    pytest.param(
+        lambda: solve_intercepts(np.full((3, 2), np.nan), 0.3),
+        ValueError,
+        r"`scores` must be finite",
+        id="intercepts-nan-scores",
+    ),
+    pytest.param(
+        lambda: solve_intercepts(np.zeros(3), 0.3),
+        ValueError,
+        r"`scores` must be an \(n, d\) array with n >= 1 rows, got shape \(3,\)",
+        id="intercepts-1d-scores",
+    ),
+    pytest.param(
+        lambda: solve_intercepts(np.zeros((0, 2)), 0.3),
+        ValueError,
+        r"`scores` must be an \(n, d\) array with n >= 1 rows, got shape \(0, 2\)",
+        id="intercepts-no-rows",
+    ),
+    pytest.param(
+        lambda: solve_intercepts(np.zeros((3, 2), dtype=bool), 0.3),
+        TypeError,
+        r"`scores` must be a real \(n, d\) array, got ndarray of dtype bool",
+        id="intercepts-bool-scores",
+    ),
+    pytest.param(
+        lambda: solve_intercepts(np.zeros((3, 2)), 0.3, steps=True),
+        TypeError,
+        r"`steps` must be an int, got True",
+        id="intercepts-steps-bool",
+    ),
+    pytest.param(
+        lambda: solve_intercepts(np.zeros((3, 2)), 0.3, steps=2.5),
+        TypeError,
+        r"`steps` must be an int, got 2.5",
+        id="intercepts-steps-float",
+    ),
+    pytest.param(
+        lambda: simulate_missing(np.random.default_rng(0).random((5, 3)), rate=True),
+        TypeError,
+        r"`rate` must be a real number, got True",
+        id="simulate-rate-bool",
+    ),
+    pytest.param(
+        lambda: simulate_missing(np.random.default_rng(0).random((5, 3)), seed=1.5),
+        TypeError,
+        r"`seed` must be an int, got 1.5",
+        id="simulate-seed-float",
+    ),
+    pytest.param(
+        lambda: simulate_missing(np.random.default_rng(0).random((5, 3)), mechanism="MAR"),
+        ValueError,
+        r"`mechanism` must be one of \('mcar', 'mar', 'mnar'\), got 'MAR'",
+        id="simulate-unknown-mechanism",
+    ),
+    pytest.param(
+        lambda: simulate_missing(np.array([[1.0, np.nan], [1.0, 2.0]])),
+        ValueError,
+        r"the table must be complete and finite",
+        id="simulate-nan-table",
+    ),
+    pytest.param(
+        lambda: simulate_missing(np.ones((3, 1))),
+        ValueError,
+        r"need a 2-D table of at least 2 rows and 2 columns, got \(3, 1\)",
+        id="simulate-one-column",
+    ),
+    pytest.param(
+        lambda: simulate_missing([["a", "b"], ["c", "d"]]),
+        TypeError,
+        r"the table must hold numbers \(could not convert string to float: 'a'\); encode",
+        id="simulate-text-table",
+    ),
+    pytest.param(
+        lambda: ImputationR2(True),
+        TypeError,
+        r"`num_columns` must be an int, got True",
+        id="r2-num-columns-bool",
+    ),
+    pytest.param(
+        lambda: ImputationR2(2, variance_rtol=float("nan")),
+        ValueError,
+        r"`variance_rtol` must be finite, got nan",
+        id="r2-rtol-nan",
+    ),
+    pytest.param(
+        lambda: _scored(ImputationR2(2), truth=torch.rand(4, 1)),
+        ValueError,
+        r"must be 2-D \(rows, columns\) of one shape, got \(4, 2\), \(4, 1\) and \(4, 2\)",
+        id="r2-shape-mismatch",
+    ),
+    pytest.param(
+        lambda: ImputationRMSE(0),
+        ValueError,
+        r"`num_columns` must be >= 1, got 0",
+        id="rmse-num-columns-zero",
+    ),
+    pytest.param(
+        lambda: _scored(ImputationRMSE(3)),
+        ValueError,
+        r"built for `num_columns` = 3 but the batch has 2 columns",
+        id="rmse-other-column-count",
+    ),
+    pytest.param(
+        lambda: _scored(ImputationRMSE(2), imputed=torch.full((4, 2), float("nan"))),
+        ValueError,
+        r"the truth and the imputation must be finite at the missing entries",
+        id="rmse-nan-imputation",
+    ),
+    pytest.param(
+        lambda: ImputationRMSE(2).compute(),
+        ValueError,
+        r"ImputationRMSE has seen no missing entry",
+        id="rmse-compute-before-update",
+    ),
+    pytest.param(
+        lambda: ImputationMAE("3"),
+        TypeError,
+        r"`num_columns` must be an int, got '3'",
+        id="mae-num-columns-string",
+    ),
+    pytest.param(
+        lambda: _scored(ImputationMAE(2), missing=torch.ones(4, 2)),
+        TypeError,
+        r"`missing` must be a bool mask .*got dtype torch.float32; pass `mask.bool\(\)`",
+        id="mae-float-mask",
+    ),
+    pytest.param(
+        lambda: ImputationWasserstein(None),
+        TypeError,
+        r"`num_columns` must be an int, got None",
+        id="wasserstein-num-columns-none",
+    ),
+    pytest.param(
+        lambda: _scored(ImputationWasserstein(2), truth=torch.full((4, 2), float("inf"))),
+        ValueError,
+        r"the truth and the imputation must be finite at the missing entries",
+        id="wasserstein-infinite-truth",
+    ),
+    pytest.param(
+        lambda: imputation_metrics(-1),
+        ValueError,
+        r"`num_columns` must be >= 1, got -1",
+        id="metrics-num-columns-negative",
+    ),
+    pytest.param(
+        lambda: column_descriptions("nope"),
+        ValueError,
+        r"unknown table 'nope'; known tables: breast_cancer, diabetes, iris",
+        id="descriptions-unknown-table",
+    ),
+    pytest.param(
+        lambda: column_descriptions(["diabetes"]),
+        ValueError,
+        r"unknown table \['diabetes'\]; known tables",
+        id="descriptions-table-list",
+    ),
+    pytest.param(
+        lambda: embed_columns(["a", "b"], "tfidf", True),
+        TypeError,
+        r"`dim` must be an int, got True",
+        id="embed-dim-bool",
+    ),
+    pytest.param(
+        lambda: embed_columns(["a", "b"], "tfidf", 2.5),
+        TypeError,
+        r"`dim` must be an int, got 2.5",
+        id="embed-dim-float",
+    ),
+    pytest.param(
+        lambda: embed_columns([1, 2], "tfidf", 4),
+        TypeError,
+        r"`texts\[0\]` must be a string, got int 1",
+        id="embed-texts-not-strings",
+    ),
+    pytest.param(
+        lambda: embed_columns("age", "tfidf", 4),
+        TypeError,
+        r"`texts` must be a sequence of strings, got a single str",
+        id="embed-texts-one-string",
+    ),
+    pytest.param(
+        lambda: embed_columns(["a", "b"], "tfidf", 4, seed=-1),
+        ValueError,
+        r"`seed` must be >= 0, got -1",
+        id="embed-seed-negative",
+    ),
 ]
+
+
+def test_solve_intercepts_hits_the_rate_when_scores_lie_beyond_the_default_bracket():
+    scores = np.array([[100.0, -200.0], [140.0, -180.0], [120.0, -190.0]])
+    b = solve_intercepts(scores, 0.27)
+    mean = (1 / (1 + np.exp(-(scores + b)))).mean(0)  # the defining equation, in float64
+    assert np.allclose(mean, 0.27, atol=1e-9)
 
 
 def test_fit_sets_the_feature_names_and_transform_keeps_them(one_torch_thread):

@@ -6,10 +6,46 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
+import scipy.sparse as sp
 import torch
 
-from lightning_info.methods.cmv_nd.datamodule import class_features, load_graph_files
-from lightning_info.methods.cmv_nd.functional import mean_impute, neighbourhood_views, sign_views
+import lightning_info.methods.cmv_nd as cmv_nd
+from lightning_info.methods.cmv_nd.datamodule import (
+    AttributeMissingGraphDataModule,
+    GraphFeatureOptions,
+    GraphFiles,
+    SBMOptions,
+    class_features,
+    load_graph_files,
+    missing_mask,
+    networkx_graph,
+    stochastic_block_model,
+)
+from lightning_info.methods.cmv_nd.functional import (
+    graph_adjacency,
+    mean_impute,
+    neighbourhood_views,
+    normalized_adjacency,
+    sign_views,
+)
+
+PATH = torch.tensor([[0, 1], [1, 2]])
+
+
+def _transform(*args, **kwargs):
+    pytest.importorskip("torch_geometric")
+    return cmv_nd.NeighbourhoodDifferentiation(*args, **kwargs)
+
+
+def _transformed(data_fields, **kwargs):
+    transform = _transform(1, **kwargs)
+    from torch_geometric.data import Data
+
+    return transform(Data(**data_fields))
+
+
+def _small_data(**kwargs) -> AttributeMissingGraphDataModule:
+    return AttributeMissingGraphDataModule(sbm=SBMOptions(num_nodes=20, num_classes=2), **kwargs)
 
 
 def _graph(seed: int = 0):
@@ -123,6 +159,228 @@ BAD_INPUT = [
         ValueError,
         r"`x` contains 1 NaN/inf value",
         id="sign-inf-all-observed",
+    ),
+    pytest.param(
+        lambda: graph_adjacency(PATH, 3, undirected="no"),
+        TypeError,
+        r"`undirected` must be True or False, got 'no'",
+        id="adjacency-undirected-string",
+    ),
+    pytest.param(
+        lambda: graph_adjacency(PATH, 3, undirected=0),
+        TypeError,
+        r"`undirected` must be True or False, got 0",
+        id="adjacency-undirected-int",
+    ),
+    pytest.param(
+        lambda: graph_adjacency(PATH, 3.0),
+        TypeError,
+        r"`num_nodes` must be an int, got 3.0",
+        id="adjacency-num-nodes-float",
+    ),
+    pytest.param(
+        lambda: graph_adjacency(PATH.float(), 3),
+        TypeError,
+        r"`edge_index` must hold integer node ids \(torch.long\), got torch.float32",
+        id="adjacency-float-edges",
+    ),
+    pytest.param(
+        lambda: graph_adjacency(PATH, 2),
+        ValueError,
+        r"`edge_index` holds node ids in \[0, 2\] but the graph has 2 nodes",
+        id="adjacency-node-past-the-end",
+    ),
+    pytest.param(
+        lambda: normalized_adjacency(np.eye(3)),
+        TypeError,
+        r"`adjacency` must be a scipy sparse matrix, got ndarray",
+        id="normalized-dense-array",
+    ),
+    pytest.param(
+        lambda: normalized_adjacency(torch.eye(3)),
+        TypeError,
+        r"`adjacency` must be a scipy sparse matrix, got Tensor",
+        id="normalized-tensor",
+    ),
+    pytest.param(
+        lambda: normalized_adjacency(sp.csr_matrix(np.ones((2, 3)))),
+        ValueError,
+        r"`adjacency` must be square \(N, N\), got shape \(2, 3\)",
+        id="normalized-not-square",
+    ),
+    pytest.param(
+        lambda: normalized_adjacency(sp.csr_matrix(np.array([[0.0, -1.0], [-1.0, 0.0]]))),
+        ValueError,
+        r"`adjacency` must hold finite, non-negative weights",
+        id="normalized-negative-weight",
+    ),
+    pytest.param(
+        lambda: normalized_adjacency(sp.csr_matrix(np.array([[0.0, np.nan], [1.0, 0.0]]))),
+        ValueError,
+        r"`adjacency` must hold finite, non-negative weights",
+        id="normalized-nan-weight",
+    ),
+    pytest.param(
+        lambda: normalized_adjacency(graph_adjacency(PATH, 3), dtype=np.int32),
+        TypeError,
+        r"`dtype` must be a floating-point dtype .*got int32",
+        id="normalized-integer-dtype",
+    ),
+    pytest.param(
+        lambda: missing_mask(3, 1.0),
+        ValueError,
+        r"`missing_rate` must lie in \[0, 1\), got 1.0",
+        id="missing-mask-rate-one",
+    ),
+    pytest.param(
+        lambda: missing_mask(4, True),
+        TypeError,
+        r"`missing_rate` must be a real number, got True",
+        id="missing-mask-rate-bool",
+    ),
+    pytest.param(
+        lambda: missing_mask(True, 0.5),
+        TypeError,
+        r"`num_nodes` must be an int, got True",
+        id="missing-mask-num-nodes-bool",
+    ),
+    pytest.param(
+        lambda: missing_mask(4, 0.5, seed=-1),
+        ValueError,
+        r"`seed` must be >= 0, got -1",
+        id="missing-mask-seed-negative",
+    ),
+    pytest.param(
+        lambda: networkx_graph(["karate_club"]),
+        ValueError,
+        r"unknown networkx graph \['karate_club'\]; choose one of \['karate_club'",
+        id="networkx-name-list",
+    ),
+    pytest.param(
+        lambda: networkx_graph("karate"),
+        ValueError,
+        r"unknown networkx graph 'karate'",
+        id="networkx-unknown-name",
+    ),
+    pytest.param(
+        lambda: networkx_graph("karate_club", feature_dim=0),
+        ValueError,
+        r"`feature_dim` must be >= 1, got 0",
+        id="networkx-feature-dim-zero",
+    ),
+    pytest.param(
+        lambda: stochastic_block_model(True),
+        TypeError,
+        r"`num_nodes` must be an int, got True",
+        id="sbm-num-nodes-bool",
+    ),
+    pytest.param(
+        lambda: stochastic_block_model(10, 2, float("nan")),
+        ValueError,
+        r"`average_degree` must be finite, got nan",
+        id="sbm-degree-nan",
+    ),
+    pytest.param(
+        lambda: stochastic_block_model(3, 4),
+        ValueError,
+        r"`num_classes` \(4\) exceeds `num_nodes` \(3\)",
+        id="sbm-more-classes-than-nodes",
+    ),
+    pytest.param(
+        lambda: SBMOptions(num_nodes=2.0),
+        TypeError,
+        r"`num_nodes` must be an int, got 2.0",
+        id="sbm-options-num-nodes-float",
+    ),
+    pytest.param(
+        lambda: SBMOptions(intra_inter_ratio=0.0),
+        ValueError,
+        r"`intra_inter_ratio` must be > 0, got 0.0",
+        id="sbm-options-ratio-zero",
+    ),
+    pytest.param(
+        lambda: GraphFeatureOptions(feature_dim=True),
+        TypeError,
+        r"`feature_dim` must be an int, got True",
+        id="feature-options-dim-bool",
+    ),
+    pytest.param(
+        lambda: GraphFeatureOptions(separation=float("inf")),
+        ValueError,
+        r"`separation` must be finite, got inf",
+        id="feature-options-separation-inf",
+    ),
+    pytest.param(
+        lambda: GraphFiles(3, "features.csv"),
+        TypeError,
+        r"`edge_file` must be a path \(a str or a Path\), got int 3",
+        id="graph-files-int-path",
+    ),
+    pytest.param(
+        lambda: GraphFiles("edges.txt", "features.csv", label_file=["labels.txt"]),
+        TypeError,
+        r"`label_file` must be a path \(a str or a Path\), got list",
+        id="graph-files-label-list",
+    ),
+    pytest.param(
+        lambda: _small_data(standardize="no"),
+        TypeError,
+        r"`standardize` must be True or False, got 'no'",
+        id="datamodule-standardize-string",
+    ),
+    pytest.param(
+        lambda: _small_data(views="hops"),
+        ValueError,
+        r"`views` must be one of \('cmv_nd', 'sign', 'imputed'\), got 'hops'",
+        id="datamodule-unknown-views",
+    ),
+    pytest.param(
+        lambda: _small_data(num_hops=True),
+        TypeError,
+        r"`num_hops` must be an int, got True",
+        id="datamodule-num-hops-bool",
+    ),
+    pytest.param(
+        lambda: _small_data(files=GraphFiles("a", "b")),
+        ValueError,
+        r"`files` needs source=\"files\", got 'sbm'",
+        id="datamodule-files-without-the-files-source",
+    ),
+    pytest.param(
+        lambda: AttributeMissingGraphDataModule(sbm={"nodes": 3}),
+        TypeError,
+        r"unexpected keyword argument 'nodes'",
+        id="datamodule-sbm-unknown-field",
+    ),
+    pytest.param(
+        lambda: _transform(True),
+        TypeError,
+        r"`num_hops` must be an int, got True",
+        id="transform-num-hops-bool",
+    ),
+    pytest.param(
+        lambda: _transform(1, undirected=1),
+        TypeError,
+        r"`undirected` must be a bool, got 1",
+        id="transform-undirected-int",
+    ),
+    pytest.param(
+        lambda: _transform(1, observed_key=3),
+        TypeError,
+        r"`observed_key` must be a str or None, got 3",
+        id="transform-observed-key-int",
+    ),
+    pytest.param(
+        lambda: _transformed({"edge_index": PATH}),
+        ValueError,
+        r"NeighbourhoodDifferentiation needs `data.x`",
+        id="transform-data-without-x",
+    ),
+    pytest.param(
+        lambda: _transformed({"edge_index": PATH, "x": torch.ones(3, 2)}, observed_key="seen"),
+        ValueError,
+        r"`data.seen` \(observed_key\) is missing",
+        id="transform-missing-observed-key",
     ),
 ]
 

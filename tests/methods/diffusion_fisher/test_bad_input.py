@@ -1,7 +1,8 @@
 """Bad input to the diffusion-Fisher entry points fails early with a message naming the argument:
 a ``sigma`` whose square is not a normal number of the dtype, a time outside the schedule's
 range (``t = 0`` has ``sigma_0 = 0`` and no score), a noise network with the wrong call
-signature, and malformed constructor arguments."""
+signature, and malformed constructor arguments; the PF-ODE tools refuse unknown options (also
+those the chosen path would not read), non-bool switches, and non-finite or non-float matrices."""
 
 from __future__ import annotations
 
@@ -10,12 +11,24 @@ import torch
 from torch import nn
 
 from lightning_info.diffusion.noise_schedules import noise_schedule
-from lightning_info.methods.diffusion_fisher.flow import DataSetDiffusion
+from lightning_info.methods.diffusion_fisher.flow import (
+    DataSetDiffusion,
+    ScoreNetworkDiffusion,
+    asymmetry_index,
+    pf_ode_adjoint,
+    pf_ode_flow_jacobian,
+    pf_ode_log_likelihood,
+)
 from lightning_info.methods.diffusion_fisher.functional import (
     diffusion_fisher_trace,
+    diffusion_log_density,
+    diffusion_score,
+    endpoint_fisher_mvp,
+    endpoint_fisher_trace,
     score_from_epsilon,
+    trace_matching_fisher_trace,
 )
-from lightning_info.methods.diffusion_fisher.module import DiffusionModel
+from lightning_info.methods.diffusion_fisher.module import DiffusionModel, TimeConditionedMLP
 
 DATA = torch.tensor([[0.0, 0.0], [1.0, 1.0]])
 X = torch.tensor([[0.1, 0.0]])
@@ -24,6 +37,25 @@ OUT_OF_RANGE = r"`t` must lie in \[0.001, 1\] for the vp schedule, got"
 
 def _model() -> DiffusionModel:
     return DiffusionModel(dim=2, hidden=8, layers=1)
+
+
+def _data_set() -> DataSetDiffusion:
+    return DataSetDiffusion(DATA, noise_schedule("vp"))
+
+
+def _network(**kwargs) -> ScoreNetworkDiffusion:
+    return ScoreNetworkDiffusion(_score, noise_schedule("vp"), **kwargs)
+
+
+def _score(x, t):
+    return -x
+
+
+def _sq_norm(x, t):
+    return (x * x).sum(1)
+
+
+NAN_MATRIX = torch.tensor([[float("nan"), 0.0], [1.0, 1.0]])
 
 
 BAD_INPUT = [
@@ -141,5 +173,281 @@ BAD_INPUT = [
         ValueError,
         OUT_OF_RANGE + r" 0.0",
         id="score-from-epsilon-t-zero",
+    ),
+    pytest.param(
+        lambda: diffusion_log_density(X, DATA, 1.0, True),
+        TypeError,
+        r"`sigma` must be a number or a tensor, got bool",
+        id="log-density-sigma-bool",
+    ),
+    pytest.param(
+        lambda: diffusion_log_density(X, DATA, 1.0, 1.0, data_weights=torch.tensor([1.0])),
+        ValueError,
+        r"`data_weights` must be a tensor of shape \(2,\)",
+        id="log-density-weights-wrong-length",
+    ),
+    pytest.param(
+        lambda: diffusion_log_density(X, DATA, 1.0, 1.0, chunk_size=2.0),
+        TypeError,
+        r"`chunk_size` must be an int, got 2.0",
+        id="log-density-chunk-size-float",
+    ),
+    pytest.param(
+        lambda: diffusion_log_density(torch.empty(0, 2), DATA, 1.0, 1.0),
+        ValueError,
+        r"`x` is empty",
+        id="log-density-x-empty",
+    ),
+    pytest.param(
+        lambda: diffusion_score(X, torch.zeros(2, 3), 1.0, 1.0),
+        ValueError,
+        r"`x` \(B, d\) and `data` \(N, d\) must share d",
+        id="score-dimension-mismatch",
+    ),
+    pytest.param(
+        lambda: diffusion_score(torch.tensor([[0, 1]]), DATA, 1.0, 1.0),
+        TypeError,
+        r"`x` must be a floating-point tensor, got torch.int64",
+        id="score-x-int",
+    ),
+    pytest.param(
+        lambda: diffusion_score(X, DATA, torch.tensor([1.0, 1.0]), 1.0),
+        ValueError,
+        r"`alpha` must be a scalar or have shape \(1,\), got \(2,\)",
+        id="score-alpha-wrong-length",
+    ),
+    pytest.param(
+        lambda: trace_matching_fisher_trace(X, 0.5, 3, _sq_norm, 1.0, 1.0),
+        TypeError,
+        r"`score_fn` must be a callable \(x, t\) -> Tensor, got int",
+        id="trace-matching-score-fn-not-callable",
+    ),
+    pytest.param(
+        lambda: trace_matching_fisher_trace(X, 0.5, _score, None, 1.0, 1.0),
+        TypeError,
+        r"`sq_norm_fn` must be a callable \(x, t\) -> Tensor, got NoneType",
+        id="trace-matching-sq-norm-fn-none",
+    ),
+    pytest.param(
+        lambda: trace_matching_fisher_trace(X, 0.5, _score, lambda x, t: x, 1.0, 1.0),
+        ValueError,
+        r"`sq_norm_fn\(x, t\)` must give one value per point",
+        id="trace-matching-sq-norm-per-coordinate",
+    ),
+    pytest.param(
+        lambda: trace_matching_fisher_trace(X, 0.5, _score, _sq_norm, float("nan"), 1.0),
+        ValueError,
+        r"`alpha` must be finite",
+        id="trace-matching-alpha-nan",
+    ),
+    pytest.param(
+        lambda: endpoint_fisher_trace(X, 0.5, _score, torch.zeros(2, 2), 1.0, 1.0),
+        ValueError,
+        r"`endpoint` must be a tensor with the shape of `x` \(1, 2\)",
+        id="endpoint-trace-endpoint-wrong-shape",
+    ),
+    pytest.param(
+        lambda: endpoint_fisher_trace(X, 0.5, _score, X * float("nan"), 1.0, 1.0),
+        ValueError,
+        r"`endpoint` contains 2 NaN/inf",
+        id="endpoint-trace-endpoint-nan",
+    ),
+    pytest.param(
+        lambda: endpoint_fisher_mvp(X, torch.zeros(3), 0.5, _score, X, 1.0, 1.0),
+        ValueError,
+        r"`v` must be a tensor with the shape of `x` \(1, 2\)",
+        id="endpoint-mvp-v-wrong-shape",
+    ),
+    pytest.param(
+        lambda: endpoint_fisher_mvp(X, X, 0.5, _score, X, "1", 1.0),
+        TypeError,
+        r"`alpha` must be a number or a tensor, got str",
+        id="endpoint-mvp-alpha-string",
+    ),
+    pytest.param(
+        lambda: pf_ode_log_likelihood(X, object()),
+        TypeError,
+        r"`model` must be a DataSetDiffusion or a ScoreNetworkDiffusion, got object",
+        id="likelihood-model-not-a-diffusion",
+    ),
+    pytest.param(
+        lambda: pf_ode_log_likelihood(X, _data_set(), steps=True),
+        TypeError,
+        r"`steps` must be an int, got True",
+        id="likelihood-steps-bool",
+    ),
+    pytest.param(
+        lambda: pf_ode_log_likelihood(X, _data_set(), steps=2, probe="normal"),
+        ValueError,
+        r"`probe` must be 'rademacher' or 'gaussian', got 'normal'",
+        id="likelihood-unknown-probe-with-fisher-divergence",
+    ),
+    pytest.param(
+        lambda: pf_ode_log_likelihood(X, _data_set(), steps=2, t_start=float("nan")),
+        ValueError,
+        r"`t_start` must be finite, got nan",
+        id="likelihood-t-start-nan",
+    ),
+    pytest.param(
+        lambda: pf_ode_log_likelihood(torch.zeros(1, 3), _data_set(), steps=2),
+        ValueError,
+        r"`x` must have shape \(B, 2\), got \(1, 3\)",
+        id="likelihood-x-wrong-width",
+    ),
+    pytest.param(
+        lambda: pf_ode_log_likelihood(X, _network(sq_norm_fn=_sq_norm), steps=2),
+        ValueError,
+        r"prior='mixture' needs the exact log-density of a DataSetDiffusion",
+        id="likelihood-network-mixture-prior",
+    ),
+    pytest.param(
+        lambda: pf_ode_log_likelihood(X, _network(sq_norm_fn=_sq_norm), steps=2, prior="gaussian"),
+        ValueError,
+        r"prior='gaussian' needs E\|\|x_0\|\|\^2 / d: give ScoreNetworkDiffusion a `second_moment`",
+        id="likelihood-network-gaussian-prior-without-moment",
+    ),
+    pytest.param(
+        lambda: pf_ode_adjoint(X, torch.zeros(2, 2), _data_set(), t_from=0.01, t_to=0.9),
+        ValueError,
+        r"`adjoint` must be a tensor with the shape of `x` \(1, 2\)",
+        id="adjoint-wrong-shape",
+    ),
+    pytest.param(
+        lambda: pf_ode_adjoint(X, X, _data_set(), t_from=True, t_to=0.9, steps=2),
+        TypeError,
+        r"`t_start` must be a real number, got True",
+        id="adjoint-t-from-bool",
+    ),
+    pytest.param(
+        lambda: pf_ode_adjoint(X, X, _data_set(), t_from=0.01, t_to=0.9, vjp="exact"),
+        ValueError,
+        r"`vjp` must be 'fisher' or 'autograd', got 'exact'",
+        id="adjoint-unknown-vjp",
+    ),
+    pytest.param(
+        lambda: pf_ode_flow_jacobian(X, _data_set(), steps=2, off_diagonal="no"),
+        TypeError,
+        r"`off_diagonal` must be True or False, got 'no'",
+        id="flow-jacobian-off-diagonal-string",
+    ),
+    pytest.param(
+        lambda: pf_ode_flow_jacobian(X, _data_set(), steps=-1),
+        ValueError,
+        r"`steps` must be >= 1, got -1",
+        id="flow-jacobian-steps-negative",
+    ),
+    pytest.param(
+        lambda: pf_ode_flow_jacobian(X, _network(sq_norm_fn=_sq_norm), steps=2),
+        NotImplementedError,
+        r"ScoreNetworkDiffusion has no dense diffusion Fisher",
+        id="flow-jacobian-network",
+    ),
+    pytest.param(
+        lambda: asymmetry_index(NAN_MATRIX),
+        ValueError,
+        r"`matrix` contains 1 NaN/inf",
+        id="asymmetry-nan-matrix",
+    ),
+    pytest.param(
+        lambda: asymmetry_index(torch.tensor([[1, 2], [0, 1]])),
+        TypeError,
+        r"`matrix` must be a real floating-point tensor, got dtype torch.int64",
+        id="asymmetry-int-matrix",
+    ),
+    pytest.param(
+        lambda: asymmetry_index(torch.eye(2, dtype=torch.complex64)),
+        TypeError,
+        r"`matrix` must be a real floating-point tensor, got dtype torch.complex64",
+        id="asymmetry-complex-matrix",
+    ),
+    pytest.param(
+        lambda: asymmetry_index(torch.eye(2), off_diagonal="no"),
+        TypeError,
+        r"`off_diagonal` must be True or False, got 'no'",
+        id="asymmetry-off-diagonal-string",
+    ),
+    pytest.param(
+        lambda: asymmetry_index(torch.zeros(2, 3)),
+        ValueError,
+        r"`matrix` must be a tensor of square matrices",
+        id="asymmetry-not-square",
+    ),
+    pytest.param(
+        lambda: ScoreNetworkDiffusion(_score, "vp"),
+        TypeError,
+        r"`schedule` must be a NoiseSchedule, got str",
+        id="network-schedule-name",
+    ),
+    pytest.param(
+        lambda: _network(second_moment=True),
+        TypeError,
+        r"`second_moment` must be a real number, got True",
+        id="network-second-moment-bool",
+    ),
+    pytest.param(
+        lambda: _network(second_moment=float("nan")),
+        ValueError,
+        r"`second_moment` must be finite, got nan",
+        id="network-second-moment-nan",
+    ),
+    pytest.param(
+        lambda: _network().score(X, 0.0),
+        ValueError,
+        OUT_OF_RANGE + r" 0.0",
+        id="network-score-t-zero",
+    ),
+    pytest.param(
+        lambda: _network().fisher_trace(X, 0.5),
+        NotImplementedError,
+        r"ScoreNetworkDiffusion has no trace-matching network \(`sq_norm_fn`\)",
+        id="network-trace-without-trace-head",
+    ),
+    pytest.param(
+        lambda: TimeConditionedMLP(0, 2, 8, 1),
+        ValueError,
+        r"`dim` must be >= 1, got 0",
+        id="mlp-dim-zero",
+    ),
+    pytest.param(
+        lambda: TimeConditionedMLP(2, 2, 8.5, 1),
+        TypeError,
+        r"`hidden` must be an int, got 8.5",
+        id="mlp-hidden-float",
+    ),
+    pytest.param(
+        lambda: TimeConditionedMLP(2, 2, True, 1),
+        TypeError,
+        r"`hidden` must be an int, got True",
+        id="mlp-hidden-bool",
+    ),
+    pytest.param(
+        lambda: TimeConditionedMLP(2, 2, 8, -1),
+        ValueError,
+        r"`layers` must be >= 0, got -1",
+        id="mlp-layers-negative",
+    ),
+    pytest.param(
+        lambda: TimeConditionedMLP(2, 2, 8, 1, frequencies=-1),
+        ValueError,
+        r"`frequencies` must be >= 0, got -1",
+        id="mlp-frequencies-negative",
+    ),
+    pytest.param(
+        lambda: TimeConditionedMLP(2, 0, 8, 1),
+        ValueError,
+        r"`out` must be >= 1, got 0",
+        id="mlp-out-zero",
+    ),
+    pytest.param(
+        lambda: TimeConditionedMLP(2, 2, 8, 1)(torch.zeros(3, 5), torch.zeros(3)),
+        ValueError,
+        r"`x` must be \(B, 2\) points, got \(3, 5\)",
+        id="mlp-forward-x-wrong-width",
+    ),
+    pytest.param(
+        lambda: TimeConditionedMLP(2, 2, 8, 1)(torch.zeros(3, 2), torch.tensor(0.5)),
+        ValueError,
+        r"`time_feature` must have shape \(3,\), one value per point, got \(\)",
+        id="mlp-forward-scalar-time",
     ),
 ]

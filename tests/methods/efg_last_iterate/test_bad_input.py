@@ -17,9 +17,12 @@ from lightning.pytorch import Trainer  # noqa: E402
 
 from lightning_info.methods.efg_last_iterate import (  # noqa: E402
     GameEpisodesDataModule,
+    GameTree,
     LastIterateSolver,
     TabularSolver,
     game_tree,
+    nash_conv,
+    to_tabular_policy,
 )
 from lightning_info.methods.efg_last_iterate import functional as F  # noqa: E402
 from lightning_info.methods.efg_last_iterate.functional import SolverRates  # noqa: E402
@@ -296,3 +299,81 @@ def test_a_checkpoint_of_another_game_is_refused_before_it_is_loaded(tmp_path):
         again, datamodule=GameEpisodesDataModule("kuhn_poker", 4, 16), ckpt_path=checkpoint
     )
     assert continued.global_step == 4 and int(again.episodes) == 16
+
+
+def _uniform():
+    return _kuhn().uniform_policy()
+
+
+BAD_INPUT += [
+    pytest.param(
+        lambda: nash_conv(_kuhn(), _uniform().long()),
+        TypeError,
+        r"`policy` must be a real floating-point tensor, got dtype torch.int64",
+        id="nash-conv-int-policy",
+    ),
+    pytest.param(
+        lambda: nash_conv(_kuhn(), _kuhn().legal),
+        TypeError,
+        r"`policy` must be a real floating-point tensor, got dtype torch.bool",
+        id="nash-conv-bool-policy",
+    ),
+    pytest.param(
+        lambda: nash_conv(_kuhn(), _uniform().tolist()),
+        TypeError,
+        r"`policy` must be a torch.Tensor, got list",
+        id="nash-conv-list-policy",
+    ),
+    pytest.param(
+        lambda: nash_conv(_kuhn(), torch.full_like(_uniform(), NAN)),
+        ValueError,
+        r"negative or non-finite probabilities",
+        id="nash-conv-nan-policy",
+    ),
+    pytest.param(
+        lambda: nash_conv(game_tree("leduc_poker"), _uniform()),
+        ValueError,
+        r"a policy of leduc_poker\(\) is \(936, 3\), got \(12, 2\)",
+        id="nash-conv-policy-of-another-game",
+    ),
+    pytest.param(
+        lambda: nash_conv("kuhn_poker", _uniform()),
+        TypeError,
+        r"`tree` must be a GameTree",
+        id="nash-conv-tree-str",
+    ),
+    pytest.param(
+        lambda: to_tabular_policy(_kuhn(), _uniform(), "leduc_poker"),
+        ValueError,
+        r"`game` is not the game of `tree` \(kuhn_poker\(\)\)",
+        id="tabular-policy-other-game",
+    ),
+    pytest.param(
+        lambda: to_tabular_policy(_kuhn(), torch.full_like(_uniform(), INF), "kuhn_poker"),
+        ValueError,
+        r"negative or non-finite probabilities",
+        id="tabular-policy-inf",
+    ),
+    pytest.param(
+        lambda: game_tree(3),
+        TypeError,
+        r"`game` must be a pyspiel.Game or a game string",
+        id="game-tree-int",
+    ),
+    pytest.param(
+        lambda: GameTree.check_policy(_kuhn(), _uniform().to(torch.complex128)),
+        TypeError,
+        r"`policy` must be a real floating-point tensor, got dtype torch.complex128",
+        id="game-tree-check-policy-complex",
+    ),
+]
+
+
+def test_nash_conv_of_a_float32_policy_matches_float64():
+    tree = _kuhn()
+    policy = torch.rand(tree.num_infosets, tree.num_actions, dtype=torch.float64)
+    policy = policy * tree.legal
+    policy = policy / policy.sum(1, keepdim=True)
+    expected = nash_conv(tree, policy)
+    assert nash_conv(tree, policy.float()) == pytest.approx(expected, abs=1e-6)
+    assert nash_conv(tree, tree.uniform_policy()) == pytest.approx(11 / 12)

@@ -10,11 +10,25 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_info.methods.fic_tsc.callback import FisherConstraint, Lookahead
-from lightning_info.methods.fic_tsc.datamodule import UCRUEADataModule
+from lightning_info.methods.fic_tsc.datamodule import (
+    UCRUEADataModule,
+    available_bundled_datasets,
+    load_bundled_dataset,
+)
 from lightning_info.methods.fic_tsc.functional import constrain_fisher_trace_, fisher_penalty
 from lightning_info.methods.fic_tsc.module import InceptionTimeClassifier
+from lightning_info.methods.fic_tsc.networks import (
+    InceptionModule,
+    InceptionTime,
+    inception_kernel_sizes,
+)
+from lightning_info.methods.fic_tsc.penalty import (
+    FisherPenalty,
+    FisherPenaltyMixin,
+    double_backward_attention,
+)
 from lightning_info.methods.fic_tsc.shift import ShiftOptions, apply_shift, rescale
-from tests.tiny import QUIET
+from tests.tiny import QUIET, TinyClassifier
 
 aeon = pytest.importorskip("aeon")
 
@@ -67,6 +81,41 @@ def _fit_on(datamodule):
 
 def _ones():
     return np.ones((2, 1, 3), dtype=np.float32)
+
+
+def _network(**kwargs):
+    torch.manual_seed(0)
+    return InceptionTime(1, num_filters=2, depth=1, kernel_size=8, **kwargs)
+
+
+def _square_loss():
+    parameter = nn.Parameter(torch.ones(2))
+    return (parameter**2).sum(), [parameter]
+
+
+def _penalise(step):
+    loss, parameters = _square_loss()
+    return FisherPenalty()(loss, parameters, step)
+
+
+class _PenalisedManual(FisherPenaltyMixin, TinyClassifier):
+    def __init__(self):
+        super().__init__()
+        self.automatic_optimization = False
+
+
+class _ReturnsLogits(TinyClassifier):
+    def training_step(self, batch, batch_idx):
+        return {"logits": self(batch[0])}
+
+
+class _PenalisedNoLoss(FisherPenaltyMixin, _ReturnsLogits):
+    pass
+
+
+def _mixin_step(model):
+    x = torch.randn(4, 6, generator=torch.Generator().manual_seed(0))
+    return model.training_step((x, torch.tensor([0, 1, 2, 0])), 0)
 
 
 BAD_INPUT = [
@@ -209,5 +258,171 @@ BAD_INPUT = [
         ValueError,
         r"shift 'scale x1e\+300' makes .* non-finite",
         id="datamodule-shift-overflow",
+    ),
+    pytest.param(
+        lambda: load_bundled_dataset("gunpoint"),
+        ValueError,
+        r"Unknown bundled data set 'gunpoint'\. Available: .*GunPoint",
+        id="bundled-wrong-case-name",
+    ),
+    pytest.param(
+        lambda: load_bundled_dataset(None),
+        ValueError,
+        r"Unknown bundled data set None\. Available:",
+        id="bundled-name-none",
+    ),
+    pytest.param(
+        lambda: load_bundled_dataset(3),
+        ValueError,
+        r"Unknown bundled data set 3\. Available:",
+        id="bundled-name-int",
+    ),
+    pytest.param(
+        lambda: available_bundled_datasets(True),
+        TypeError,
+        r"takes 0 positional arguments",
+        id="bundled-list-takes-no-arguments",
+    ),
+    pytest.param(
+        lambda: inception_kernel_sizes(True),
+        TypeError,
+        r"`kernel_size` must be an int, got True",
+        id="kernel-sizes-bool",
+    ),
+    pytest.param(
+        lambda: inception_kernel_sizes(40.0),
+        TypeError,
+        r"`kernel_size` must be an int, got 40.0",
+        id="kernel-sizes-float",
+    ),
+    pytest.param(
+        lambda: inception_kernel_sizes(3),
+        ValueError,
+        r"`kernel_size` must be >= 4, got 3",
+        id="kernel-sizes-too-small",
+    ),
+    pytest.param(
+        lambda: _network(use_residual="no"),
+        TypeError,
+        r"`use_residual` must be True or False, got 'no'",
+        id="inception-time-residual-str",
+    ),
+    pytest.param(
+        lambda: _network()(_series(2, torch.float64)),
+        TypeError,
+        r"`x` has dtype torch.float64 but the model's weights are torch.float32; pass "
+        r"`x.to\(torch.float32\)`",
+        id="inception-time-float64-input",
+    ),
+    pytest.param(
+        lambda: _network()(torch.ones(2, 1, 16, dtype=torch.long)),
+        TypeError,
+        r"`x` has dtype torch.int64 but the model's weights are torch.float32",
+        id="inception-time-integer-input",
+    ),
+    pytest.param(
+        lambda: _network()(torch.ones(2, 16)),
+        ValueError,
+        r"InceptionTime expects input of shape \(batch, 1, length\) with length >= 1, got "
+        r"\(2, 16\)",
+        id="inception-time-2d-input",
+    ),
+    pytest.param(
+        lambda: InceptionModule(True, 2, (3,), 2),
+        TypeError,
+        r"`in_channels` must be an int, got True",
+        id="inception-module-bool-channels",
+    ),
+    pytest.param(
+        lambda: InceptionModule(1, 2.0, (3,), 2),
+        TypeError,
+        r"`num_filters` must be an int, got 2.0",
+        id="inception-module-float-filters",
+    ),
+    pytest.param(
+        lambda: InceptionModule(1, 2, (4,), 2),
+        ValueError,
+        r"`kernel_sizes\[0\]` must be odd so 'same' padding keeps the length, got 4",
+        id="inception-module-even-kernel",
+    ),
+    pytest.param(
+        lambda: InceptionModule(1, 2, 3, 2),
+        TypeError,
+        r"`kernel_sizes` must be a sequence of odd ints, got 3",
+        id="inception-module-bare-kernel",
+    ),
+    pytest.param(
+        lambda: InceptionModule(1, 2, (), 2),
+        ValueError,
+        r"`kernel_sizes` must hold at least one kernel size",
+        id="inception-module-no-kernels",
+    ),
+    pytest.param(
+        lambda: InceptionModule(2, 2, (3,), 0),
+        ValueError,
+        r"`bottleneck_channels` must be >= 1, got 0",
+        id="inception-module-zero-bottleneck",
+    ),
+    pytest.param(
+        lambda: InceptionModule(2, 2, (3,), 2)(_series(2)),
+        ValueError,
+        r"InceptionModule expects input of shape \(batch, 2, length\) with length >= 1, got "
+        r"\(2, 1, 16\)",
+        id="inception-module-other-channels",
+    ),
+    pytest.param(
+        lambda: FisherPenalty(weight=float("nan")),
+        ValueError,
+        r"`weight` must be finite, got nan",
+        id="fisher-penalty-nan-weight",
+    ),
+    pytest.param(
+        lambda: FisherPenalty(weight=True),
+        TypeError,
+        r"`weight` must be a number or a lightning_info Schedule, got True",
+        id="fisher-penalty-bool-weight",
+    ),
+    pytest.param(
+        lambda: FisherPenalty(max_fisher=-1.0),
+        ValueError,
+        r"`max_fisher` must be >= 0, got -1.0",
+        id="fisher-penalty-negative-bound",
+    ),
+    pytest.param(
+        lambda: _penalise(1.5),
+        TypeError,
+        r"`step` must be an int, got 1.5",
+        id="fisher-penalty-float-step",
+    ),
+    pytest.param(
+        lambda: _penalise(True),
+        TypeError,
+        r"`step` must be an int, got True",
+        id="fisher-penalty-bool-step",
+    ),
+    pytest.param(
+        lambda: FisherPenalty()(1.0, _square_loss()[1]),
+        TypeError,
+        r"`loss` must be a torch.Tensor, got float",
+        id="fisher-penalty-float-loss",
+    ),
+    pytest.param(
+        lambda: _mixin_step(_PenalisedManual()),
+        RuntimeError,
+        r"FisherPenaltyMixin adds to the loss returned by training_step, which manual "
+        r"optimization does not use",
+        id="fisher-penalty-mixin-manual-optimization",
+    ),
+    pytest.param(
+        lambda: _mixin_step(_PenalisedNoLoss()),
+        TypeError,
+        r"needs training_step to return a loss tensor or a dict with 'loss', got dict",
+        id="fisher-penalty-mixin-no-loss",
+    ),
+    pytest.param(
+        lambda: double_backward_attention(True),
+        TypeError,
+        r"takes 0 positional arguments",
+        id="double-backward-attention-takes-no-arguments",
     ),
 ]

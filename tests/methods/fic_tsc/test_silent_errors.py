@@ -15,6 +15,9 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_info.core.schedules import LinearSchedule
 from lightning_info.methods.fic_tsc.callback import FisherConstraint, Lookahead
+from lightning_info.methods.fic_tsc.functional import fisher_penalty
+from lightning_info.methods.fic_tsc.networks import InceptionTime
+from lightning_info.methods.fic_tsc.penalty import FisherPenalty, double_backward_attention
 from lightning_info.methods.fic_tsc.shift import ShiftOptions, apply_shift
 from tests.tiny import QUIET, TinyClassifier
 
@@ -179,3 +182,45 @@ def test_large_but_finite_shifts_still_apply(shift, expected):
     shifted = apply_shift(x, shift)
     np.testing.assert_array_equal(shifted, np.full_like(x, expected))
     np.testing.assert_array_equal(x, np.ones_like(x))
+
+
+def test_one_parameter_tensor_is_taken_whole_by_the_penalty():
+    # L = sum_i w_i^2 at w = (1, 2): grad L = 2 w, tr F = ||2 w||^2 = 20
+    weight = torch.nn.Parameter(torch.tensor([1.0, 2.0]))
+    loss = weight.pow(2).sum()
+    trace = fisher_penalty(loss, weight)
+    assert float(trace) == pytest.approx(20.0)
+    assert float(trace) == pytest.approx(float(fisher_penalty(loss, [weight])))
+    total, penalty = FisherPenalty(weight=0.5, max_fisher=4.0)(loss, weight)
+    assert float(penalty) == pytest.approx(16.0)
+    assert float(total) == pytest.approx(5.0 + 0.5 * 16.0)
+
+
+def _attention_double_gradient(attention):
+    q = torch.linspace(-1.0, 1.0, 32, dtype=torch.float64).reshape(1, 1, 4, 8)
+    q = q.clone().requires_grad_(True)
+    (grad,) = torch.autograd.grad(attention(q).pow(2).sum(), q, create_graph=True)
+    (second,) = torch.autograd.grad(grad.pow(2).sum(), q)
+    return second
+
+
+def test_attention_in_the_block_has_the_second_derivative_of_its_formula():
+    def fused(q):
+        with double_backward_attention():
+            return torch.nn.functional.scaled_dot_product_attention(q, q, q)
+
+    def formula(q):  # softmax(q q^T / sqrt(d)) q
+        return torch.softmax(q @ q.transpose(-1, -2) / math.sqrt(q.shape[-1]), dim=-1) @ q
+
+    torch.testing.assert_close(
+        _attention_double_gradient(fused), _attention_double_gradient(formula)
+    )
+
+
+def test_the_network_input_checks_read_no_tensor_values():
+    torch.manual_seed(0)
+    network = InceptionTime(1, num_filters=2, depth=3, kernel_size=8)
+    x = torch.randn(2, 1, 16, generator=torch.Generator().manual_seed(0))
+    with _HostReads() as reads:
+        features = network(x)
+    assert reads.count == 0 and features.shape == (2, 8)

@@ -553,3 +553,239 @@ BAD_INPUT = [
         id="data-module-tokenizer-of-another-model",
     ),
 ]
+
+
+from lightning_info.methods.fisher_sft.dask_select import (  # noqa: E402
+    dask_two_round_select,
+    store_two_round_select,
+)
+from lightning_info.methods.fisher_sft.feature_store import FeatureStore  # noqa: E402
+from lightning_info.methods.fisher_sft.functional import Selection  # noqa: E402
+
+
+def _store(folder, *, weighted: bool = False) -> FeatureStore:
+    """A store of six examples of two rows of width 3 in ``folder / "store"``."""
+    generator = torch.Generator().manual_seed(0)
+    store = FeatureStore.create(folder / "store", weighted=weighted)
+    features = [torch.randn(2, 3, generator=generator) for _ in range(6)]
+    store.append(features, torch.rand(12, generator=generator) if weighted else None)
+    return store
+
+
+def _edited_record(folder, **changes) -> FeatureStore:
+    store = _store(folder)
+    record_path = store.path / "store.json"
+    record = {**json.loads(record_path.read_text()), **changes}
+    record_path.write_text(json.dumps(record))
+    return FeatureStore.open(store.path)
+
+
+def _record_without(folder, key: str) -> FeatureStore:
+    store = _store(folder)
+    record_path = store.path / "store.json"
+    record = json.loads(record_path.read_text())
+    del record[key]
+    record_path.write_text(json.dumps(record))
+    return FeatureStore.open(store.path)
+
+
+BAD_INPUT += [
+    pytest.param(
+        lambda folder: FeatureStore.create(folder / "s", weighted="no"),
+        TypeError,
+        r"`weighted` must be True or False, got 'no'",
+        id="feature-store-weighted-string",
+    ),
+    pytest.param(
+        lambda folder: FeatureStore.create(_store(folder).path, overwrite="no"),
+        TypeError,
+        r"`overwrite` must be True or False, got 'no'",
+        id="feature-store-overwrite-string",
+    ),
+    pytest.param(
+        lambda: FeatureStore.create(5),
+        TypeError,
+        r"`path` must be the folder of a feature store .*got 5",
+        id="feature-store-path-int",
+    ),
+    pytest.param(
+        lambda folder: FeatureStore.create(folder / "s", dim=True),
+        TypeError,
+        r"`dim` must be an int, got True",
+        id="feature-store-dim-bool",
+    ),
+    pytest.param(
+        lambda folder: FeatureStore.open(_store(folder).path, dim=True),
+        TypeError,
+        r"`dim` must be an int, got True",
+        id="feature-store-open-dim-bool",
+    ),
+    pytest.param(
+        lambda folder: FeatureStore.open(_store(folder).path, mode="w"),
+        ValueError,
+        r"`mode` must be one of \('r', 'a'\), got 'w'",
+        id="feature-store-open-mode",
+    ),
+    pytest.param(
+        lambda folder: _edited_record(folder, count="6"),
+        ValueError,
+        r"store.json holds a count, width or sketch of the wrong type",
+        id="feature-store-record-count-string",
+    ),
+    pytest.param(
+        lambda folder: _edited_record(folder, dim=3.0),
+        ValueError,
+        r"store.json holds a count, width or sketch of the wrong type",
+        id="feature-store-record-dim-float",
+    ),
+    pytest.param(
+        lambda folder: _record_without(folder, "sketch"),
+        ValueError,
+        r"store.json lacks \['sketch'\]",
+        id="feature-store-record-without-sketch",
+    ),
+    pytest.param(
+        lambda folder: _store(folder).append([torch.full((1, 3), float("nan"))]),
+        ValueError,
+        r"`features` hold NaN or inf",
+        id="feature-store-append-nan",
+    ),
+    pytest.param(
+        lambda folder: _store(folder, weighted=True).append(
+            [torch.ones(1, 3)], torch.tensor([float("inf")])
+        ),
+        ValueError,
+        r"`token_weights` holds NaN or inf",
+        id="feature-store-append-inf-weight",
+    ),
+    pytest.param(
+        lambda folder: _store(folder).append([torch.ones(1, 3, dtype=torch.int64)]),
+        TypeError,
+        FLOAT,
+        id="feature-store-append-int",
+    ),
+    pytest.param(
+        lambda folder: _store(folder).blocks(True),
+        TypeError,
+        r"`start` must be an integer index, got bool True",
+        id="feature-store-blocks-bool-start",
+    ),
+    pytest.param(
+        lambda folder: _store(folder).read(0, 2.5),
+        TypeError,
+        r"`stop` must be an integer index, got float 2.5",
+        id="feature-store-read-float-stop",
+    ),
+    pytest.param(
+        lambda folder: _store(folder, weighted=True).token_weights(True),
+        TypeError,
+        r"`start` must be an integer index, got bool True",
+        id="feature-store-token-weights-bool-start",
+    ),
+    pytest.param(
+        lambda folder: _store(folder).take([True, False]),
+        TypeError,
+        r"`indices\[0\]` must be an integer index, got bool True",
+        id="feature-store-take-bools",
+    ),
+    pytest.param(
+        lambda folder: _store(folder).take([0.7]),
+        TypeError,
+        r"`indices\[0\]` must be an integer index, got float 0.7",
+        id="feature-store-take-float",
+    ),
+    pytest.param(
+        lambda folder: _store(folder).take("01"),
+        TypeError,
+        r"`indices` must be a sequence of integer indices, got a string '01'",
+        id="feature-store-take-string",
+    ),
+    pytest.param(
+        lambda folder: _store(folder).take([-1]),
+        ValueError,
+        r"`indices` must hold indices >= 0, got -1",
+        id="feature-store-take-negative",
+    ),
+    pytest.param(
+        lambda folder: _store(folder).shard(True, 2),
+        TypeError,
+        r"`rank` must be an integer index, got bool True",
+        id="feature-store-shard-bool-rank",
+    ),
+    pytest.param(
+        lambda folder: _store(folder).shard(0.5, 2),
+        TypeError,
+        r"`rank` must be an integer index, got float 0.5",
+        id="feature-store-shard-float-rank",
+    ),
+    pytest.param(
+        lambda folder: store_two_round_select(_store(folder), True, 2),
+        TypeError,
+        r"`budget` must be an int, got True",
+        id="store-two-round-bool-budget",
+    ),
+    pytest.param(
+        lambda folder: store_two_round_select(_store(folder), 7, 2),
+        ValueError,
+        r"budget=7 is larger than the store's pool \(6 examples",
+        id="store-two-round-budget-beyond-pool",
+    ),
+    pytest.param(
+        lambda folder: store_two_round_select(_store(folder), 2, 2, lam=float("nan")),
+        ValueError,
+        r"`lam` must be finite, got nan",
+        id="store-two-round-nan-lam",
+    ),
+    pytest.param(
+        lambda: store_two_round_select(5, 2, 2),
+        TypeError,
+        r"`path` must be the folder of a feature store .*got 5",
+        id="store-two-round-path-int",
+    ),
+    pytest.param(
+        lambda folder: store_two_round_select(folder / "missing", 2, 2),
+        FileNotFoundError,
+        r"holds no feature store \(no store.json\)",
+        id="store-two-round-missing-store",
+    ),
+    pytest.param(
+        lambda folder: dask_two_round_select(_store(folder).path, 2, 2, client="local"),
+        TypeError,
+        r"`client` must be a distributed.Client or None, got str; .*scheduler='threads'",
+        id="dask-two-round-client-string",
+    ),
+    pytest.param(
+        lambda folder: dask_two_round_select(_store(folder).path, 2, 2.0),
+        TypeError,
+        r"`num_shards` must be an int, got 2.0",
+        id="dask-two-round-float-shards",
+    ),
+    pytest.param(
+        lambda folder: dask_two_round_select(_store(folder).path, 2, 2, method="x"),
+        ValueError,
+        r"`method` must be one of \('lazy', 'naive'\), got 'x'",
+        id="dask-two-round-method",
+    ),
+    pytest.param(
+        lambda folder: save_selection(
+            Selection([0.5], [1.0], 1.0, 1.0, 3), folder / "s.json", fingerprint="x"
+        ),
+        TypeError,
+        r"`indices` must hold integer example indices, got 0.5 at position 0",
+        id="save-selection-float-index",
+    ),
+    pytest.param(
+        lambda folder: save_selection(
+            Selection([0, 0], [1.0, 0.0], 1.0, 1.0, 3), folder / "s.json", fingerprint="x"
+        ),
+        ValueError,
+        r"`indices` repeats the example\(s\) \[0\]",
+        id="save-selection-repeated-index",
+    ),
+    pytest.param(
+        lambda folder: save_selection({"indices": [0]}, folder / "s.json", fingerprint="x"),
+        TypeError,
+        r"`selection` must be a Selection .*got dict",
+        id="save-selection-dict",
+    ),
+]

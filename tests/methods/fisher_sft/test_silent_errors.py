@@ -124,3 +124,35 @@ def test_resuming_restores_the_subset_of_the_same_configuration(tmp_path):
     state["fingerprint"] = "0" * 32
     with pytest.raises(ValueError, match="made from other inputs"):
         resumed.load_state_dict(state)
+
+
+def test_a_feature_store_record_with_a_bom_opens(tmp_path):
+    """A record saved with a UTF-8 byte-order mark reads as the same store (oracle: the rows
+    of the store before the mark was added)."""
+    from tests.methods.fisher_sft.test_bad_input import _store
+
+    store = _store(tmp_path)
+    before = store.blocks().values.clone()
+    record = store.path / "store.json"
+    record.write_bytes(b"\xef\xbb\xbf" + record.read_bytes())
+    from lightning_info.methods.fisher_sft.feature_store import FeatureStore
+
+    reopened = FeatureStore.open(store.path)
+    assert len(reopened) == 6
+    torch.testing.assert_close(reopened.blocks().values, before, rtol=0, atol=0)
+
+
+def test_dask_two_round_select_takes_an_open_store(tmp_path):
+    """An open FeatureStore given to the Dask selection gives the serial selection."""
+    pytest.importorskip("dask")
+    from lightning_info.methods.fisher_sft.dask_select import (
+        dask_two_round_select,
+        store_two_round_select,
+    )
+    from tests.methods.fisher_sft.test_bad_input import _store
+
+    store = _store(tmp_path)
+    on_dask = dask_two_round_select(store, 2, 2, scheduler="sync")
+    serial = store_two_round_select(store, 2, 2)
+    assert on_dask.indices == serial.indices
+    assert on_dask.objective == pytest.approx(serial.objective, rel=1e-12)

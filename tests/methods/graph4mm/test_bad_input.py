@@ -280,3 +280,221 @@ def test_a_bom_a_symlink_inside_the_folder_and_integer_indices_still_read(tmp_pa
     assert torch.equal(graph.images, again.images)
     assert torch.equal(graph.images[0], torch.full((1, 2, 2), 0.25))
     assert graph.edges.tolist() == again.edges.tolist() == [[1, 0]]
+
+
+from torch import nn  # noqa: E402
+
+from lightning_info.methods.graph4mm import (  # noqa: E402
+    DigitGraphOptions,
+    Graph4MM,
+    MMQFormer,
+    MultimodalGraph,
+    PretrainedImageEncoder,
+    SmallConvEncoder,
+    image_encoder,
+    masked_softmax_transition,
+    variant_qformer,
+)
+
+
+def _graph(**fields):
+    """A two-node graph ``0 - 1`` with ``fields`` replaced."""
+    base = dict(
+        texts=("a", "b"),
+        images=torch.zeros(2, 1, 2, 2),
+        has_image=torch.zeros(2, dtype=torch.bool),
+        edges=torch.tensor([[0, 1]]),
+        label=0,
+        target="x",
+    )
+    return MultimodalGraph(**{**base, **fields})
+
+
+BAD_INPUT += [
+    pytest.param(
+        lambda: DigitGraphOptions(max_neighbours=True),
+        TypeError,
+        r"`digits.max_neighbours` must be an int, got True",
+        id="digit-options-bool-neighbours",
+    ),
+    pytest.param(
+        lambda: DigitGraphOptions(homophily=float("nan")),
+        ValueError,
+        r"`digits.homophily` must be finite",
+        id="digit-options-nan-homophily",
+    ),
+    pytest.param(
+        lambda: _graph(texts="ab"),
+        TypeError,
+        r"`texts` must be a sequence of strings, got a single str",
+        id="graph-texts-str",
+    ),
+    pytest.param(
+        lambda: _graph(edges=torch.tensor([[0.0, 1.5]])),
+        TypeError,
+        r"`edges` must hold integer node indices, got dtype torch.float32",
+        id="graph-edges-float",
+    ),
+    pytest.param(
+        lambda: _graph(edges=torch.tensor([[False, True]])),
+        TypeError,
+        r"`edges` must hold integer node indices, got dtype torch.bool",
+        id="graph-edges-bool",
+    ),
+    pytest.param(
+        lambda: _graph(label=True), TypeError, r"`label` must be an int", id="graph-label-bool"
+    ),
+    pytest.param(
+        lambda: _graph(label=1.5), TypeError, r"`label` must be an int", id="graph-label-float"
+    ),
+    pytest.param(
+        lambda: _graph(label=-3), ValueError, r"`label` must be >= -1", id="graph-label-negative"
+    ),
+    pytest.param(
+        lambda: _graph(images=torch.full((2, 1, 2, 2), float("nan"))),
+        ValueError,
+        r"`images` contains 8 NaN/inf",
+        id="graph-images-nan",
+    ),
+    pytest.param(
+        lambda: _graph(images=torch.zeros(2, 1, 2, 2, dtype=torch.uint8)),
+        TypeError,
+        r"`images` must be a real floating-point tensor",
+        id="graph-images-uint8",
+    ),
+    pytest.param(
+        lambda: _graph(has_image=torch.tensor([0.3, 2.0])),
+        TypeError,
+        r"`has_image` must be a bool tensor",
+        id="graph-has-image-float",
+    ),
+    pytest.param(
+        lambda: _graph().neighbours(-1),
+        ValueError,
+        r"`node` must be an index in \[0, 2\), got -1",
+        id="graph-neighbours-negative",
+    ),
+    pytest.param(
+        lambda: _graph().neighbours(True),
+        TypeError,
+        r"`node` must be an integer index, got bool",
+        id="graph-neighbours-bool",
+    ),
+    pytest.param(
+        lambda: masked_softmax_transition(torch.zeros(3, 3), torch.ones(2, 2, dtype=torch.bool)),
+        ValueError,
+        r"`adjacency` must be a \(\.\.\., 3, 3\) mask like `logits`",
+        id="masked-softmax-shape-mismatch",
+    ),
+    pytest.param(
+        lambda: masked_softmax_transition(torch.zeros(2, 2, dtype=torch.long), torch.ones(2, 2)),
+        ValueError,
+        r"`logits` must be a floating \(\.\.\., N, N\) tensor, got dtype torch.int64",
+        id="masked-softmax-int-logits",
+    ),
+    pytest.param(
+        lambda: masked_softmax_transition(torch.zeros(2, 3), torch.ones(2, 3)),
+        ValueError,
+        r"`logits` must be a floating \(\.\.\., N, N\) tensor.*shape \(2, 3\)",
+        id="masked-softmax-not-square",
+    ),
+    pytest.param(
+        lambda: SmallConvEncoder(dim=8.0), TypeError, r"`dim` must be an int", id="conv-dim-float"
+    ),
+    pytest.param(
+        lambda: SmallConvEncoder(dim=8)(torch.zeros(1, 1, 8, 8, dtype=torch.long)),
+        TypeError,
+        r"`images` must be a real floating-point tensor, got dtype torch.int64",
+        id="conv-forward-int-images",
+    ),
+    pytest.param(
+        lambda: PretrainedImageEncoder(nn.Linear(2, 2), out_dim=2.7),
+        TypeError,
+        r"`out_dim` must be an int, got 2.7",
+        id="pretrained-out-dim-float",
+    ),
+    pytest.param(
+        lambda: PretrainedImageEncoder(nn.Linear(2, 2), out_dim=True),
+        TypeError,
+        r"`out_dim` must be an int, got True",
+        id="pretrained-out-dim-bool",
+    ),
+    pytest.param(
+        lambda: PretrainedImageEncoder(nn.Linear(2, 2), out_dim=2, frozen="no"),
+        TypeError,
+        r"`frozen` must be True or False, got 'no'",
+        id="pretrained-frozen-str",
+    ),
+    pytest.param(
+        lambda: PretrainedImageEncoder("resnet", out_dim=2),
+        TypeError,
+        r"`model` must be an nn.Module, got str",
+        id="pretrained-model-str",
+    ),
+    pytest.param(
+        lambda: image_encoder(nn.Linear(2, 2), frozen="no"),
+        TypeError,
+        r"`frozen` must be True or False, got 'no'",
+        id="image-encoder-frozen-str",
+    ),
+    pytest.param(
+        lambda: image_encoder(3),
+        TypeError,
+        r"image_encoder must be None, a model name or an nn.Module, got 3",
+        id="image-encoder-int",
+    ),
+    pytest.param(
+        lambda: variant_qformer("graph4MM"),
+        ValueError,
+        r"`variant` must be one of",
+        id="variant-qformer-unknown",
+    ),
+    pytest.param(
+        lambda: variant_qformer("graph4mm", dim=16, heads=2, ffn_mult=True),
+        TypeError,
+        r"`ffn_mult` must be an int, got True",
+        id="variant-qformer-ffn-bool",
+    ),
+    pytest.param(
+        lambda: variant_qformer("graph4mm", dim=16, heads=2, hop="alpha=0.1"),
+        TypeError,
+        r"`hop` must be a dict of HopDiffusedAttention settings, got str",
+        id="variant-qformer-hop-str",
+    ),
+    pytest.param(
+        lambda: variant_qformer("graph4mm", dim=16, heads=2, hop={"alfa": 0.1}),
+        ValueError,
+        r"`hop` has unknown settings \['alfa'\]",
+        id="variant-qformer-hop-unknown-key",
+    ),
+    pytest.param(
+        lambda: MMQFormer(16, heads=2, ffn_mult=2.5),
+        TypeError,
+        r"`ffn_mult` must be an int, got 2.5",
+        id="qformer-ffn-float",
+    ),
+    pytest.param(
+        lambda: MMQFormer(16, heads=3), ValueError, r"divisible by heads", id="qformer-heads"
+    ),
+    pytest.param(
+        lambda: Graph4MM(tiny.lm(), tiny.tokenizer(), variant="graph4MM"),
+        ValueError,
+        r"`variant` must be one of",
+        id="module-variant-unknown",
+    ),
+    pytest.param(
+        lambda: Graph4MM(tiny.lm(), tiny.tokenizer(), num_classes=True),
+        TypeError,
+        r"`num_classes` must be an int",
+        id="module-num-classes-bool",
+    ),
+]
+
+
+def test_masked_softmax_transition_still_takes_a_float_mask():
+    logits = torch.tensor([[0.0, 1.0, 2.0], [0.5, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    mask = torch.tensor([[0.0, 1.0, 1.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    e = torch.e
+    expected = torch.tensor([[0.0, 1 / (1 + e), e / (1 + e)], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    torch.testing.assert_close(masked_softmax_transition(logits, mask), expected)
+    torch.testing.assert_close(masked_softmax_transition(logits, mask.bool()), expected)

@@ -10,11 +10,23 @@ from torch import nn
 from lightning_info import DigitsDataModule, MLPClassifier
 from lightning_info.methods.ood_shaping.callback import OODShapingReport
 from lightning_info.methods.ood_shaping.functional import (
+    PLF,
+    VRA,
     FeatureQuantiles,
+    Identity,
+    PiecewiseLinear,
+    ReAct,
+    Shaper,
     energy_score,
+    make_shaper,
     piecewise_linear,
 )
-from lightning_info.methods.ood_shaping.metrics import OODFPRAt95TPR
+from lightning_info.methods.ood_shaping.metrics import (
+    OODAUROC,
+    OODFPRAt95TPR,
+    fpr_at_95_tpr,
+    ood_auroc,
+)
 from lightning_info.methods.ood_shaping.scorers import FeatureShapingScorer, tune
 from tests.tiny import QUIET
 
@@ -69,7 +81,248 @@ def _state_without(key):
     FeatureShapingScorer(_layer(), "react").load_state_dict(state)
 
 
+def _pooled_auroc(scores, is_in_distribution):
+    metric = OODAUROC()
+    metric.update(scores, is_in_distribution)
+    return metric.compute()
+
+
+_NAN = float("nan")
+_IN, _OUT = torch.tensor([0.9, 0.7, 0.4]), torch.tensor([0.5, 0.1])
+
 BAD_INPUT = [
+    # -- OOD metrics -------------------------------------------------------------------------
+    pytest.param(
+        lambda: ood_auroc(torch.tensor([_NAN, 1.0]), _OUT),
+        ValueError,
+        r"`scores_in` contains 1 NaN value\(s\)",
+        id="auroc-nan-scores",
+    ),
+    pytest.param(
+        lambda: ood_auroc(_IN, torch.zeros(0)),
+        ValueError,
+        r"`scores_out` is empty, so only one class is present",
+        id="auroc-no-ood-scores",
+    ),
+    pytest.param(
+        lambda: ood_auroc(torch.tensor([True, False]), _OUT),
+        TypeError,
+        r"`scores_in` must hold real numbers, got dtype torch.bool",
+        id="auroc-bool-scores",
+    ),
+    pytest.param(
+        lambda: ood_auroc(torch.ones(2, 2), _OUT),
+        ValueError,
+        r"`scores_in` must have shape \(N,\), got \(2, 2\)",
+        id="auroc-2d-scores",
+    ),
+    pytest.param(
+        lambda: fpr_at_95_tpr(torch.zeros(0), _OUT),
+        ValueError,
+        r"`scores_in` is empty, so only one class is present",
+        id="fpr-no-id-scores",
+    ),
+    pytest.param(
+        lambda: fpr_at_95_tpr(_IN, torch.tensor([_NAN])),
+        ValueError,
+        r"`scores_out` contains 1 NaN value\(s\)",
+        id="fpr-nan-scores",
+    ),
+    pytest.param(
+        lambda: fpr_at_95_tpr(_IN, _OUT, tpr_level=95),
+        ValueError,
+        r"`tpr_level` must lie in \(0, 1\], got 95 \(0.95, not 95\)",
+        id="fpr-level-percent",
+    ),
+    pytest.param(
+        lambda: _pooled_auroc(torch.tensor([_NAN, 1.0]), torch.tensor([1, 0])),
+        ValueError,
+        r"`scores` contains 1 NaN value\(s\)",
+        id="metric-auroc-nan-scores",
+    ),
+    pytest.param(
+        lambda: _pooled_auroc(_IN, torch.tensor([0.9, 0.1, 0.5])),
+        ValueError,
+        r"`is_in_distribution` must hold only 0/1 or True/False",
+        id="metric-auroc-scores-as-flags",
+    ),
+    pytest.param(
+        lambda: _pooled_auroc(_IN, torch.tensor([0, 1, 2])),
+        ValueError,
+        r"`is_in_distribution` must hold only 0/1 or True/False, found \[2\]",
+        id="metric-auroc-flag-out-of-range",
+    ),
+    pytest.param(
+        lambda: _pooled_auroc(_IN, torch.tensor([True, False])),
+        ValueError,
+        r"`scores` and `is_in_distribution` must have the same length, got 3 and 2",
+        id="metric-auroc-lengths-differ",
+    ),
+    pytest.param(
+        lambda: _pooled_auroc(torch.zeros(0), torch.zeros(0, dtype=torch.bool)),
+        ValueError,
+        r"`scores` is empty: pass at least one sample",
+        id="metric-auroc-empty",
+    ),
+    pytest.param(
+        lambda: _pooled_auroc(_IN, torch.ones(3, dtype=torch.bool)),
+        ValueError,
+        r"OOD AUROC is undefined: only one class is present in `is_in_distribution`",
+        id="metric-auroc-only-in-distribution",
+    ),
+    # -- shapers -----------------------------------------------------------------------------
+    pytest.param(
+        lambda: ReAct(percentile=True),
+        TypeError,
+        r"`percentile` must be a real number, got True",
+        id="react-percentile-bool",
+    ),
+    pytest.param(
+        lambda: ReAct(percentile="90"),
+        TypeError,
+        r"`percentile` must be a real number, got '90'",
+        id="react-percentile-str",
+    ),
+    pytest.param(
+        lambda: ReAct(percentile=0.9 * 1000),
+        ValueError,
+        r"`percentile` is a percentile and must lie in \[0, 100\], got 900.0",
+        id="react-percentile-out-of-range",
+    ),
+    pytest.param(
+        lambda: VRA(lower_percentile=95, upper_percentile=60),
+        ValueError,
+        r"`lower_percentile` \(95.0\) must not exceed `upper_percentile` \(60.0\)",
+        id="vra-percentiles-swapped",
+    ),
+    pytest.param(
+        lambda: VRA(gamma=float("inf")),
+        ValueError,
+        r"`gamma` must be finite, got inf",
+        id="vra-gamma-inf",
+    ),
+    pytest.param(
+        lambda: PLF(q1=0.95),
+        ValueError,
+        r"`q1` is a quantile fraction and must lie in \[0, 0.89\], got 0.95",
+        id="plf-q1-out-of-range",
+    ),
+    pytest.param(
+        lambda: PLF(m1=_NAN),
+        ValueError,
+        r"`m1` must be finite, got nan",
+        id="plf-slope-nan",
+    ),
+    pytest.param(
+        lambda: PLF(u=True),
+        TypeError,
+        r"`u` must be a real number, got True",
+        id="plf-u-bool",
+    ),
+    pytest.param(
+        lambda: Identity(1.0),
+        TypeError,
+        r"takes 1 positional argument but 2 were given",
+        id="identity-takes-no-parameters",
+    ),
+    pytest.param(
+        lambda: Shaper().build(FeatureQuantiles(_features())),
+        NotImplementedError,
+        r"Shaper does not implement `build`: use a shaper of SHAPERS \(Identity, ReAct",
+        id="base-shaper-build",
+    ),
+    pytest.param(
+        lambda: make_shaper("ReLU"),
+        ValueError,
+        r"Unknown shaper 'ReLU'; choose one of \['identity', 'plf', 'react', 'vra'\]",
+        id="make-shaper-unknown-name",
+    ),
+    pytest.param(
+        lambda: make_shaper(ReAct),
+        TypeError,
+        r"`shaper` is the class ReAct; pass an instance \(ReAct\(\)\)",
+        id="make-shaper-a-class",
+    ),
+    pytest.param(
+        lambda: make_shaper("react", tau=1.0),
+        ValueError,
+        r"Unknown parameter\(s\) \['tau'\] for shaper 'react'; it takes \['percentile'\]",
+        id="make-shaper-unknown-parameter",
+    ),
+    pytest.param(
+        lambda: make_shaper(ReAct(), percentile=50.0),
+        ValueError,
+        r"Pass parameters either to the shaper or here, not both",
+        id="make-shaper-parameters-twice",
+    ),
+    # -- fitted shaping functions ------------------------------------------------------------
+    pytest.param(
+        lambda: PiecewiseLinear.make("01", [0.0, 1.0], 0.0, 0.0),
+        TypeError,
+        r"`knots_x` must be a sequence of numbers, got '01'",
+        id="function-knots-str",
+    ),
+    pytest.param(
+        lambda: PiecewiseLinear.make([0.0, True], [0.0, 1.0], 0.0, 0.0),
+        TypeError,
+        r"`knots_x` must hold real numbers, got True",
+        id="function-knot-bool",
+    ),
+    pytest.param(
+        lambda: PiecewiseLinear.make([_NAN], [0.0], 0.0, 0.0),
+        ValueError,
+        r"`knots_x` contains 1 NaN/inf",
+        id="function-knot-nan",
+    ),
+    pytest.param(
+        lambda: PiecewiseLinear.make([1.0, 0.0], [0.0, 1.0], 0.0, 0.0),
+        ValueError,
+        r"`knots_x` must be non-decreasing, got \[1.0, 0.0\]",
+        id="function-knots-decreasing",
+    ),
+    pytest.param(
+        lambda: PiecewiseLinear.make([], [], 0.0, 0.0),
+        ValueError,
+        r"`knots_x` must be a non-empty 1-D sequence of knots",
+        id="function-no-knots",
+    ),
+    pytest.param(
+        lambda: PiecewiseLinear.make([0.0, 1.0], [0.0], 0.0, 0.0),
+        ValueError,
+        r"`knots_y` must have one entry per knot \(2\), got 1",
+        id="function-knot-lengths-differ",
+    ),
+    pytest.param(
+        lambda: PiecewiseLinear.make([0.0], [0.0], True, 0.0),
+        TypeError,
+        r"`left_slope` must be a real number, got True",
+        id="function-slope-bool",
+    ),
+    pytest.param(
+        lambda: PiecewiseLinear.make([0.0], [0.0], 0.0, "1"),
+        TypeError,
+        r"`right_slope` must be a real number, got '1'",
+        id="function-slope-str",
+    ),
+    pytest.param(
+        lambda: PiecewiseLinear.make([0.0], [0.0], 0.0, 0.0, odd="no"),
+        TypeError,
+        r"`odd` must be True or False, got 'no'",
+        id="function-odd-str",
+    ),
+    pytest.param(
+        lambda: PiecewiseLinear.make([0.0], [0.0], 1.0, 1.0)(torch.tensor([1, 2])),
+        ValueError,
+        r"`z` must be a floating-point tensor",
+        id="function-integer-features",
+    ),
+    pytest.param(
+        lambda: PiecewiseLinear.from_state({"knots_x": torch.zeros(1), "knots_y": torch.zeros(1)}),
+        ValueError,
+        r"the saved shaping function lacks \['left_limits', 'right_limits', 'left_slope', "
+        r"'right_slope', 'odd'\]",
+        id="function-state-missing-fields",
+    ),
     pytest.param(
         lambda: tune(
             "react", _features(), _features(seed=1) + 1, layer=_layer(), fit_features=_features(d=7)

@@ -14,7 +14,17 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_info.methods.pointwise_confidence import functional as F
 from lightning_info.methods.pointwise_confidence.callback import PosthocScoring
-from lightning_info.methods.pointwise_confidence.metrics import AURC, ExpectedCalibrationError
+from lightning_info.methods.pointwise_confidence.metrics import (
+    AURC,
+    EAURC,
+    AdaptiveCalibrationError,
+    AUPRError,
+    AUPRSuccess,
+    BrierScore,
+    ExpectedCalibrationError,
+    FailureFPRAt95TPR,
+    NegativeLogLikelihood,
+)
 from lightning_info.methods.pointwise_confidence.scorers import (
     MSPScorer,
     PMIScorer,
@@ -22,6 +32,7 @@ from lightning_info.methods.pointwise_confidence.scorers import (
     PVIScorer,
     fit_temperature,
 )
+from lightning_info.scoring import check_outputs
 from tests.tiny import QUIET, TinyClassifier
 
 
@@ -131,7 +142,329 @@ def _output_dir_is_a_file(tmp_path):
     _fit(tmp_path, PosthocScoring(scorers=[MSPScorer()], output_dir=str(tmp_path / "report")))
 
 
-BAD_INPUT = [
+def _call(function, *args, **kwargs):
+    return lambda: function(*args, **kwargs)
+
+
+def _pooled(metric_class, **options):
+    """The metric ``metric_class(**options)`` as a function: one ``update``, then ``compute``."""
+
+    def compute(*batch):
+        metric = metric_class(**options)
+        metric.update(*batch)
+        return metric.compute()
+
+    return compute
+
+
+NAN = float("nan")
+_PROBS = torch.tensor([[0.7, 0.3], [0.2, 0.8], [0.5, 0.5]])
+_LABELS = torch.tensor([0, 1, 1])
+_SCORES = torch.tensor([0.9, 0.2, 0.5])
+_CORRECT = torch.tensor([True, False, True])
+
+# Functions of class probabilities (N, K) and labels (N,), and their pooled metrics.
+_PROBABILITY_METRICS = {
+    "nll": F.negative_log_likelihood,
+    "brier": F.brier_score,
+    "metric-nll": _pooled(NegativeLogLikelihood),
+    "metric-brier": _pooled(BrierScore),
+}
+_PROBABILITY_CASES = [
+    (
+        "nan-probs",
+        (torch.tensor([[NAN, 0.5], [0.5, 0.5]]), _LABELS[:2]),
+        ValueError,
+        r"`probs` must hold probabilities in \[0, 1\]; apply softmax",
+    ),
+    (
+        "logits-as-probs",
+        (torch.tensor([[1.5, -0.5], [0.5, 0.5]]), _LABELS[:2]),
+        ValueError,
+        r"`probs` must hold probabilities in \[0, 1\]; apply softmax",
+    ),
+    (
+        "rows-not-summing-to-1",
+        (torch.tensor([[0.5, 0.2], [0.5, 0.5]]), _LABELS[:2]),
+        ValueError,
+        r"each row of `probs` must sum to 1 \(off by up to 0.3\)",
+    ),
+    (
+        "integer-probs",
+        (torch.tensor([[1, 0], [0, 1]]), _LABELS[:2]),
+        ValueError,
+        r"`probs` must be a floating-point \(N, K\) tensor, got shape \(2, 2\) and dtype "
+        r"torch.int64",
+    ),
+    (
+        "float-labels",
+        (_PROBS, _LABELS.float()),
+        TypeError,
+        r"`labels` must hold integer classes, got dtype torch.float32",
+    ),
+    (
+        "bool-labels",
+        (_PROBS[:2], torch.tensor([True, False])),
+        TypeError,
+        r"`labels` must hold integer classes, got dtype torch.bool",
+    ),
+    (
+        "labels-out-of-range",
+        (_PROBS, torch.tensor([0, 2, 1])),
+        ValueError,
+        r"`labels` must lie in \[0, 2\)",
+    ),
+    (
+        "negative-labels",
+        (_PROBS, torch.tensor([0, -1, 1])),
+        ValueError,
+        r"`labels` must lie in \[0, 2\)",
+    ),
+    (
+        "lengths-differ",
+        (_PROBS, _LABELS[:2]),
+        ValueError,
+        r"`probs` and `labels` must have the same length, got 3 and 2",
+    ),
+    (
+        "empty",
+        (torch.zeros(0, 2), torch.zeros(0, dtype=torch.long)),
+        ValueError,
+        r"`probs` is empty: pass at least one sample",
+    ),
+]
+
+# Functions of scores (N,) and correctness (N,), and their pooled metrics; the calibration
+# errors name their scores `confidences`.
+_FAILURE_METRICS = {
+    "aupr-success": (F.aupr_success, "scores"),
+    "aupr-error": (F.aupr_error, "scores"),
+    "failure-fpr": (F.failure_fpr_at_95_tpr, "scores"),
+    "e-aurc": (F.e_aurc, "scores"),
+    "ece": (F.expected_calibration_error, "confidences"),
+    "adaptive-ece": (F.adaptive_calibration_error, "confidences"),
+    "metric-aupr-success": (_pooled(AUPRSuccess), "scores"),
+    "metric-aupr-error": (_pooled(AUPRError), "scores"),
+    "metric-failure-fpr": (_pooled(FailureFPRAt95TPR), "scores"),
+    "metric-e-aurc": (_pooled(EAURC), "scores"),
+    "metric-adaptive-ece": (_pooled(AdaptiveCalibrationError), "confidences"),
+}
+_FAILURE_CASES = [
+    (
+        "nan-scores",
+        (torch.tensor([NAN, 0.2, 0.5]), _CORRECT),
+        ValueError,
+        r"`{scores}` contains 1 NaN value\(s\)",
+    ),
+    (
+        "scores-as-correct",
+        (_SCORES, torch.tensor([0.9, 0.1, 0.5])),
+        ValueError,
+        r"`correct` must hold only 0/1 or True/False, found \[0.1",
+    ),
+    (
+        "correct-out-of-range",
+        (_SCORES, torch.tensor([0, 2, 1])),
+        ValueError,
+        r"`correct` must hold only 0/1 or True/False, found \[2\]",
+    ),
+    (
+        "lengths-differ",
+        (_SCORES, _CORRECT[:2]),
+        ValueError,
+        r"`{scores}` and `correct` must have the same length, got 3 and 2",
+    ),
+    (
+        "empty",
+        (torch.zeros(0), torch.zeros(0, dtype=torch.bool)),
+        ValueError,
+        r"`{scores}` is empty: pass at least one sample",
+    ),
+    (
+        "complex-scores",
+        (_SCORES.to(torch.complex64), _CORRECT),
+        TypeError,
+        r"`{scores}` must hold real numbers, got dtype torch.complex64",
+    ),
+]
+
+_METRIC_ROWS = [
+    pytest.param(_call(function, *args), error, message, id=f"{name}-{case}")
+    for name, function in _PROBABILITY_METRICS.items()
+    for case, args, error, message in _PROBABILITY_CASES
+] + [
+    pytest.param(_call(function, *args), error, message.format(scores=scores), id=f"{name}-{case}")
+    for name, (function, scores) in _FAILURE_METRICS.items()
+    for case, args, error, message in _FAILURE_CASES
+]
+
+BAD_INPUT = _METRIC_ROWS + [
+    # -- metric options and the metrics that need both classes -------------------------------
+    pytest.param(
+        lambda: F.negative_log_likelihood(_PROBS, _LABELS, eps=True),
+        TypeError,
+        r"`eps` must be a real number, got True",
+        id="nll-eps-bool",
+    ),
+    pytest.param(
+        lambda: F.negative_log_likelihood(_PROBS, _LABELS, eps=1.0),
+        ValueError,
+        r"`eps` must lie in \[0, 1\), got 1.0",
+        id="nll-eps-one",
+    ),
+    pytest.param(
+        lambda: NegativeLogLikelihood(eps=float("nan")),
+        ValueError,
+        r"`eps` must be finite, got nan",
+        id="metric-nll-eps-nan",
+    ),
+    pytest.param(
+        lambda: F.expected_calibration_error(_SCORES, _CORRECT, n_bins=2.0),
+        TypeError,
+        r"`n_bins` must be an int, got 2.0",
+        id="ece-n-bins-float",
+    ),
+    pytest.param(
+        lambda: F.adaptive_calibration_error(_SCORES, _CORRECT, n_bins=True),
+        TypeError,
+        r"`n_bins` must be an int, got True",
+        id="adaptive-ece-n-bins-bool",
+    ),
+    pytest.param(
+        lambda: AdaptiveCalibrationError(n_bins=0),
+        ValueError,
+        r"`n_bins` must be >= 1, got 0",
+        id="metric-adaptive-ece-n-bins-zero",
+    ),
+    pytest.param(
+        lambda: F.expected_calibration_error(torch.tensor([1.5, 0.2, 0.5]), _CORRECT),
+        ValueError,
+        r"`confidences` must be probabilities in \[0, 1\].*found \[1.5\]",
+        id="ece-confidence-above-one",
+    ),
+    pytest.param(
+        lambda: _pooled(AdaptiveCalibrationError)(torch.tensor([float("inf"), 0.2]), _CORRECT[:2]),
+        ValueError,
+        r"`confidences` must be probabilities in \[0, 1\].*found \[inf\]",
+        id="metric-adaptive-ece-infinite-confidence",
+    ),
+    pytest.param(
+        lambda: F.e_aurc(_SCORES, _CORRECT, optimal="exact"),
+        ValueError,
+        r"`optimal` must be 'discrete' or 'continuous', got 'exact'",
+        id="e-aurc-optimal-unknown",
+    ),
+    pytest.param(
+        lambda: EAURC(optimal=1),
+        ValueError,
+        r"`optimal` must be 'discrete' or 'continuous', got 1",
+        id="metric-e-aurc-optimal-int",
+    ),
+    pytest.param(
+        lambda: F.optimal_aurc(_CORRECT, kind="exact"),
+        ValueError,
+        r"`kind` must be 'discrete' or 'continuous', got 'exact'",
+        id="optimal-aurc-kind-unknown",
+    ),
+    pytest.param(
+        lambda: F.optimal_aurc(torch.zeros(0, dtype=torch.bool)),
+        ValueError,
+        r"`correct` is empty: pass at least one sample",
+        id="optimal-aurc-empty",
+    ),
+    pytest.param(
+        lambda: F.optimal_aurc(torch.tensor([0.3, 0.5])),
+        ValueError,
+        r"`correct` must hold only 0/1 or True/False, found \[0.3",
+        id="optimal-aurc-scores-as-correct",
+    ),
+    pytest.param(
+        lambda: F.optimal_aurc(torch.tensor([NAN, 1.0])),
+        ValueError,
+        r"`correct` must hold only 0/1 or True/False, found \[nan\]",
+        id="optimal-aurc-nan",
+    ),
+    pytest.param(
+        lambda: F.failure_fpr_at_95_tpr(_SCORES, _CORRECT, tpr_level=95),
+        ValueError,
+        r"`tpr_level` must lie in \(0, 1\], got 95 \(0.95, not 95\)",
+        id="failure-fpr-level-percent",
+    ),
+    pytest.param(
+        lambda: FailureFPRAt95TPR(tpr_level=True),
+        TypeError,
+        r"`tpr_level` must be a real number, got True",
+        id="metric-failure-fpr-level-bool",
+    ),
+    pytest.param(
+        lambda: F.failure_fpr_at_95_tpr(_SCORES, torch.ones(3, dtype=torch.bool)),
+        ValueError,
+        r"FPR@95TPR is undefined: only one class is present in `correct`",
+        id="failure-fpr-all-correct",
+    ),
+    pytest.param(
+        lambda: _pooled(AUPRError)(_SCORES, torch.ones(3, dtype=torch.bool)),
+        ValueError,
+        r"AUPR-error is undefined: no sample in `correct` is wrong",
+        id="metric-aupr-error-all-correct",
+    ),
+    pytest.param(
+        lambda: ExpectedCalibrationError().compute(),
+        ValueError,
+        r"`confidences` is empty: pass at least one sample",
+        id="metric-ece-compute-before-update",
+    ),
+    pytest.param(
+        lambda: BrierScore().compute(),
+        ValueError,
+        r"`probs` is empty: pass at least one sample",
+        id="metric-brier-compute-before-update",
+    ),
+    # -- the outputs every scorer checks (lightning_info.scoring.check_outputs) ---------------
+    pytest.param(
+        lambda: check_outputs(_outputs()[0][:, 0], _outputs()[1]),
+        ValueError,
+        r"`features` must be a floating-point \(N, D\) tensor, got shape \(30,\) and dtype "
+        r"torch.float32",
+        id="outputs-features-1d",
+    ),
+    pytest.param(
+        lambda: check_outputs(_outputs()[0], _outputs()[1].tolist()),
+        ValueError,
+        r"`logits` must be a floating-point \(N, K\) tensor, got list",
+        id="outputs-logits-list",
+    ),
+    pytest.param(
+        lambda: check_outputs(_outputs()[0], _outputs()[1].long()),
+        ValueError,
+        r"`logits` must be a floating-point \(N, K\) tensor, got shape \(30, 3\) and dtype "
+        r"torch.int64",
+        id="outputs-integer-logits",
+    ),
+    pytest.param(
+        lambda: check_outputs(_outputs()[0], _outputs()[1][:29]),
+        ValueError,
+        r"`features` and `logits` must have the same N, got 30 and 29",
+        id="outputs-lengths-differ",
+    ),
+    pytest.param(
+        lambda: check_outputs(torch.full((30, 4), float("inf")), _outputs()[1]),
+        ValueError,
+        r"`features` holds NaN or infinite values",
+        id="outputs-infinite-features",
+    ),
+    pytest.param(
+        lambda: check_outputs(*_outputs()[:2], _outputs()[2][:29]),
+        ValueError,
+        r"`labels` must have N = 30 entries",
+        id="outputs-labels-short",
+    ),
+    pytest.param(
+        lambda: check_outputs(*_outputs()[:2], [0, 1] * 15),
+        TypeError,
+        r"`labels` must be a torch.Tensor, got list",
+        id="outputs-labels-list",
+    ),
     # -- saved scorers of another configuration ----------------------------------------------
     pytest.param(
         lambda tmp_path: _reload(

@@ -13,7 +13,11 @@ from torch import nn
 
 from lightning_info import DigitsDataModule, MLPClassifier
 from lightning_info.methods.pointwise_confidence import callback as callback_module
-from lightning_info.methods.pointwise_confidence.callback import PosthocScoring, failure_row
+from lightning_info.methods.pointwise_confidence.callback import (
+    PosthocScoring,
+    default_scorers,
+    failure_row,
+)
 from lightning_info.methods.pointwise_confidence.metrics import FailureAUROC
 from lightning_info.methods.pointwise_confidence.scorers import MSPScorer
 from lightning_info.scoring.report import collect_outputs, find_head
@@ -171,3 +175,17 @@ def test_loading_a_scorer_leaves_the_saved_one_and_its_inputs_alone(tmp_path):
     assert loaded.temperature == scorer.temperature
     for before, after in zip(copies, (features, logits, labels)):
         assert torch.equal(before, after)
+
+
+def test_default_scorers_are_fresh_on_every_call():
+    """Fitting a scorer of one ``default_scorers()`` list leaves the next list unfitted (no
+    scorer is shared between reports)."""
+    first = default_scorers()
+    generator = torch.Generator().manual_seed(0)
+    logits = torch.randn(12, 3, generator=generator)
+    first[1].fit(torch.randn(12, 4, generator=generator), logits, torch.arange(12) % 3)
+    first.append(MSPScorer())
+    second = default_scorers()
+    assert [s.name for s in second] == ["MSP", "MSP (temperature)", "PMI", "PVI", "PSI"]
+    assert first[1].fitted and not any(scorer.fitted for scorer in second)
+    assert not any(a is b for a in first for b in second)

@@ -1,15 +1,34 @@
 """Bad input to PRISM's entry points fails early with a message naming the argument:
 probabilities or ``+inf`` where log-probabilities are expected, the same record given as member
 and non-member, unknown query kinds and kinds that contradict the label, a single string where
-a list of strings is expected, and a truncated attack-set file."""
+a list of strings is expected, and a truncated attack-set file; bools, strings and complex
+numbers where probabilities, scores or rates are expected, a 0/0 likelihood ratio, fold ids that
+are not integer indices, non-int seeds, templates without a ``{context}`` field, and options,
+prefixes and reports that would fail only after training."""
 
 from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
+from lightning_info.methods.prism import (
+    FragmentAuditOptions,
+    FragmentAuditReport,
+    FragmentExtractionAudit,
+    attack_metrics,
+    data_aware_scores,
+    fragment_log_probability,
+    fragment_prompt,
+    likelihood_ratio,
+    posterior,
+    prism_score,
+    record_texts,
+    synthetic_records,
+    tpr_at_fpr,
+)
 from lightning_info.methods.prism.attacks import (
     loss_score,
     min_k_plus_plus_score,
@@ -32,6 +51,25 @@ def _truncated(folder) -> AttackSet:
     text = json.dumps({"prompts": ["a"], "fragments": ["b"], "labels": [1], "kinds": ["member"]})
     path.write_text(text[:-7], encoding="utf-8")
     return AttackSet.load(path)
+
+
+def _truncated_audit(folder) -> FragmentExtractionAudit:
+    path = folder / "attack.json"
+    path.write_text('{"prompts": ["a"], "fragments": ["b"], "labels": [1', encoding="utf-8")
+    return FragmentExtractionAudit(str(path), shadow=object(), world_models=[object()])
+
+
+def _attack_set() -> AttackSet:
+    return AttackSet(["p", "q"], ["f", "g"], [1, 0], ["member", "non_member"])
+
+
+def _features():
+    x = torch.arange(40, dtype=torch.float64).reshape(20, 2)
+    return x, [0, 1] * 10
+
+
+def _report():
+    return FragmentAuditReport(np.array([0, 1]), {}, {}, {})
 
 
 def _score(**log_probs):
@@ -160,5 +198,369 @@ BAD_INPUT = [
         ValueError,
         r"attack.json, line 1, column \d+: not valid JSON",
         id="attack-set-load-truncated",
+    ),
+    pytest.param(
+        lambda: fragment_log_probability(
+            object(), None, ["a: ", "b: "], ["x", "y"], batch_size=True
+        ),
+        TypeError,
+        r"`batch_size` must be an int, got True",
+        id="log-probability-batch-size-bool",
+    ),
+    pytest.param(
+        lambda: fragment_log_probability(object(), None, "a: ", ["x", "y"]),
+        TypeError,
+        r"`prompts` must be a sequence of strings, got a single str",
+        id="log-probability-prompts-string",
+    ),
+    pytest.param(
+        lambda: fragment_log_probability(object(), None, ["a: ", "b: "], ["x"]),
+        ValueError,
+        r"Got 2 prompts but 1 fragments; they must pair up",
+        id="log-probability-unpaired",
+    ),
+    pytest.param(
+        lambda: fragment_log_probability(object(), None, [], []),
+        ValueError,
+        r"There are no \(prompt, fragment\) pairs to score",
+        id="log-probability-empty",
+    ),
+    pytest.param(
+        lambda: fragment_log_probability(
+            object(), None, ["a: ", "b: "], ["x", "y"], move_trailing_space="no"
+        ),
+        TypeError,
+        r"`move_trailing_space` must be True or False, got 'no'",
+        id="log-probability-move-space-string",
+    ),
+    pytest.param(
+        lambda: fragment_log_probability(object(), None, ["a: ", "b: "], ["x", "y"]),
+        TypeError,
+        r"Expected a transformers causal language model, got object",
+        id="log-probability-not-a-model",
+    ),
+    pytest.param(
+        lambda: likelihood_ratio([True], [0.5]),
+        TypeError,
+        r"`p_target` must hold real numbers, got bools",
+        id="likelihood-ratio-bools",
+    ),
+    pytest.param(
+        lambda: likelihood_ratio(["0.5"], [0.5]),
+        TypeError,
+        r"`p_target` must hold real numbers, got <U3 values",
+        id="likelihood-ratio-strings",
+    ),
+    pytest.param(
+        lambda: likelihood_ratio(torch.tensor([0.5 + 0j]), [0.5]),
+        TypeError,
+        r"`p_target` must hold real numbers, got complex numbers",
+        id="likelihood-ratio-complex",
+    ),
+    pytest.param(
+        lambda: likelihood_ratio([0.5, 0.2], [0.5]),
+        ValueError,
+        r"`p_target` has 2 values but `p_shadow` has 1",
+        id="likelihood-ratio-lengths",
+    ),
+    pytest.param(
+        lambda: likelihood_ratio([0.0], [0.0], eps=0.0),
+        ValueError,
+        r"`p_target` and `p_shadow` are both 0 .* the ratio 0/0 is undefined",
+        id="likelihood-ratio-zero-over-zero",
+    ),
+    pytest.param(
+        lambda: likelihood_ratio([[0.5, 0.2], [0.1, 0.3]], [0.5, 0.1, 0.2, 0.3]),
+        ValueError,
+        r"`p_target` must be 1-D \(one value per query\), got shape \(2, 2\)",
+        id="likelihood-ratio-matrix",
+    ),
+    pytest.param(
+        lambda: likelihood_ratio([float("nan")], [0.5]),
+        ValueError,
+        r"`p_target` contains NaN or inf",
+        id="likelihood-ratio-nan",
+    ),
+    pytest.param(
+        lambda: posterior([1.0], prior="0.9"),
+        TypeError,
+        r"`prior` must be a real number, got '0.9'",
+        id="posterior-prior-string",
+    ),
+    pytest.param(
+        lambda: posterior([1.0], prior=True),
+        TypeError,
+        r"`prior` must be a real number, got True",
+        id="posterior-prior-bool",
+    ),
+    pytest.param(
+        lambda: posterior([1.0], prior=1.0),
+        ValueError,
+        r"`prior` must lie in \(0, 1\), got 1.0",
+        id="posterior-prior-one",
+    ),
+    pytest.param(
+        lambda: posterior([-1.0]),
+        ValueError,
+        r"`lr` must be >= 0",
+        id="posterior-negative-ratio",
+    ),
+    pytest.param(
+        lambda: prism_score([0.5], [0.5], [0.5, 0.2]),
+        ValueError,
+        r"`p_shadow` has 1 values but `p_world` has 2",
+        id="prism-lengths",
+    ),
+    pytest.param(
+        lambda: prism_score([0.5], [0.5], [2.0]),
+        ValueError,
+        r"`p_world` must hold probabilities in \[0, 1\]",
+        id="prism-world-not-probability",
+    ),
+    pytest.param(
+        lambda: prism_score([0.5], [0.5], [0.5], prior=True),
+        TypeError,
+        r"`prior` must be a real number, got True",
+        id="prism-prior-bool",
+    ),
+    pytest.param(
+        lambda: data_aware_scores(*_features(), n_splits=2, seed=1.5),
+        TypeError,
+        r"`seed` must be an int, got 1.5",
+        id="data-aware-seed-float",
+    ),
+    pytest.param(
+        lambda: data_aware_scores(*_features(), n_splits=2, seed=True),
+        TypeError,
+        r"`seed` must be an int, got True",
+        id="data-aware-seed-bool",
+    ),
+    pytest.param(
+        lambda: data_aware_scores(*_features(), folds=np.array([0.5, 1.7] * 10)),
+        TypeError,
+        r"`folds` must hold integer indices, got dtype torch.float64",
+        id="data-aware-folds-float",
+    ),
+    pytest.param(
+        lambda: data_aware_scores(*_features(), folds=[-1, 1] * 10),
+        ValueError,
+        r"`folds` must hold indices >= 0, got -1",
+        id="data-aware-folds-negative",
+    ),
+    pytest.param(
+        lambda: data_aware_scores(*_features(), folds=[0, 1]),
+        ValueError,
+        r"`folds` has 2 ids for 20 samples",
+        id="data-aware-folds-length",
+    ),
+    pytest.param(
+        lambda: data_aware_scores([["a", "b"]], [1]),
+        TypeError,
+        r"`features` must hold real numbers, got <U1 values",
+        id="data-aware-features-strings",
+    ),
+    pytest.param(
+        lambda: data_aware_scores(*_features(), classifier="forest"),
+        ValueError,
+        r"`classifier` must be one of \('boosted_trees', 'logistic'\)",
+        id="data-aware-unknown-classifier",
+    ),
+    pytest.param(
+        lambda: tpr_at_fpr([0.1, 0.9], [0, 1], True),
+        TypeError,
+        r"`fpr_level` must be a real number, got True",
+        id="tpr-level-bool",
+    ),
+    pytest.param(
+        lambda: tpr_at_fpr([0.1, 0.9], [0, 1], "0.1"),
+        TypeError,
+        r"`fpr_level` must be a real number, got '0.1'",
+        id="tpr-level-string",
+    ),
+    pytest.param(
+        lambda: tpr_at_fpr([0.1, 0.9], [1, 1], 0.1),
+        ValueError,
+        r"TPR at FPR is undefined with only one class",
+        id="tpr-one-class",
+    ),
+    pytest.param(
+        lambda: tpr_at_fpr([0.1, 0.9], [0, 2], 0.1),
+        ValueError,
+        r"`labels` must hold only 0/1",
+        id="tpr-labels-not-binary",
+    ),
+    pytest.param(
+        lambda: attack_metrics([0.1, 0.9], [0, 1], "0.1"),
+        TypeError,
+        r"`fpr_levels` must be a sequence of rates in \[0, 1\], got '0.1'",
+        id="metrics-levels-string",
+    ),
+    pytest.param(
+        lambda: attack_metrics([0.1, 0.9], [0, 1], 0.1),
+        TypeError,
+        r"`fpr_levels` must be a sequence of rates in \[0, 1\], got 0.1",
+        id="metrics-levels-number",
+    ),
+    pytest.param(
+        lambda: attack_metrics([0.1, 0.9], [0, 1, 1]),
+        ValueError,
+        r"`scores` and `labels` must have the same length, got 2 and 3",
+        id="metrics-lengths",
+    ),
+    pytest.param(
+        lambda: fragment_prompt("asthma"),
+        TypeError,
+        r"`context` must be a sequence of strings, got a single str",
+        id="prompt-context-string",
+    ),
+    pytest.param(
+        lambda: fragment_prompt([1, 2]),
+        TypeError,
+        r"`context\[0\]` must be a string, got int 1",
+        id="prompt-context-ints",
+    ),
+    pytest.param(
+        lambda: fragment_prompt(["a"], template="no field"),
+        ValueError,
+        r"`template` must have exactly one field, \{context\}, got fields \[\]",
+        id="prompt-template-without-field",
+    ),
+    pytest.param(
+        lambda: fragment_prompt(["a"], template="{record}"),
+        ValueError,
+        r"`template` must have exactly one field, \{context\}, got fields \['record'\]",
+        id="prompt-template-other-field",
+    ),
+    pytest.param(
+        lambda: fragment_prompt([]),
+        ValueError,
+        r"The context needs at least one known fragment",
+        id="prompt-empty-context",
+    ),
+    pytest.param(
+        lambda: record_texts("asthma"),
+        TypeError,
+        r"`record` must be a sequence of strings, got a single str",
+        id="record-texts-string",
+    ),
+    pytest.param(
+        lambda: record_texts(["asthma"]),
+        ValueError,
+        r"`record` needs >= 2 fragments",
+        id="record-texts-one-fragment",
+    ),
+    pytest.param(
+        lambda: record_texts(["a", "b"], template=3),
+        TypeError,
+        r"`template` must be a string with a \{context\} field, got 3",
+        id="record-texts-template-int",
+    ),
+    pytest.param(
+        lambda: synthetic_records(2, seed="a"),
+        TypeError,
+        r"`seed` must be an int, got 'a'",
+        id="synthetic-seed-string",
+    ),
+    pytest.param(
+        lambda: synthetic_records(2, seed=-1),
+        ValueError,
+        r"`seed` must be >= 0, got -1",
+        id="synthetic-seed-negative",
+    ),
+    pytest.param(
+        lambda: synthetic_records(2, profile_weight=float("inf")),
+        ValueError,
+        r"`profile_weight` must be finite, got inf",
+        id="synthetic-profile-weight-inf",
+    ),
+    pytest.param(
+        lambda: synthetic_records(2, second_profile=True),
+        TypeError,
+        r"`second_profile` must be a real number, got True",
+        id="synthetic-second-profile-bool",
+    ),
+    pytest.param(
+        lambda: synthetic_records(True),
+        TypeError,
+        r"`n_records` must be an int, got True",
+        id="synthetic-count-bool",
+    ),
+    pytest.param(
+        lambda: build_attack_set([["a", "b"]], [["c", "d"]], seed=0.5),
+        TypeError,
+        r"`seed` must be an int, got 0.5",
+        id="attack-set-seed-float",
+    ),
+    pytest.param(
+        lambda: FragmentAuditOptions(prior="0.9"),
+        TypeError,
+        r"`prior` must be a real number, got '0.9'",
+        id="options-prior-string",
+    ),
+    pytest.param(
+        lambda: FragmentAuditOptions(min_k=True),
+        TypeError,
+        r"`min_k` must be a real number, got True",
+        id="options-min-k-bool",
+    ),
+    pytest.param(
+        lambda: FragmentAuditOptions(fpr_levels=0.05),
+        TypeError,
+        r"`fpr_levels` must be a sequence of rates in \(0, 1\], got 0.05",
+        id="options-levels-number",
+    ),
+    pytest.param(
+        lambda: FragmentAuditOptions(fpr_levels=(True,)),
+        TypeError,
+        r"`fpr_levels\[0\]` must be a real number, got True",
+        id="options-levels-bool",
+    ),
+    pytest.param(
+        lambda: FragmentAuditOptions(fpr_levels=(0.0,)),
+        ValueError,
+        r"`fpr_level` must lie in \(0, 1\], got 0.0",
+        id="options-levels-zero",
+    ),
+    pytest.param(
+        lambda: _report().table(),
+        ValueError,
+        r"The report has no metrics",
+        id="report-table-without-metrics",
+    ),
+    pytest.param(
+        lambda: _report().scalars(3),
+        TypeError,
+        r"`prefix` must be a string, got 3",
+        id="report-scalars-prefix-int",
+    ),
+    pytest.param(
+        lambda: FragmentExtractionAudit(_attack_set(), object(), []),
+        ValueError,
+        r"Give at least one world model in `world_models`",
+        id="audit-callback-no-world-model",
+    ),
+    pytest.param(
+        lambda: FragmentExtractionAudit(_attack_set(), object(), [object()], prefix=""),
+        ValueError,
+        r"`prefix` must be a non-empty string",
+        id="audit-callback-empty-prefix",
+    ),
+    pytest.param(
+        lambda: FragmentExtractionAudit(_attack_set(), object(), [object()], options={}),
+        TypeError,
+        r"`options` must be a FragmentAuditOptions, got dict",
+        id="audit-callback-options-dict",
+    ),
+    pytest.param(
+        lambda: FragmentExtractionAudit(None, object(), [object()]),
+        TypeError,
+        r"Expected an AttackSet, got NoneType",
+        id="audit-callback-no-attack-set",
+    ),
+    pytest.param(
+        _truncated_audit,
+        ValueError,
+        r"attack.json, line 1, column \d+: not valid JSON",
+        id="audit-callback-truncated-attack-set",
     ),
 ]

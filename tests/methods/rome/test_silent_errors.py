@@ -4,13 +4,16 @@ input at the new boundaries still gives the closed-form answers."""
 from __future__ import annotations
 
 import math
+from unittest import mock
 
 import pytest
 import torch
 from torch import nn
 
-from lightning_info.methods.rome.attacks import fgsm, pgd
+from lightning_info.methods.rome.attacks import fgsm, pgd, training_attack_labels
+from lightning_info.methods.rome.bottleneck import GaussianBottleneck
 from lightning_info.methods.rome.metrics import ImprovedRobustnessRatio, RobustnessRatio, crei
+from lightning_info.methods.rome.network import SmallConvNet
 
 
 @pytest.mark.parametrize("metric_class", [RobustnessRatio, ImprovedRobustnessRatio])
@@ -44,3 +47,29 @@ def test_attacks_take_float64_models_and_the_whole_pixel_range():
     assert bool(((x_adv == 0) | (x_adv == 1) | (x_adv == x)).all())
     x_l2 = pgd(model, x, y, 2.0, steps=2, norm="l2", random_start=False)
     assert float((x_l2 - x).flatten(1).norm(dim=1).max()) <= 2.0 + 1e-12
+
+
+def test_the_input_checks_of_the_nets_read_no_tensor_values():
+    torch.manual_seed(0)
+    net, bottleneck = SmallConvNet(1, 3, 8, width=2), GaussianBottleneck(8, 2, seed=0)
+    x = torch.rand(2, 1, 8, 8, generator=torch.Generator().manual_seed(0))
+    reads = []
+    patches = [
+        mock.patch.object(torch.Tensor, name, side_effect=lambda *a, n=name: reads.append(n))
+        for name in ("item", "tolist", "cpu", "__bool__", "__int__", "__float__")
+    ]
+    for patch in patches:
+        patch.start()
+    try:
+        logits, z = net(x), bottleneck(net.features(x))
+    finally:
+        for patch in patches:
+            patch.stop()
+    assert reads == [] and logits.shape == (2, 3) and z.shape == (2, 2)
+
+
+@pytest.mark.parametrize(("step", "shift"), [(0, 1), (1, 2), (2, 1), (5, 2)])
+def test_the_rotating_target_map_shifts_by_one_plus_step_mod_k_minus_one(step, shift):
+    labels = torch.tensor([0, 1, 2])
+    targets, targeted = training_attack_labels(labels, 3, "rotating", step)
+    assert targeted and torch.equal(targets, (labels + shift) % 3)

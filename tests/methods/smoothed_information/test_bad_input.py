@@ -1,6 +1,9 @@
 """Bad input to the smoothed-density estimators fails early with a message naming the argument:
 noise variances too small for float64 (relative to the samples' scale) or too large, boolean or
-complex samples and times, meta tensors, and a zero ``t`` in Brown's identity."""
+complex samples and times, meta tensors, and a zero ``t`` in Brown's identity; Brown's identity
+refuses a negative, non-finite, bool or string Fisher information or MMSE and tensors of
+unbroadcastable shapes, and the metrics refuse bad constructor arguments and bool, complex or
+non-tensor samples in ``update``."""
 
 from __future__ import annotations
 
@@ -8,9 +11,13 @@ import pytest
 import torch
 
 from lightning_info.methods.smoothed_information import (
+    SmoothedEntropy,
     SmoothedEstimatorOptions,
+    SmoothedFisherInformation,
     SmoothedInformationMonitor,
+    SmoothedMutualInformation,
     fisher_from_mmse,
+    mmse_from_fisher,
     smoothed_entropy,
     smoothed_fisher_information,
     smoothed_information,
@@ -25,6 +32,11 @@ TOO_SMALL = r"`t` = .* is outside \[.*smallest noise variance these samples allo
 
 def _x(d: int = 1) -> torch.Tensor:
     return torch.randn(20, d, generator=torch.Generator().manual_seed(0)).squeeze(1)
+
+
+def _updated(metric, samples):
+    metric.update(samples)
+    return metric.compute()
 
 
 BAD_INPUT = [
@@ -123,6 +135,132 @@ BAD_INPUT = [
         TypeError,
         r"`t` must be a real number, got '0.1'",
         id="monitor-t-string",
+    ),
+    pytest.param(
+        lambda: mmse_from_fisher(-1.0, 1.0, 1),
+        ValueError,
+        r"`fisher` must be >= 0, got -1.0",
+        id="mmse-from-fisher-negative-fisher",
+    ),
+    pytest.param(
+        lambda: mmse_from_fisher(float("nan"), 1.0, 1),
+        ValueError,
+        r"`fisher` must be finite, got nan",
+        id="mmse-from-fisher-nan-fisher",
+    ),
+    pytest.param(
+        lambda: mmse_from_fisher(True, 1.0, 1),
+        TypeError,
+        r"`fisher` must be a real number, got True",
+        id="mmse-from-fisher-bool-fisher",
+    ),
+    pytest.param(
+        lambda: mmse_from_fisher("1", 1.0, 1),
+        TypeError,
+        r"`fisher` must be a real number, got '1'",
+        id="mmse-from-fisher-string-fisher",
+    ),
+    pytest.param(
+        lambda: mmse_from_fisher(1.0, 1.0, 2.0),
+        TypeError,
+        r"`dim` must be an int, got 2.0",
+        id="mmse-from-fisher-dim-float",
+    ),
+    pytest.param(
+        lambda: mmse_from_fisher(torch.tensor(1.0), torch.tensor(-1.0), 1),
+        ValueError,
+        r"`t` must be > 0, got -1",
+        id="mmse-from-fisher-negative-t-tensor",
+    ),
+    pytest.param(
+        lambda: mmse_from_fisher(torch.ones(3), torch.ones(2), 1),
+        ValueError,
+        r"`fisher` \(3,\) and `t` \(2,\) must have broadcastable shapes",
+        id="mmse-from-fisher-mismatched-lengths",
+    ),
+    pytest.param(
+        lambda: fisher_from_mmse(-1.0, 1.0, 1),
+        ValueError,
+        r"`mmse` must be >= 0, got -1.0",
+        id="fisher-from-mmse-negative-mmse",
+    ),
+    pytest.param(
+        lambda: fisher_from_mmse(torch.tensor([1.0, float("inf")]), 1.0, 1),
+        ValueError,
+        r"`mmse` contains 1 NaN/inf",
+        id="fisher-from-mmse-inf-tensor",
+    ),
+    pytest.param(
+        lambda: SmoothedFisherInformation(True),
+        TypeError,
+        r"`t` must be a real number, got True",
+        id="fisher-metric-t-bool",
+    ),
+    pytest.param(
+        lambda: SmoothedFisherInformation(1.0, max_samples=2.0),
+        TypeError,
+        r"`max_samples` must be an int, got 2.0",
+        id="fisher-metric-max-samples-float",
+    ),
+    pytest.param(
+        lambda: SmoothedFisherInformation(1.0, FEW).compute(),
+        ValueError,
+        r"SmoothedFisherInformation has no samples: call `update\(samples\)`",
+        id="fisher-metric-compute-before-update",
+    ),
+    pytest.param(
+        lambda: _updated(SmoothedFisherInformation(1.0, FEW), torch.tensor([True, False])),
+        TypeError,
+        r"`samples` must be real numbers, got dtype torch.bool",
+        id="fisher-metric-bool-samples",
+    ),
+    pytest.param(
+        lambda: _updated(SmoothedFisherInformation(1.0, FEW), torch.zeros(2, 2, 2)),
+        ValueError,
+        r"`samples` must have shape \(B,\) or \(B, d\), got \(2, 2, 2\)",
+        id="fisher-metric-3d-samples",
+    ),
+    pytest.param(
+        lambda: SmoothedEntropy([]),
+        ValueError,
+        r"`t` must hold at least one noise level",
+        id="entropy-metric-no-t",
+    ),
+    pytest.param(
+        lambda: SmoothedEntropy(1.0, {"num_mc": 32}),
+        TypeError,
+        r"`options` must be a SmoothedEstimatorOptions, got dict",
+        id="entropy-metric-options-dict",
+    ),
+    pytest.param(
+        lambda: _updated(SmoothedEntropy(1.0, FEW), torch.tensor([1 + 1j, 2j])),
+        TypeError,
+        r"`samples` must be real numbers, got dtype torch.complex64",
+        id="entropy-metric-complex-samples",
+    ),
+    pytest.param(
+        lambda: _updated(SmoothedEntropy(1.0, FEW), [1.0, 2.0]),
+        TypeError,
+        r"`samples` must be a tensor, got list",
+        id="entropy-metric-list-samples",
+    ),
+    pytest.param(
+        lambda: SmoothedMutualInformation(float("nan")),
+        ValueError,
+        r"`t` must be finite, got nan",
+        id="mutual-information-metric-t-nan",
+    ),
+    pytest.param(
+        lambda: SmoothedMutualInformation(1.0, seed=-1),
+        ValueError,
+        r"`seed` must be >= 0, got -1",
+        id="mutual-information-metric-seed-negative",
+    ),
+    pytest.param(
+        lambda: _updated(SmoothedMutualInformation(1.0, FEW), torch.tensor([1.0, float("nan")])),
+        ValueError,
+        r"`samples` contains 1 NaN/inf",
+        id="mutual-information-metric-nan-samples",
     ),
 ]
 

@@ -16,6 +16,7 @@ from lightning_info.methods.train_test_overlap.files import (
     saved_datasets,
 )
 from lightning_info.methods.train_test_overlap.functional import (
+    ChunkCounts,
     OverlapIndex,
     OverlapOptions,
     TestInstance,
@@ -28,7 +29,12 @@ from lightning_info.methods.train_test_overlap.methodologies import (
     llama2_contamination,
     substring_overlap,
 )
-from lightning_info.methods.train_test_overlap.sharded import json_lines_texts
+from lightning_info.methods.train_test_overlap.report import write_report
+from lightning_info.methods.train_test_overlap.sharded import (
+    json_lines_texts,
+    overlap_with_dask,
+    overlap_with_datasets,
+)
 
 INSTANCES = [TestInstance("a", "the quick brown fox jumps over the lazy dog", ["near the bank"])]
 SMALL = OverlapOptions(n=3, n_values=(3,))
@@ -310,3 +316,103 @@ def test_crossed_llama2_thresholds_may_meet():
         ["a b c"], ["a b c"], min_length=2, clean_below=0.5, dirty_above=0.5
     )
     assert result == [{"contamination": 1.0, "label": "dirty", "detectable": True}]
+
+
+def _report():
+    return compute_overlap(INSTANCES, ["the quick brown fox"], SMALL)
+
+
+def _file_as_parent(folder):
+    _write(folder, "taken", b"a file")
+    return write_report(_report(), folder / "taken" / "overlap")
+
+
+def _edited_counts(change):
+    index = OverlapIndex(INSTANCES, SMALL)
+    counts = index.count_chunk(["the quick brown fox"])
+    return index.report(change(counts))
+
+
+def _negative(counts):
+    counts.counts[0][0] = -1
+    return counts
+
+
+def _floats(counts):
+    return ChunkCounts([c + 0.5 for c in counts.counts], counts.documents, counts.tokens)
+
+
+BAD_INPUT += [
+    pytest.param(
+        lambda: overlap_with_datasets(INSTANCES, ["the quick brown fox"], SMALL),
+        TypeError,
+        r"`dataset` must be a datasets.Dataset, got list; .*compute_overlap",
+        id="datasets-list-of-texts",
+    ),
+    pytest.param(
+        lambda: overlap_with_datasets(INSTANCES, {"text": ["the quick brown fox"]}, SMALL),
+        TypeError,
+        r"`dataset` must be a datasets.Dataset, got dict",
+        id="datasets-dict-of-columns",
+    ),
+    pytest.param(
+        lambda: overlap_with_dask(INSTANCES, ["the quick brown fox"], SMALL),
+        TypeError,
+        r"`bag` must be a dask.bag.Bag, got list; .*from_sequence",
+        id="dask-list-of-texts",
+    ),
+    pytest.param(
+        lambda: write_report(_report().to_dict(), "overlap"),
+        TypeError,
+        r"`report` must be an OverlapReport .*got dict",
+        id="write-report-dict",
+    ),
+    pytest.param(
+        lambda: write_report(_report(), None),
+        TypeError,
+        r"`path` must be a non-empty file stem or folder .*got None",
+        id="write-report-path-none",
+    ),
+    pytest.param(
+        lambda: write_report(_report(), ""),
+        TypeError,
+        r"`path` must be a non-empty file stem or folder .*got ''",
+        id="write-report-path-empty",
+    ),
+    pytest.param(
+        _file_as_parent,
+        ValueError,
+        r"cannot write the report under .*taken: it is a file, not a folder",
+        id="write-report-parent-is-a-file",
+    ),
+    pytest.param(
+        lambda: OverlapIndex(INSTANCES, SMALL).empty_counts() + 5,
+        TypeError,
+        r"unsupported operand type\(s\) for \+: 'ChunkCounts' and 'int'",
+        id="chunk-counts-plus-int",
+    ),
+    pytest.param(
+        lambda: _edited_counts(_negative),
+        ValueError,
+        r"`total.counts\[0\]` holds a negative count \(-1\)",
+        id="chunk-counts-negative",
+    ),
+    pytest.param(
+        lambda: _edited_counts(_floats),
+        TypeError,
+        r"`total.counts\[0\]` must hold integer counts, got dtype float64",
+        id="chunk-counts-float",
+    ),
+    pytest.param(
+        lambda: _edited_counts(lambda c: ChunkCounts(c.counts, -1, c.tokens)),
+        ValueError,
+        r"`total.documents` must be >= 0, got -1",
+        id="chunk-counts-negative-documents",
+    ),
+    pytest.param(
+        lambda: OverlapIndex(INSTANCES, SMALL).report({"counts": []}),
+        TypeError,
+        r"`total` must be a ChunkCounts .*got dict",
+        id="chunk-counts-dict",
+    ),
+]

@@ -1,0 +1,179 @@
+"""Bad arguments to the DocKS-RAG options, the synthetic documents and the Ign-F1 fact set are
+refused with a message naming the argument: strings as prompt switches, floats, bools and
+strings as counts or seeds, a single document or file name where a list of documents belongs,
+and string, float, bool or out-of-range entity indices in a training label."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+
+from lightning_info.methods.docks_rag import (
+    DocREDDataModule,
+    HybridPromptOptions,
+    synthetic_docred,
+    train_fact_names,
+)
+from tests.methods.docks_rag import tiny
+
+DOCUMENT = {
+    "title": "A",
+    "sents": [["Paris", "is", "in", "France"]],
+    "vertexSet": [
+        [{"name": "Paris", "sent_id": 0, "pos": [0, 1], "type": "LOC"}],
+        [{"name": "France", "sent_id": 0, "pos": [3, 4], "type": "LOC"}],
+    ],
+    "labels": [{"h": 0, "t": 1, "r": "P17", "evidence": [0]}],
+}
+
+
+def _labelled(**label):
+    document = copy.deepcopy(DOCUMENT)
+    document["labels"][0].update(label)
+    return [document]
+
+
+BAD_INPUT = [
+    pytest.param(
+        lambda: HybridPromptOptions(use_kg="no"),
+        TypeError,
+        r"`use_kg` must be True or False, got 'no'",
+        id="prompt-use-kg-str",
+    ),
+    pytest.param(
+        lambda: HybridPromptOptions(query_triples="False"),
+        TypeError,
+        r"`query_triples` must be True or False, got 'False'",
+        id="prompt-query-triples-str",
+    ),
+    pytest.param(
+        lambda: HybridPromptOptions(top_k=2.5),
+        TypeError,
+        r"`top_k` must be an int, got 2.5",
+        id="prompt-top-k-float",
+    ),
+    pytest.param(
+        lambda: HybridPromptOptions(use_document=False, use_kg=False, use_set_rag=False),
+        ValueError,
+        r"a prompt needs at least one of",
+        id="prompt-empty",
+    ),
+    pytest.param(
+        lambda: synthetic_docred(2.5),
+        TypeError,
+        r"`num_documents` must be an int, got 2.5",
+        id="synthetic-count-float",
+    ),
+    pytest.param(
+        lambda: synthetic_docred(True),
+        TypeError,
+        r"`num_documents` must be an int, got True",
+        id="synthetic-count-bool",
+    ),
+    pytest.param(
+        lambda: synthetic_docred(0),
+        ValueError,
+        r"`num_documents` must be >= 1, got 0",
+        id="synthetic-count-zero",
+    ),
+    pytest.param(
+        lambda: synthetic_docred(1, seed=1.5),
+        TypeError,
+        r"`seed` must be an int, got 1.5",
+        id="synthetic-seed-float",
+    ),
+    pytest.param(
+        lambda: synthetic_docred(1, seed="1"),
+        TypeError,
+        r"`seed` must be an int, got '1'",
+        id="synthetic-seed-str",
+    ),
+    pytest.param(
+        lambda: synthetic_docred(1, world_seed=math.nan),
+        TypeError,
+        r"`world_seed` must be an int, got nan",
+        id="synthetic-world-seed-nan",
+    ),
+    pytest.param(
+        lambda: synthetic_docred(1, people_per_document=1.5),
+        TypeError,
+        r"`people_per_document` must be an int, got 1.5",
+        id="synthetic-people-float",
+    ),
+    pytest.param(
+        lambda: synthetic_docred(1, people_per_document=5, world_people=4),
+        ValueError,
+        r"1 <= people_per_document <= world_people",
+        id="synthetic-people-above-world",
+    ),
+    pytest.param(
+        lambda: train_fact_names(DOCUMENT),
+        TypeError,
+        r"`train_documents` must be a list of DocRED documents, got a single dict",
+        id="train-facts-one-document",
+    ),
+    pytest.param(
+        lambda: train_fact_names("train_annotated.json"),
+        TypeError,
+        r"got a single str; .*read_docred\(path\)",
+        id="train-facts-file-name",
+    ),
+    pytest.param(
+        lambda: train_fact_names(_labelled(h="0")),
+        TypeError,
+        r"document 'A': label .*: h is '0' \(str\)",
+        id="train-facts-str-head",
+    ),
+    pytest.param(
+        lambda: train_fact_names(_labelled(h=0.0)),
+        TypeError,
+        r"h is 0.0 \(float\)",
+        id="train-facts-float-head",
+    ),
+    pytest.param(
+        lambda: train_fact_names(_labelled(h=True)),
+        TypeError,
+        r"h is True \(bool\)",
+        id="train-facts-bool-head",
+    ),
+    pytest.param(
+        lambda: train_fact_names(_labelled(h=-1)),
+        ValueError,
+        r"names an entity out of range",
+        id="train-facts-negative-head",
+    ),
+    pytest.param(
+        lambda: train_fact_names(_labelled(t=5)),
+        ValueError,
+        r"names an entity out of range",
+        id="train-facts-tail-out-of-range",
+    ),
+    pytest.param(
+        lambda: DocREDDataModule(tiny.tokenizer(), prompt={"top_k": 3}),
+        TypeError,
+        r"`prompt` must be a HybridPromptOptions, got dict",
+        id="datamodule-prompt-dict",
+    ),
+    pytest.param(
+        lambda: DocREDDataModule(tiny.tokenizer(), eval_documents=1.5),
+        TypeError,
+        r"`eval_documents` must be an int, got 1.5",
+        id="datamodule-eval-documents-float",
+    ),
+]
+
+
+def test_train_fact_names_of_valid_documents():
+    assert train_fact_names(_labelled()) == {("Paris", "France", "P17")}
+    documents = synthetic_docred(3, seed=0)
+    expected = {
+        (head["name"], tail["name"], label["r"])
+        for document in documents
+        for label in document["labels"]
+        for head in document["vertexSet"][label["h"]]
+        for tail in document["vertexSet"][label["t"]]
+    }
+    assert train_fact_names(documents) == expected
+    assert train_fact_names(iter(documents)) == expected
