@@ -124,6 +124,7 @@ CORES: dict[str, tuple[str, ...]] = {
         "nash_conv",
         "negentropy_gradient",
         "Rates",
+        "require_game_tree",
         "sample_episodes",
         "sequence_payoffs",
         "solver_update",

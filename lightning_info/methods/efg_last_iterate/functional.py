@@ -38,6 +38,7 @@ from lightning_info.core.validation import (
 from lightning_info.methods.efg_last_iterate.game import DECISION, GameTree
 
 __all__ = [
+    "require_game_tree",
     "METHODS",
     "Episodes",
     "Rates",
@@ -123,13 +124,19 @@ def expected_returns(tree: GameTree, policy: torch.Tensor) -> torch.Tensor:
     return reach @ tree.terminal_returns.to(plan.dtype)
 
 
-def nash_conv(tree: GameTree, policy: torch.Tensor) -> float:
-    """``sum_i [max_{pi_i'} u_i(pi_i', pi_{-i}) - u_i(pi)]``: OpenSpiel's ``nash_conv`` of a
-    tabular policy (0 exactly at a Nash equilibrium), computed in float64."""
+def require_game_tree(tree: object) -> GameTree:
+    """Return ``tree``, or raise unless it is a :class:`GameTree` (a game's name is not one)."""
     if not isinstance(tree, GameTree):
         raise TypeError(
             f"`tree` must be a GameTree (see game_tree('kuhn_poker')), got {type(tree).__name__}."
         )
+    return tree
+
+
+def nash_conv(tree: GameTree, policy: torch.Tensor) -> float:
+    """``sum_i [max_{pi_i'} u_i(pi_i', pi_{-i}) - u_i(pi)]``: OpenSpiel's ``nash_conv`` of a
+    tabular policy (0 exactly at a Nash equilibrium), computed in float64."""
+    require_game_tree(tree)
     policy = tree.check_policy(policy).to(torch.float64)
     return float((best_response_values(tree, policy) - expected_returns(tree, policy)).sum())
 
@@ -283,6 +290,7 @@ def virtual_transition(tree: GameTree) -> torch.Tensor:
     ``Child(x, a)`` receives a distribution (``sum p*(x') = p*(x)``) and each player's roots one
     (the reference leaves the transition unnormalised).
     """
+    require_game_tree(tree)
     c = torch.ones(tree.num_infosets, dtype=torch.float64, device=tree.depth.device)
     d = torch.zeros(c.numel() * tree.num_actions, dtype=c.dtype, device=c.device)
     for layer in reversed(tree.layers):

@@ -13,6 +13,7 @@ import pytest
 from lightning_info.methods.docks_rag import (
     DocREDDataModule,
     HybridPromptOptions,
+    read_relation_info,
     synthetic_docred,
     train_fact_names,
 )
@@ -162,7 +163,24 @@ BAD_INPUT = [
         r"`eval_documents` must be an int, got 1.5",
         id="datamodule-eval-documents-float",
     ),
+    pytest.param(
+        lambda tmp: read_relation_info(_write(tmp / "rel_info.json", '{"P17": "country"')),
+        ValueError,
+        r"rel_info.json, line 1, column \d+: not valid JSON",
+        id="relation-info-truncated",
+    ),
+    pytest.param(
+        lambda tmp: read_relation_info(_write(tmp / "rel_info.json", '["P17"]')),
+        ValueError,
+        r"must hold a non-empty JSON object of relation id -> name",
+        id="relation-info-list",
+    ),
 ]
+
+
+def _write(path, text: str):
+    path.write_text(text)
+    return path
 
 
 def test_train_fact_names_of_valid_documents():

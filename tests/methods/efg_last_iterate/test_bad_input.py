@@ -377,3 +377,13 @@ def test_nash_conv_of_a_float32_policy_matches_float64():
     expected = nash_conv(tree, policy)
     assert nash_conv(tree, policy.float()) == pytest.approx(expected, abs=1e-6)
     assert nash_conv(tree, tree.uniform_policy()) == pytest.approx(11 / 12)
+
+
+BAD_INPUT += [
+    pytest.param(
+        lambda: F.virtual_transition("kuhn_poker"),
+        TypeError,
+        r"`tree` must be a GameTree \(see game_tree\('kuhn_poker'\)\), got str",
+        id="virtual-transition-tree-str",
+    ),
+]
