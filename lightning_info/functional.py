@@ -234,6 +234,7 @@ CORES: dict[str, tuple[str, ...]] = {
         "check_attacks",
         "check_real",
         "image_grid",
+        "predicted_classes",
         "rome_alignment",
     ),
     "sdcib": (

@@ -18,6 +18,7 @@ from lightning_info.methods.rome.functional import (
     ATTACKS,
     check_attacks,
     check_real,
+    predicted_classes,
 )
 from lightning_info.methods.rome.metrics import (
     improved_robustness_ratio,
@@ -114,7 +115,7 @@ def attacked_predictions(
                 net, x, goal, radius, steps=steps, norm=norm, targeted=targeted, generator=generator
             )
         with torch.no_grad():
-            predictions[name] = net(x_adv).argmax(1)
+            predictions[name] = predicted_classes(net(x_adv))
     return predictions
 
 
@@ -177,7 +178,7 @@ def evaluate_distilled(
         return float((preds == test_y).float().mean())
 
     with torch.no_grad():
-        result = {"clean": accuracy(model(test_x).argmax(1))}
+        result = {"clean": accuracy(predicted_classes(model(test_x)))}
     for shift in (None, *target_shifts):  # untargeted, then each target shift
         predictions = attacked_predictions(
             model,

@@ -36,10 +36,18 @@ __all__ = [
     "check_attacks",
     "check_real",
     "image_grid",
+    "predicted_classes",
     "rome_alignment",
 ]
 
 ATTACKS = ("fgsm", "pgd", "pgd_l2")
+
+
+def predicted_classes(logits: Tensor) -> Tensor:
+    """``(N,)``: each row's arg-max class, or -1 for a row holding NaN, so that a network that
+    diverged is never counted correct (``argmax`` of a NaN row picks the NaN's position, of an
+    all-NaN row class 0). On the device, no synchronisation."""
+    return torch.where(torch.isnan(logits).any(1), -1, logits.argmax(1))
 
 
 def rome_alignment(features_syn: Tensor, features_adv: Tensor) -> Tensor:

@@ -46,6 +46,7 @@ from lightning_info.core.validation import (
     require_int,
     require_string_sequence,
 )
+from lightning_info.methods.rome.functional import predicted_classes
 
 Values = float | Sequence[float] | Tensor
 
@@ -276,7 +277,7 @@ def _improved_robustness_ratio(clean: Tensor, accs: Tensor) -> Tensor:
 
 def _correct(preds: Tensor, target: Tensor, name: str) -> Tensor:
     if preds.dim() == 2:
-        preds = preds.argmax(dim=1)
+        preds = predicted_classes(preds)
     if preds.shape != target.shape:
         raise ValueError(
             f"`{name}` must be labels (N,) or scores (N, C) with N={target.numel()}, "

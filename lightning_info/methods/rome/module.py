@@ -39,6 +39,7 @@ from lightning_info.methods.rome.functional import (
     check_attacks,
     check_real,
     image_grid,
+    predicted_classes,
     rome_alignment,
 )
 from lightning_info.methods.rome.metrics import (
@@ -590,7 +591,7 @@ class ROMEDistillation(pl.LightningModule):
                 for shift in (None, *self.eval_target_shifts)  # untargeted, then each shift
             }
             with torch.no_grad():
-                clean = net(x).argmax(1)
+                clean = predicted_classes(net(x))
         for (_, scores), predictions in zip(self._score_sets(), attacked.values()):
             scores.update(clean, predictions, y)
 

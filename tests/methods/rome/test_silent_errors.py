@@ -12,6 +12,7 @@ from torch import nn
 
 from lightning_info.methods.rome.attacks import fgsm, pgd, training_attack_labels
 from lightning_info.methods.rome.bottleneck import GaussianBottleneck
+from lightning_info.methods.rome.functional import predicted_classes
 from lightning_info.methods.rome.metrics import ImprovedRobustnessRatio, RobustnessRatio, crei
 from lightning_info.methods.rome.network import SmallConvNet
 
@@ -73,3 +74,15 @@ def test_the_rotating_target_map_shifts_by_one_plus_step_mod_k_minus_one(step, s
     labels = torch.tensor([0, 1, 2])
     targets, targeted = training_attack_labels(labels, 3, "rotating", step)
     assert targeted and torch.equal(targets, (labels + shift) % 3)
+
+
+def test_a_nan_row_of_scores_is_never_a_correct_prediction():
+    nan = float("nan")
+    scores = torch.tensor([[nan, nan, nan], [0.1, nan, 0.2], [0.1, 0.9, 0.0], [2.0, 0.0, 1.0]])
+    target = torch.tensor([0, 1, 1, 0])
+    assert predicted_classes(scores).tolist() == [-1, -1, 1, 0]
+    metric = RobustnessRatio(["fgsm"])
+    metric.update(scores, scores.unsqueeze(0), target)
+    clean, attacked = metric.accuracies()
+    # argmax alone would read row 0 as class 0 and row 1 as class 1: 4 of 4 correct
+    assert float(clean) == 0.5 and attacked.tolist() == [0.5]
