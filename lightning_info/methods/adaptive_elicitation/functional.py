@@ -57,8 +57,11 @@ class PredictiveModel(Protocol):
 
 
 def entropy(p: Tensor) -> Tensor:
-    """Shannon entropy in nats over the last axis (``0 log 0 = 0``)."""
-    return -torch.where(p > 0, p * torch.log(p), torch.zeros_like(p)).sum(-1)
+    """Shannon entropy in nats over the last axis (``0 log 0 = 0``); a NaN or negative
+    probability gives NaN rather than being read as 0."""
+    if not isinstance(p, Tensor):
+        raise TypeError(f"`p` must be a tensor of probabilities, got {type(p).__name__}.")
+    return -torch.where(p == 0, torch.zeros_like(p), p * torch.log(p)).sum(-1)
 
 
 def _check(context: Context, candidates: Sequence[int], targets: Sequence[int]) -> None:
@@ -179,7 +182,27 @@ def _simulated(
 def target_entropy(
     model: PredictiveModel, contexts: Sequence[Context], targets: Sequence[int]
 ) -> Tensor:
-    """``mean_t H[p(Y_t | C)]`` for each context: the uncertainty left about the targets."""
+    """``mean_t H[p(Y_t | C)]`` for each context: the uncertainty left about the targets.
+
+    Raises unless there is at least one context and ``targets`` is a non-empty list of distinct
+    question indices (ints, not bools, in ``[0, model.num_questions)`` when the model says)."""
+    if isinstance(targets, (str, bytes)) or not isinstance(targets, Sequence) or not targets:
+        raise ValueError(
+            f"`targets` must be a non-empty list of question indices, got {targets!r}."
+        )
+    if not contexts:
+        raise ValueError("no contexts")
+    size = getattr(model, "num_questions", None)
+    for q in targets:
+        check_index(q, "target question", size)
+    if len(set(targets)) < len(targets):
+        raise ValueError(f"targets {list(targets)} repeat a question: list each target once")
+    return _target_entropy(model, contexts, targets)
+
+
+def _target_entropy(
+    model: PredictiveModel, contexts: Sequence[Context], targets: Sequence[int]
+) -> Tensor:
     return entropy(model.predictive(contexts, targets)).mean(-1)
 
 
@@ -210,7 +233,7 @@ def _gain_terms(
     answer_p, target_p = _base_predictive(model, contexts, candidates, targets)
     prior_h = entropy(target_p).mean(-1)
     extended = _simulated(contexts, candidates, model.num_answers)
-    posterior_h = target_entropy(model, extended, targets).view(answer_p.shape)
+    posterior_h = _target_entropy(model, extended, targets).view(answer_p.shape)
     return prior_h, answer_p, posterior_h
 
 
@@ -252,7 +275,7 @@ def _rollout_entropy(
     ready = [i for i, own in enumerate(candidates) if depth == 0 or not own]
     out = torch.empty(len(contexts), dtype=torch.float64)
     if ready:
-        out[ready] = target_entropy(model, [contexts[i] for i in ready], targets).double()
+        out[ready] = _target_entropy(model, [contexts[i] for i in ready], targets).double()
     going = sorted(set(range(len(contexts))) - set(ready))
     if not going:
         return out

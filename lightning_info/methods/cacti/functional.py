@@ -42,7 +42,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from lightning_info.core.validation import require_probability, require_real_tensor
+from lightning_info.core.validation import require_int, require_probability, require_real_tensor
 
 __all__ = [
     "copy_masks",
@@ -146,7 +146,24 @@ def inference_layout(missing: Tensor) -> tuple[Tensor, Tensor]:
 
 def kept_mask(positions: Tensor, padding: Tensor, num_columns: int) -> Tensor:
     """``kept[b, j]``: column ``j`` of row ``b`` sits in an unpadded slot (the paper's
-    ``omask``)."""
+    ``omask``).
+
+    Raises unless ``positions`` is an integer tensor, ``padding`` a bool tensor of the same
+    shape and ``num_columns`` an int >= 1 (a mismatched ``padding`` would otherwise broadcast)."""
+    num_columns = require_int(num_columns, "num_columns", 1)
+    if not isinstance(positions, Tensor) or not isinstance(padding, Tensor):
+        raise TypeError("`positions` and `padding` must be tensors.")
+    if positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool:
+        raise TypeError(
+            f"`positions` must hold integer column indices, got dtype {positions.dtype}."
+        )
+    if padding.dtype != torch.bool:
+        raise TypeError(f"`padding` must be a bool tensor, got dtype {padding.dtype}.")
+    if positions.dim() != 2 or padding.shape != positions.shape:
+        raise ValueError(
+            f"`positions` must be (batch, slots) and `padding` the same shape, got "
+            f"{tuple(positions.shape)} and {tuple(padding.shape)}."
+        )
     kept = torch.zeros(
         positions.shape[0], num_columns + 1, dtype=torch.bool, device=positions.device
     )

@@ -47,6 +47,7 @@ from lightning_info.core.validation import (
     all_finite,
     require_finite_tensor,
     require_int,
+    require_real_floating,
     require_real_tensor,
 )
 from lightning_info.diffusion.noise_schedules import NoiseSchedule
@@ -437,12 +438,20 @@ def trace_matching_loss(
         L = mean_b (T(alpha_t x_0 + sigma_t eps, t) - ||x_0||^2)^2
 
     over a batch of data ``x0`` ``(B, d)``, times ``t`` ``(B,)`` and noise ``eps`` ``(B, d)``; its
-    minimiser over all functions is the conditional mean ``E[||x_0||^2 | x_t]``.
+    minimiser over all functions is the conditional mean ``E[||x_0||^2 | x_t]``. ``t`` must be a
+    floating-point tensor; its values are not range-checked (that would synchronise the device),
+    so draw them from the schedule's ``[t_min, t_max]``.
     """
     _points(x0, "x0")
     noise = _vectors(noise, x0, "noise")
     if not isinstance(t, Tensor) or t.shape != (x0.shape[0],):
         raise ValueError(f"`t` must be a tensor of shape ({x0.shape[0]},).")
+    require_real_floating(t, "t")
+    if not isinstance(schedule, NoiseSchedule):
+        raise TypeError(
+            f"`schedule` must be a NoiseSchedule, got {type(schedule).__name__}; build one with "
+            "lightning_info.diffusion.noise_schedules.noise_schedule(name)."
+        )
     alpha = schedule.alpha(t).to(x0.dtype)[:, None]
     sigma = schedule.sigma(t).to(x0.dtype)[:, None]
     x_t = alpha * x0 + sigma * noise

@@ -23,9 +23,16 @@ correct, as in the scorer.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from lightning_info.core.validation import (
+    require_bool,
+    require_index,
+    require_int,
+    require_string_sequence,
+)
 from lightning_info.methods.docks_rag.docred import check_document, check_predictions
 
 __all__ = [
@@ -61,16 +68,64 @@ COUNTS = (
 )
 
 
+def _require_documents(documents: object, name: str) -> None:
+    if isinstance(documents, (dict, str, bytes)):
+        raise TypeError(
+            f"`{name}` must be a list of DocRED documents, got a single "
+            f"{type(documents).__name__}; wrap one document in a list, or read a file "
+            "with read_docred(path)."
+        )
+
+
+def _require_document(document: object) -> dict[str, Any]:
+    if not isinstance(document, dict):
+        raise TypeError(
+            f"`document` must be one DocRED document (a dict), got {type(document).__name__}; "
+            "pass one element of read_docred(path)."
+        )
+    return document
+
+
+def _triples(triples: Iterable[tuple[int, str, int]]) -> list[tuple[int, str, int]]:
+    triples = list(triples)
+    for triple in triples:
+        if not isinstance(triple, (tuple, list)) or len(triple) != 3:
+            raise TypeError(
+                f"`triples` must be a list of (head, relation id, tail) triples, got item "
+                f"{triple!r}; wrap a single triple in a list."
+            )
+    return triples
+
+
+def _query(query: tuple[int, int], document: dict[str, Any] | None = None) -> tuple[int, int]:
+    if not isinstance(query, (tuple, list)) or len(query) != 2:
+        raise TypeError(f"`query` must be a pair (head entity, tail entity), got {query!r}.")
+    size = None if document is None else len(document["vertexSet"])
+    h, t = require_index(query[0], "query[0]", size), require_index(query[1], "query[1]", size)
+    if h == t:
+        raise ValueError(f"`query` must pair two entities, got entity {h} twice.")
+    return h, t
+
+
+def _relation_name(relations: dict[str, str], relation: str) -> str:
+    if not isinstance(relations, dict):
+        raise TypeError(
+            f"`relations` must be a dict of relation id -> name (read_relation_info), got "
+            f"{type(relations).__name__}."
+        )
+    if relation not in relations:
+        raise ValueError(
+            f"relation id {relation!r} is not in `relations`; give its name in the dict "
+            "(read_relation_info(path))."
+        )
+    return relations[relation]
+
+
 def train_fact_names(train_documents: Iterable[dict[str, Any]]) -> set[tuple[str, str, str]]:
     """``(head mention name, tail mention name, relation)`` for every mention pair of every
     training label: what makes a correct prediction "in train" for Ign F1. Each document is
     checked by :func:`~.docred.check_document` (integer entity indices in range)."""
-    if isinstance(train_documents, (dict, str, bytes)):
-        raise TypeError(
-            "`train_documents` must be a list of DocRED documents, got a single "
-            f"{type(train_documents).__name__}; wrap one document in a list, or read a file "
-            "with read_docred(path)."
-        )
+    _require_documents(train_documents, "train_documents")
     facts = set()
     for document in train_documents:
         check_document(document)
@@ -98,11 +153,20 @@ def count_facts(
     train_facts: set[tuple[str, str, str]] = frozenset(),
 ) -> dict[str, int]:
     """The scorer's counts (:data:`COUNTS`) of ``predictions`` (dicts with ``title``,
-    ``h_idx``, ``t_idx``, ``r`` and optionally ``evidence``) against the gold ``documents``."""
+    ``h_idx``, ``t_idx``, ``r`` and optionally ``evidence``) against the gold ``documents``
+    (a list, each checked by :func:`~.docred.check_document`); ``train_facts``: a set from
+    :func:`train_fact_names`."""
     predictions = check_predictions(predictions)
+    _require_documents(documents, "documents")
+    if not isinstance(train_facts, (set, frozenset)):
+        raise TypeError(
+            f"`train_facts` must be the set of train_fact_names(train_documents), got "
+            f"{type(train_facts).__name__}."
+        )
     gold, evidence_total = {}, 0
     entities = {}
     for document in documents:
+        check_document(document)
         entities[document["title"]] = document["vertexSet"]
         for label in document.get("labels", []):
             key = (document["title"], label["r"], label["h"], label["t"])
@@ -137,8 +201,32 @@ def _ratio(a: float, b: float) -> float:
 
 
 def scores_from_counts(counts: dict[str, float]) -> dict[str, float]:
-    """Precision, recall, F1, Ign precision, Ign F1 and evidence precision / recall / F1."""
+    """Precision, recall, F1, Ign precision, Ign F1 and evidence precision / recall / F1 of
+    the counts :func:`count_facts` gives (every key of :data:`COUNTS`, finite and >= 0, with
+    ``correct <= predicted``, ``correct <= gold``, ``correct_in_train <= correct`` and
+    ``correct_evidence`` at most ``predicted_evidence`` and ``gold_evidence``)."""
+    missing = [name for name in COUNTS if name not in counts]
+    if missing:
+        raise ValueError(f"`counts` lacks {missing}; give every key of COUNTS (count_facts).")
+    for name in COUNTS:
+        value = counts[name]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"`counts[{name!r}]` must be a number, got {value!r}.")
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"`counts[{name!r}]` must be a finite count >= 0, got {value!r}.")
     c = counts
+    for small, large in (
+        ("correct", "predicted"),
+        ("correct", "gold"),
+        ("correct_in_train", "correct"),
+        ("correct_evidence", "predicted_evidence"),
+        ("correct_evidence", "gold_evidence"),
+    ):
+        if c[small] > c[large]:
+            raise ValueError(
+                f"`counts` has {small} = {c[small]!r} > {large} = {c[large]!r}: not the counts "
+                "of one evaluation; sum count_facts outputs key by key."
+            )
     precision, recall = _ratio(c["correct"], c["predicted"]), _ratio(c["correct"], c["gold"])
     ign_precision = _ratio(
         c["correct"] - c["correct_in_train"], c["predicted"] - c["correct_in_train"]
@@ -178,26 +266,28 @@ the syntactic distance)."""
 
 def entity_name(document: dict[str, Any], entity: int) -> str:
     """An entity's name in prompts: its first mention's (the full name; later ones are aliases)."""
-    return document["vertexSet"][entity][0]["name"]
+    entities = _require_document(document)["vertexSet"]
+    return entities[require_index(entity, "entity", len(entities))][0]["name"]
 
 
 def entity_pairs(document: dict[str, Any]) -> list[tuple[int, int]]:
     """Every ordered pair ``(h, t)``, ``h != t``: the queries of a document."""
-    n = len(document["vertexSet"])
+    n = len(_require_document(document)["vertexSet"])
     return [(h, t) for h in range(n) for t in range(n) if h != t]
 
 
 def pair_relations(document: dict[str, Any]) -> dict[tuple[int, int], set[str]]:
     """Gold relation ids per ordered pair (pairs without a label are absent)."""
     out: dict[tuple[int, int], set[str]] = {}
-    for label in document.get("labels", []):
+    for label in _require_document(document).get("labels", []):
         out.setdefault((label["h"], label["t"]), set()).add(label["r"])
     return out
 
 
 def mentions(document: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
     """Every mention as ``(entity, mention)``, entity by entity: the mention graph's nodes."""
-    return [(e, m) for e, entity in enumerate(document["vertexSet"]) for m in entity]
+    entities = _require_document(document)["vertexSet"]
+    return [(e, m) for e, entity in enumerate(entities) for m in entity]
 
 
 def mention_graph(
@@ -209,8 +299,7 @@ def mention_graph(
     entity; ``CO_OCCURRENCE`` mentions of two entities in one sentence; ``NEARBY`` mentions of two
     entities whose sentences are ``1..window`` apart.
     """
-    if int(window) != window or window < 0:
-        raise ValueError(f"window must be an integer >= 0, got {window!r}")
+    require_int(window, "window", 0)
     nodes = mentions(document)
     sources, targets, types = [], [], []
     for i, (ei, mi) in enumerate(nodes):
@@ -233,12 +322,17 @@ def mention_graph(
 
 
 def sentence_text(document: dict[str, Any], sent_id: int) -> str:
-    return " ".join(document["sents"][sent_id])
+    """The words of sentence ``sent_id`` (an index into ``document["sents"]``) joined by
+    spaces."""
+    sents = _require_document(document)["sents"]
+    return " ".join(sents[require_index(sent_id, "sent_id", len(sents))])
 
 
 def document_text(document: dict[str, Any], sentences: int | None = None) -> str:
-    """The text of the document's first ``sentences`` sentences (all by default)."""
-    count = len(document["sents"]) if sentences is None else sentences
+    """The text of the document's first ``sentences`` sentences (an int >= 0; all by default,
+    or when the document has fewer)."""
+    total = len(_require_document(document)["sents"])
+    count = total if sentences is None else min(require_int(sentences, "sentences", 0), total)
     return " ".join(sentence_text(document, i) for i in range(count))
 
 
@@ -247,8 +341,8 @@ def without_query(
 ) -> list[tuple[int, str, int]]:
     """``triples`` less every triple between the query's two entities, in either direction: what
     a prompt may say about the queried pair is the document, never an answer for it."""
-    pair = set(query)
-    return [(h, r, t) for h, r, t in triples if {h, t} != pair]
+    pair = set(_query(query))
+    return [(h, r, t) for h, r, t in _triples(triples) if {h, t} != pair]
 
 
 def kg_subgraph(
@@ -260,18 +354,21 @@ def kg_subgraph(
     (the subgraph its two entities induce with their neighbours). The queried pair's own triples
     are left out unless ``keep_query_triples``: right for a scorer's predicted triples (the
     paper's subgraph includes them), never for gold ones (they are the answer)."""
-    h, t = query
-    kept = triples if keep_query_triples else without_query(triples, query)
+    h, t = _query(query)
+    triples = _triples(triples)
+    kept = triples if require_bool(keep_query_triples, "keep_query_triples") else None
+    kept = without_query(triples, query) if kept is None else kept
     return [tr for tr in kept if {tr[0], tr[2]} & {h, t}]
 
 
 def serialise_triples(
     document: dict[str, Any], triples: Iterable[tuple[int, str, int]], relations: dict[str, str]
 ) -> list[str]:
-    """One ``"head | relation name | tail"`` line per triple, in the given order."""
+    """One ``"head | relation name | tail"`` line per triple, in the given order (entities are
+    indices into the document's ``vertexSet``; every relation id must be in ``relations``)."""
     return [
-        f"{entity_name(document, h)} | {relations[r]} | {entity_name(document, t)}"
-        for h, r, t in triples
+        f"{entity_name(document, h)} | {_relation_name(relations, r)} | {entity_name(document, t)}"
+        for h, r, t in _triples(triples)
     ]
 
 
@@ -296,11 +393,13 @@ def hybrid_prompt(
     training documents), whose triple for the queried pair is evidence, not the answer, and the
     paper's subgraph includes it. The answer follows the final ``"Relation:"``.
     ``document_sentences`` keeps only the document's first sentences (what truncation to a
-    model's context cuts).
+    model's context cuts). ``query`` holds two distinct entity indices and ``retrieved``
+    sentence indices of the document.
     """
-    h, t = query
+    h, t = _query(query, _require_document(document))
+    keep_query_triples = require_bool(keep_query_triples, "keep_query_triples")
     parts = []
-    if include_document:
+    if require_bool(include_document, "include_document"):
         parts.append("Document: " + document_text(document, document_sentences))
     if kg_triples is not None:
         subgraph = kg_subgraph(kg_triples, query, keep_query_triples)
@@ -314,6 +413,7 @@ def hybrid_prompt(
             entities_in.setdefault(m["sent_id"], set()).add(e)
         lines = []
         for s in retrieved:
+            s = require_index(s, "retrieved", len(document["sents"]))
             in_sentence = entities_in.get(s, set())
             facts = [tr for tr in shown if tr[0] in in_sentence and tr[2] in in_sentence]
             text = sentence_text(document, s)
@@ -327,6 +427,7 @@ def hybrid_prompt(
 
 
 def answer_text(relation_ids: Iterable[str], relations: dict[str, str]) -> str:
-    """The target after ``"Relation:"``: the relation's name, or ``NO_RELATION``."""
-    ids = sorted(relation_ids)
-    return " " + ("; ".join(relations[r] for r in ids) if ids else NO_RELATION)
+    """The target after ``"Relation:"``: the relations' names (``relation_ids``: a collection
+    of ids, each in ``relations``), or ``NO_RELATION``."""
+    ids = sorted(require_string_sequence(relation_ids, "relation_ids"))
+    return " " + ("; ".join(_relation_name(relations, r) for r in ids) if ids else NO_RELATION)

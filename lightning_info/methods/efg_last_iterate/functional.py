@@ -74,6 +74,24 @@ def log_sequence_plan(tree: GameTree, log_policy: torch.Tensor) -> torch.Tensor:
     return log_plan
 
 
+def _check_table(
+    tensor: object, name: str, shape: tuple[int, ...], dtype: torch.dtype | None = None
+) -> torch.Tensor:
+    """Raise unless ``tensor`` is a real floating tensor of ``shape`` (and ``dtype``, when
+    given). Checks metadata only, so it never synchronises with the device."""
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"`{name}` must be a tensor of shape {shape}, got {type(tensor).__name__}.")
+    require_real_floating(tensor, name)
+    if tuple(tensor.shape) != shape:
+        raise ValueError(f"`{name}` must have shape {shape}, got {tuple(tensor.shape)}.")
+    if dtype is not None and tensor.dtype != dtype:
+        raise TypeError(
+            f"`{name}` has dtype {tensor.dtype} but the policy has {dtype}; convert it with "
+            f"`.to({dtype})`."
+        )
+    return tensor
+
+
 def _terminal_plans(tree: GameTree, plan: torch.Tensor) -> torch.Tensor:
     """``(Z, 2)``: each player's realisation plan of its last sequence at every terminal."""
     seq = tree.terminal_sequence
@@ -87,7 +105,12 @@ def sequence_payoffs(tree: GameTree, plan: torch.Tensor, payoff: torch.Tensor):
 
     Returns the ``(X, A)`` table of ``L`` at every sequence (``L_i`` at player ``i``'s rows)
     and the ``(2,)`` part of each player's payoff at terminals it never acted before.
+    ``plan`` is ``(X, A)`` and ``payoff`` ``(Z, 2)``, both of one floating dtype.
     """
+    require_game_tree(tree)
+    shape = (tree.num_infosets, tree.num_actions)
+    _check_table(plan, "plan", shape)
+    _check_table(payoff, "payoff", (len(tree.terminal_chance), 2), plan.dtype)
     reach = _terminal_plans(tree, plan)
     table = torch.zeros(plan.numel(), dtype=plan.dtype, device=plan.device)
     empty = torch.zeros(2, dtype=plan.dtype, device=plan.device)
@@ -103,7 +126,10 @@ def sequence_payoffs(tree: GameTree, plan: torch.Tensor, payoff: torch.Tensor):
 def best_response_values(tree: GameTree, policy: torch.Tensor) -> torch.Tensor:
     """``(2,)``: each player's best-response value against the other's ``policy``,
     ``max_mu <mu, L_i>`` over player ``i``'s treeplex, by backward induction over its tree:
-    ``V(x) = max_a [L(x, a) + sum_{x' in Child(x, a)} V(x')]``."""
+    ``V(x) = max_a [L(x, a) + sum_{x' in Child(x, a)} V(x')]``. ``policy`` must be a table of
+    distributions over legal actions (probabilities, not logits)."""
+    require_game_tree(tree)
+    tree.check_policy(policy)
     plan = torch.where(tree.legal, policy, torch.zeros_like(policy))
     plan = log_sequence_plan(tree, torch.log(plan)).exp()
     table, empty = sequence_payoffs(tree, plan, tree.terminal_returns.to(plan.dtype))
@@ -118,7 +144,10 @@ def best_response_values(tree: GameTree, policy: torch.Tensor) -> torch.Tensor:
 
 
 def expected_returns(tree: GameTree, policy: torch.Tensor) -> torch.Tensor:
-    """``(2,)``: each player's expected payoff when both play ``policy``."""
+    """``(2,)``: each player's expected payoff when both play ``policy``, a table of
+    distributions over legal actions (probabilities, not logits)."""
+    require_game_tree(tree)
+    tree.check_policy(policy)
     plan = log_sequence_plan(tree, torch.log(policy)).exp()
     reach = _terminal_plans(tree, plan).prod(1) * tree.terminal_chance
     return reach @ tree.terminal_returns.to(plan.dtype)
@@ -313,6 +342,7 @@ def balanced_plan(tree: GameTree) -> torch.Tensor:
     of the layer-``h`` balanced exploration policy, which takes ``a`` at an ancestor ``y`` with
     probability ``N_h(y, a) / N_h(y)`` (``N_h``: the layer-``h`` sequences below) and is uniform
     at ``x`` (Bai et al., 2022, Algorithm 1)."""
+    require_game_tree(tree)
     depths, actions = len(tree.layers), tree.num_actions
     legal_count = tree.legal.sum(1).to(torch.float64)
     below = torch.zeros(depths, tree.num_infosets, dtype=torch.float64, device=legal_count.device)
@@ -334,7 +364,11 @@ def balanced_plan(tree: GameTree) -> torch.Tensor:
 
 def negentropy_gradient(tree: GameTree, log_plan: torch.Tensor, weight: torch.Tensor):
     """``(X, A)``: the gradient of ``sum_{x, a} q log q`` with ``q(x, a) = weight(x) mu(x, a)``
-    at every legal sequence, ``weight(x) (log(weight(x) mu(x, a)) + 1)``; 0 at illegal ones."""
+    at every legal sequence, ``weight(x) (log(weight(x) mu(x, a)) + 1)``; 0 at illegal ones.
+    ``log_plan`` is ``(X, A)`` and ``weight`` ``(X,)`` (positive), of one floating dtype."""
+    require_game_tree(tree)
+    _check_table(log_plan, "log_plan", (tree.num_infosets, tree.num_actions))
+    _check_table(weight, "weight", (tree.num_infosets,), log_plan.dtype)
     log_weight = torch.log(weight)[:, None]
     gradient = weight[:, None] * (log_weight + log_plan + 1.0)
     return torch.where(tree.legal, gradient, torch.zeros_like(gradient))
@@ -352,7 +386,14 @@ def dilated_omd_step(
         V(x) = log sum_a exp(logit(x, a)) / eta_x,     log pi_{k+1}(.|x) = logit(x, .) - eta_x V(x).
 
     An infoset whose subtree has zero loss keeps its policy. Returns the new log-policy.
+    ``log_policy`` and ``losses`` are ``(X, A)`` and ``eta`` ``(X,)``, all of one floating dtype
+    (shapes and dtypes are checked without synchronising with the device).
     """
+    require_game_tree(tree)
+    shape = (tree.num_infosets, tree.num_actions)
+    _check_table(log_policy, "log_policy", shape)
+    _check_table(losses, "losses", shape, log_policy.dtype)
+    _check_table(eta, "eta", (tree.num_infosets,), log_policy.dtype)
     adjusted = losses.clone()
     value = torch.empty(len(losses), dtype=losses.dtype, device=losses.device)
     new = torch.empty_like(log_policy)
@@ -437,10 +478,19 @@ def solver_update(
     stands for ``episodes`` per-episode updates made with the policy held fixed; with one
     episode it is the paper's update exactly.
 
-    ``episodes`` is an int ``>= 1``. With ``validate_args`` (the default) ``loss_sum`` must be
-    a finite table of ``log_policy``'s shape, at the cost of one synchronising reduction; the
-    training step, whose estimates come from the game, passes ``False``."""
+    ``episodes`` is an int ``>= 1`` and ``rates`` a :class:`Rates` with a finite ``tau >= 0``.
+    With ``validate_args`` (the default) ``loss_sum`` must be a finite table of ``log_policy``'s
+    shape, ``rates.eta`` positive and finite and ``weight`` positive, at the cost of a few
+    synchronising reductions; the training step, whose estimates come from the game, passes
+    ``False``."""
     episodes = require_int(episodes, "episodes", 1)
+    if not isinstance(rates, Rates):
+        raise TypeError(
+            f"`rates` must be a Rates (from SolverRates.at(k)), got {type(rates).__name__}."
+        )
+    tau = require_finite(rates.tau, "rates.tau")
+    if tau < 0:
+        raise ValueError(f"`rates.tau` must be >= 0, got {tau}.")
     if tuple(loss_sum.shape) != tuple(log_policy.shape):
         raise ValueError(
             f"`loss_sum` must be an {tuple(log_policy.shape)} table like the policy, got "
@@ -449,6 +499,12 @@ def solver_update(
     if validate_args:
         require_real_floating(loss_sum, "loss_sum")
         require_finite_tensor(loss_sum, "loss_sum")
+        if isinstance(rates.eta, torch.Tensor) and not bool(
+            (torch.isfinite(rates.eta) & (rates.eta > 0)).all()
+        ):
+            raise ValueError("`rates.eta` must be positive and finite at every infoset.")
+        if tau > 0 and isinstance(weight, torch.Tensor) and not bool((weight > 0).all()):
+            raise ValueError("`weight` must be positive at every infoset (p*(x) or mu*(x)).")
     losses = loss_sum
     if rates.tau > 0:
         log_plan = log_sequence_plan(tree, log_policy)

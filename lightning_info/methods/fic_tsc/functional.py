@@ -41,8 +41,20 @@ __all__ = [
 def _with_grad(parameters: Iterable[Tensor] | Tensor) -> list[Tensor]:
     if isinstance(parameters, Tensor):
         parameters = [parameters]
+    if isinstance(parameters, (str, bytes, torch.nn.Module)) or not isinstance(
+        parameters, Iterable
+    ):
+        raise TypeError(
+            f"`parameters` must be a tensor or an iterable of tensors, got "
+            f"{type(parameters).__name__}; pass e.g. `model.parameters()`."
+        )
     params = []
     for k, p in enumerate(parameters):
+        if not isinstance(p, Tensor):
+            raise TypeError(
+                f"`parameters[{k}]` must be a tensor, got {type(p).__name__}; pass e.g. "
+                "`model.parameters()`."
+            )
         if p.grad is not None:
             require_real_tensor(p.grad, f"parameters[{k}].grad")
             params.append(p)
@@ -72,19 +84,25 @@ def gradient_norm(parameters: Iterable[Tensor] | Tensor) -> Tensor:
     Gradients that are DTensors (sharded by FSDP2 ``fully_shard`` or tensor parallelism, as
     under Lightning's ``ModelParallelStrategy``) are reduced over their shards by
     ``torch.nn.utils.get_total_norm`` itself; plain gradients are taken as they are (whole, or
-    already averaged by DDP). Both kinds may be mixed.
+    already averaged by DDP). Both kinds may be mixed. With one kind only, the result is
+    ``get_total_norm`` of it unchanged (so a float16 norm that fits in float16 stays finite);
+    mixed kinds add their squared norms in at least float32.
     """
     grads = [p.grad for p in _with_grad(parameters)]
     sharded = [g for g in grads if _is_dtensor(g)]
     plain = [g for g in grads if not _is_dtensor(g)]
-    squares = []
+    norms = []
     if sharded:
-        squares.append(torch.nn.utils.get_total_norm(sharded, norm_type=2.0).full_tensor().pow(2))
+        norms.append(torch.nn.utils.get_total_norm(sharded, norm_type=2.0).full_tensor())
     if plain:
-        squares.append(torch.nn.utils.get_total_norm(plain, norm_type=2.0).pow(2))
-    if not squares:
+        norms.append(torch.nn.utils.get_total_norm(plain, norm_type=2.0))
+    if not norms:
         return torch.zeros(())
-    return torch.stack([s.to(squares[0].device) for s in squares]).sum().sqrt()
+    if len(norms) == 1:
+        return norms[0]
+    wide = torch.promote_types(norms[0].dtype, torch.float32)
+    squares = [n.to(device=norms[0].device, dtype=wide).pow(2) for n in norms]
+    return torch.stack(squares).sum().sqrt()
 
 
 def constrain_fisher_trace_(

@@ -65,6 +65,7 @@ from torch import Tensor
 from lightning_info.core.blocks import TokenBlocks, pooled_features
 from lightning_info.core.validation import (
     require_finite_tensor,
+    require_indices,
     require_int,
     require_positive,
     require_real_floating,
@@ -821,7 +822,17 @@ def merge_shard_selections(
     """Round 2 of GreeDi: greedy over ``candidates`` (every shard's picks; ``groups[r]`` the
     positions of shard ``r``'s), and the better, by ``F``, of that and the best shard's own
     ``budget`` picks. Indices are positions in ``candidates``; ``gains`` those of the round that
-    chose them."""
+    chose them. Each group must be a set of positions in ``candidates`` (no repeats)."""
+    candidates = as_token_blocks(candidates)
+    if isinstance(groups, (str, bytes)) or not isinstance(groups, Iterable):
+        raise TypeError(
+            f"`groups` must be a list of lists of positions in `candidates`, got "
+            f"{type(groups).__name__}."
+        )
+    groups = [
+        require_indices(group, f"groups[{r}]", len(candidates), unique=True).tolist()
+        for r, group in enumerate(groups)
+    ]
     options = {"lam": lam, "pooling": pooling}
     union = fisher_greedy_select(
         candidates, budget, token_weights=token_weights, method=method, **options

@@ -34,7 +34,12 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from lightning_info.core.validation import require_finite, require_finite_tensor, require_int
+from lightning_info.core.validation import (
+    require_finite,
+    require_finite_tensor,
+    require_int,
+    require_real_floating,
+)
 
 __all__ = [
     "adjacency_mask",
@@ -64,7 +69,12 @@ def ppr_weights(
 
 def check_hop_weights(weights: Tensor, name: str = "theta") -> Tensor:
     """``weights``, or raise if any is NaN, infinite or negative (a diffusion mixes hops with
-    non-negative weights)."""
+    non-negative weights); an empty tensor or a bool/integer one is refused."""
+    if not isinstance(weights, Tensor):
+        raise TypeError(f"`{name}` must be a tensor of hop weights, got {type(weights).__name__}.")
+    require_real_floating(weights, name)
+    if weights.numel() == 0:
+        raise ValueError(f"`{name}` must hold at least one hop weight.")
     require_finite_tensor(weights, name)
     if bool((weights < 0).any()):
         raise ValueError(
@@ -96,6 +106,11 @@ def _complete(theta: Tensor, remainder: bool, rescale: bool) -> Tensor:
 
 def adjacency_mask(scores: Tensor, adjacency: Tensor) -> Tensor:
     """``adjacency`` checked against ``scores`` and shaped to broadcast over its heads only."""
+    if not isinstance(scores, Tensor) or not isinstance(adjacency, Tensor):
+        raise TypeError(
+            f"`scores` and `adjacency` must be tensors, got {type(scores).__name__} and "
+            f"{type(adjacency).__name__}; wrap them with torch.as_tensor."
+        )
     if scores.dim() not in (3, 4) or scores.shape[-1] != scores.shape[-2]:
         raise ValueError(
             f"scores must be (batch, N, N) or (batch, heads, N, N), got {tuple(scores.shape)}"
@@ -129,7 +144,13 @@ def masked_transition(scores: Tensor, adjacency: Tensor) -> Tensor:
 
 
 def renormalised_rows(scores: Tensor, adjacency: Tensor) -> Tensor:
-    """:func:`masked_transition` of checked inputs (``adjacency`` from :func:`adjacency_mask`)."""
+    """:func:`masked_transition` of checked inputs (``adjacency`` from :func:`adjacency_mask`);
+    only the shapes are checked here, so that no value check synchronises the device."""
+    if adjacency.dim() > scores.dim() or adjacency.shape[-2:] != scores.shape[-2:]:
+        raise ValueError(
+            f"adjacency {tuple(adjacency.shape)} does not fit scores {tuple(scores.shape)}: "
+            "pass it through adjacency_mask(scores, adjacency) first."
+        )
     masked = scores * adjacency
     total = masked.sum(-1, keepdim=True)
     isolated = total == 0

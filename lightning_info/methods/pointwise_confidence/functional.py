@@ -325,6 +325,10 @@ def _confidences_and_correct(
 def _probs_and_labels(
     probs: Tensor, labels: Tensor, *, allow_empty: bool = False
 ) -> tuple[Tensor, Tensor]:
+    if isinstance(probs, (str, bytes)):
+        raise TypeError(
+            f"`probs` must be a floating-point (N, K) tensor, got {type(probs).__name__}."
+        )
     probs = torch.as_tensor(probs).detach()
     if probs.dim() != 2 or not probs.is_floating_point():
         raise ValueError(

@@ -37,7 +37,11 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from lightning_info.core.validation import require_log_probabilities, require_string_sequence
+from lightning_info.core.validation import (
+    require_finite,
+    require_log_probabilities,
+    require_string_sequence,
+)
 
 __all__ = [
     "loss_score",
@@ -159,7 +163,7 @@ def negatives_for_fpr(fpr_level: float) -> int:
     """Non-members needed before a false-positive rate of ``fpr_level`` is more than a single
     sample: ``ceil(1 / fpr_level)`` (1% needs 100, 0.1% needs 1,000). With fewer, a TPR at that
     rate is read off the interpolated first step of the ROC curve, not measured."""
-    level = float(fpr_level)
+    level = require_finite(fpr_level, "fpr_level")
     if not 0.0 < level <= 1.0:
         raise ValueError(f"`fpr_level` must lie in (0, 1], got {fpr_level!r}.")
     return math.ceil(1.0 / level - 1e-9)

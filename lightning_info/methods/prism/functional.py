@@ -162,12 +162,37 @@ class FragmentTokens:
     from the same distribution (``mu = sum_z p(z) log p(z)``, ``sigma^2 = sum_z p(z) (log p(z) -
     mu)^2``, computed two-pass by
     :func:`~lightning_info.methods.prism.attacks.vocabulary_moments`), the normalisers of
-    Min-K%++; empty lists when not asked for.
+    Min-K%++; empty lists when not asked for. The constructor raises unless every entry is a
+    1-D tensor, ``log_probs`` hold log-probabilities (``<= 0``, no NaN) and ``means``/``stds``
+    are both empty or hold one tensor of the same length per ``log_probs`` entry.
     """
 
     log_probs: list[Tensor]
     means: list[Tensor]
     stds: list[Tensor]
+
+    def __post_init__(self) -> None:
+        for field in ("log_probs", "means", "stds"):
+            values = getattr(self, field)
+            if not isinstance(values, list) or not all(
+                isinstance(v, Tensor) and v.dim() == 1 for v in values
+            ):
+                raise TypeError(f"`{field}` must be a list of 1-D tensors, one per fragment.")
+        for i, values in enumerate(self.log_probs):
+            require_log_probabilities(values, f"log_probs[{i}]")
+        if bool(self.means) != bool(self.stds) or (
+            self.means and not len(self.means) == len(self.stds) == len(self.log_probs)
+        ):
+            raise ValueError(
+                f"`means` and `stds` must both be empty or hold one entry per fragment: got "
+                f"{len(self.log_probs)} log_probs, {len(self.means)} means, {len(self.stds)} stds."
+            )
+        for i, (m, s) in enumerate(zip(self.means, self.stds)):
+            if not len(m) == len(s) == len(self.log_probs[i]):
+                raise ValueError(
+                    f"fragment {i} has {len(self.log_probs[i])} log_probs but {len(m)} means and "
+                    f"{len(s)} stds; give one per token."
+                )
 
 
 def fragment_token_statistics(

@@ -199,9 +199,11 @@ class TestInstance:
 
 
 def resolve_tokenizer(name: str | Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+    """The tokenizer called ``name`` (a key of ``TOKENIZERS`` or ``"character"``), or ``name``
+    itself when it is a callable."""
     if callable(name):
         return name
-    if name not in _BY_NAME:
+    if not isinstance(name, str) or name not in _BY_NAME:
         raise ValueError(
             f"`tokenizer` must be one of {sorted(_BY_NAME)} or a callable, got {name!r}."
         )
@@ -318,6 +320,27 @@ def _all_windows(sequences: Sequence[np.ndarray], n: int) -> np.ndarray:
     return np.lib.stride_tricks.sliding_window_view(joined, n)[starts]
 
 
+def _integer_sequences(sequences: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """``sequences`` as 1-D integer arrays, or raise (a float id would be truncated)."""
+    if isinstance(sequences, (str, bytes)) or (
+        isinstance(sequences, np.ndarray) and sequences.ndim < 2
+    ):
+        raise TypeError(
+            "`sequences` must be a list of 1-D integer arrays (one per text), got "
+            f"{type(sequences).__name__}; wrap a single sequence in a list: [ids]."
+        )
+    arrays = []
+    for k, sequence in enumerate(sequences):
+        array = sequence if isinstance(sequence, np.ndarray) else np.asarray(sequence)
+        if array.ndim != 1 or (array.size and array.dtype.kind not in "iu"):
+            raise TypeError(
+                f"`sequences[{k}]` must be a 1-D array of integer ids, got shape "
+                f"{array.shape} and dtype {array.dtype}; map tokens to ids first."
+            )
+        arrays.append(array)
+    return arrays
+
+
 class NgramIndex:
     """The distinct n-grams of a set of symbol sequences (``uint64`` token ids or keys), to be
     counted in training text.
@@ -328,7 +351,8 @@ class NgramIndex:
 
     def __init__(self, sequences: Sequence[np.ndarray], n: int, seed: int = 0) -> None:
         self.n = require_int(n, "n", 1)
-        rows = _all_windows(sequences, n)
+        seed = require_int(seed, "seed", 0)
+        rows = _all_windows(_integer_sequences(sequences), n)
         rng = np.random.default_rng(seed)
         for _ in range(8):  # a collision among the test n-grams has probability ~ k^2 / 2^64
             self.base = np.uint64(rng.integers(1 << 32, 1 << 62) | 1)
@@ -866,7 +890,19 @@ def _slot_array(
 
 
 def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Per benchmark: ``num_instances`` and the mean of every numeric per-instance metric."""
+    """Per benchmark: ``num_instances`` and the mean of every numeric per-instance metric.
+
+    ``rows`` is a list of per-instance dicts, each with a ``"benchmark"``; the metrics averaged
+    are the float values of a benchmark's first row, which every row of it must hold."""
+    if isinstance(rows, (str, bytes, dict)) or not isinstance(rows, Iterable):
+        raise TypeError(
+            f"`rows` must be a list of per-instance dicts, got {type(rows).__name__}; wrap a "
+            "single row in a list: [row]."
+        )
+    rows = list(rows)
+    for k, row in enumerate(rows):
+        if not isinstance(row, dict) or "benchmark" not in row:
+            raise ValueError(f"`rows[{k}]` must be a dict with a 'benchmark' key, got {row!r:.80}.")
     groups: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault(row["benchmark"], []).append(row)
@@ -875,6 +911,12 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
         stats: dict[str, float] = {"num_instances": len(members)}
         for key, value in members[0].items():
             if isinstance(value, float):
+                missing = [r.get("id", i) for i, r in enumerate(members) if key not in r][:3]
+                if missing:
+                    raise ValueError(
+                        f"benchmark {benchmark!r}: rows {missing} lack the metric {key!r} of its "
+                        "first row; give every row of a benchmark the same metrics."
+                    )
                 stats[key] = math.fsum(r[key] for r in members) / len(members)
         summary[benchmark] = stats
     return summary

@@ -282,3 +282,79 @@ def test_a_json_syntax_error_names_the_file_and_line(tmp_path):
     path.write_text('{"answers": {"q": "Yes"}}\n\n{"answers": {"q": "No"}\n')
     with pytest.raises(ValueError, match=r"people\.jsonl, line 3, column \d+: not valid JSON"):
         read_entities_jsonl(path)
+
+
+from lightning_info.methods.adaptive_elicitation import functional as _core  # noqa: E402
+
+
+class _Uniform:
+    """A predictive model over 3 questions with 2 equally likely answers each."""
+
+    num_questions, num_answers = 3, 2
+
+    def predictive(self, contexts, questions):
+        return torch.full((len(contexts), len(questions), 2), 0.5)
+
+
+BAD_INPUT += [
+    pytest.param(
+        lambda: _core.check_index(True, "target question", 3),
+        TypeError,
+        r"target question True is not an index: give an int",
+        id="check-index-bool",
+    ),
+    pytest.param(
+        lambda: _core.entropy([0.5, 0.5]),
+        TypeError,
+        r"`p` must be a tensor of probabilities, got list",
+        id="entropy-list",
+    ),
+    pytest.param(
+        lambda: _core.target_entropy(_Uniform(), [[]], []),
+        ValueError,
+        r"`targets` must be a non-empty list of question indices",
+        id="target-entropy-no-targets",
+    ),
+    pytest.param(
+        lambda: _core.target_entropy(_Uniform(), [[]], "01"),
+        ValueError,
+        r"`targets` must be a non-empty list of question indices, got '01'",
+        id="target-entropy-bare-string",
+    ),
+    pytest.param(
+        lambda: _core.target_entropy(_Uniform(), [[]], [True]),
+        TypeError,
+        r"target question True is not an index",
+        id="target-entropy-bool-target",
+    ),
+    pytest.param(
+        lambda: _core.target_entropy(_Uniform(), [[]], [3]),
+        ValueError,
+        r"target question 3 is out of range: it must be in 0\.\.2",
+        id="target-entropy-target-out-of-range",
+    ),
+    pytest.param(
+        lambda: _core.target_entropy(_Uniform(), [[]], [1, 1]),
+        ValueError,
+        r"repeat a question",
+        id="target-entropy-repeated-target",
+    ),
+    pytest.param(
+        lambda: _core.target_entropy(_Uniform(), [], [0]),
+        ValueError,
+        r"no contexts",
+        id="target-entropy-no-contexts",
+    ),
+]
+
+
+def test_entropy_propagates_nan_and_negative_probabilities():
+    """A NaN or negative probability gives NaN, not an entropy that reads it as 0; valid rows
+    still match ``-sum p log p`` in float64."""
+    out = _core.entropy(torch.tensor([[float("nan"), 1.0], [-0.5, 1.5], [0.25, 0.75]]))
+    assert torch.isnan(out[:2]).all()
+    p = torch.tensor([0.25, 0.75], dtype=torch.float64)
+    assert float(out[2]) == pytest.approx(float(-(p * p.log()).sum()), rel=1e-6)
+    assert float(_core.target_entropy(_Uniform(), [[]], [0, 2])[0]) == pytest.approx(
+        torch.log(torch.tensor(2.0)).item()
+    )

@@ -1,4 +1,5 @@
 import gzip
+import math
 
 import numpy as np
 import pytest
@@ -72,6 +73,18 @@ from lightning_info.methods.ancestral_search import (  # noqa: E402
     shifted_information,
     to_causallearn,
     to_networkx,
+)
+from lightning_info.methods.ancestral_search.functional import (  # noqa: E402
+    best_conditioning_set,
+    choose_move,
+    edge_deltas,
+    edge_step,
+    fci_pag,
+    initial_graph,
+    is_ancestral,
+    marks_from_types,
+    node_step,
+    with_type,
 )
 from lightning_info.methods.ancestral_search.graphs import from_edges  # noqa: E402
 
@@ -203,4 +216,166 @@ BAD_INPUT = [
         r"endpoint codes other than -1, 1, 2",
         id="from-causallearn-float-code",
     ),
+    pytest.param(
+        lambda: marks_from_types(TYPES.astype(bool)),
+        TypeError,
+        r"`types` must be an int edge-type matrix .* got a bool matrix",
+        id="marks-from-types-bool",
+    ),
+    pytest.param(
+        lambda: marks_from_types(np.array([[0, 3], [3, 0]])),
+        ValueError,
+        r"`types` may hold only 0 \(none\), 1 \(undirected\), 2 / -2",
+        id="marks-from-types-marks",
+    ),
+    pytest.param(
+        lambda: marks_from_types(np.zeros((2, 3), dtype=int)),
+        ValueError,
+        r"`types` must be a square \(p, p\) matrix, got shape \(2, 3\)",
+        id="marks-from-types-not-square",
+    ),
+    pytest.param(
+        lambda: is_ancestral(np.array([[0, 2], [2, 0]])),
+        ValueError,
+        r"`types` is not consistent: types\[b, a\] must be -2",
+        id="is-ancestral-both-forward",
+    ),
+    pytest.param(
+        lambda: with_type(TYPES, True, 2, 2),
+        TypeError,
+        r"`x` must be an integer index, got bool True",
+        id="with-type-bool-node",
+    ),
+    pytest.param(
+        lambda: with_type(TYPES, -1, 1, 2),
+        ValueError,
+        r"`x` must be an index in \[0, 3\), got -1",
+        id="with-type-negative-node",
+    ),
+    pytest.param(
+        lambda: with_type(TYPES, 1, 1, 2),
+        ValueError,
+        r"`x` and `y` must be two nodes, got 1 twice",
+        id="with-type-self-loop",
+    ),
+    pytest.param(
+        lambda: with_type(TYPES, 0, 1, 3),
+        ValueError,
+        r"`kind` must be one of \(0, 1, 2, -2, 6\)",
+        id="with-type-unknown-kind",
+    ),
+    pytest.param(
+        lambda: choose_move(TYPES, [(math.nan, 0, 1, -2)], set(), None),
+        ValueError,
+        r"a move's delta must be finite, got nan",
+        id="choose-move-nan-delta",
+    ),
+    pytest.param(
+        lambda: choose_move(TYPES, [(-1.0, 0.0, 1, -2)], set(), None),
+        TypeError,
+        r"`x` must be an integer index, got float 0.0",
+        id="choose-move-float-node",
+    ),
+    pytest.param(
+        lambda: choose_move(TYPES, [(-1.0, 0, 1, -2)], [], None),
+        TypeError,
+        r"`seen` must be a set of visited matrices' tobytes\(\), got list",
+        id="choose-move-seen-list",
+    ),
+    pytest.param(
+        lambda: edge_deltas(TYPES, _score, [(0, -1)]),
+        ValueError,
+        r"`y` must be an index in \[0, 3\), got -1",
+        id="edge-deltas-negative-node",
+    ),
+    pytest.param(
+        lambda: edge_deltas(TYPES, _score, [(0, 2)]),
+        ValueError,
+        r"`edges` \[\(0, 2\)\] are not edges of `types`",
+        id="edge-deltas-not-an-edge",
+    ),
+    pytest.param(
+        lambda: edge_deltas(TYPES, lambda x, y, z: math.nan),
+        ValueError,
+        r"score\(\(0,\), \(1,\), \(\)\) returned nan",
+        id="edge-deltas-nan-score",
+    ),
+    pytest.param(
+        lambda: edge_step(TYPES, _score, -1),
+        ValueError,
+        r"`max_moves` must be >= 0, got -1",
+        id="edge-step-negative-moves",
+    ),
+    pytest.param(
+        lambda: edge_step(np.array([[0, 3], [3, 0]]), _score),
+        ValueError,
+        r"`types` may hold only",
+        id="edge-step-marks",
+    ),
+    pytest.param(
+        lambda: node_step(TYPES, _score, 1.5),
+        TypeError,
+        r"`max_rounds` must be an int, got 1.5",
+        id="node-step-float-rounds",
+    ),
+    pytest.param(
+        lambda: node_step(TYPES, lambda x, y, z: math.nan),
+        ValueError,
+        r"returned nan; the score must return a finite number",
+        id="node-step-nan-score",
+    ),
+    pytest.param(
+        lambda: best_conditioning_set(_score, 0.0, [1, 2]),
+        TypeError,
+        r"`target` must be an integer index, got float 0.0",
+        id="best-conditioning-set-float-target",
+    ),
+    pytest.param(
+        lambda: best_conditioning_set(_score, 0, [0, 1]),
+        ValueError,
+        r"`candidates` must be distinct columns other than `target` 0",
+        id="best-conditioning-set-target-candidate",
+    ),
+    pytest.param(
+        lambda: best_conditioning_set(_score, 0, [1, 1]),
+        ValueError,
+        r"`candidates` must be distinct columns",
+        id="best-conditioning-set-repeat",
+    ),
+    pytest.param(
+        lambda: best_conditioning_set(_score, 0, "12"),
+        TypeError,
+        r"`candidates` must be a sequence of column indices, got '12'",
+        id="best-conditioning-set-str",
+    ),
+    pytest.param(
+        lambda: fci_pag(CODES, alpha=2.0),
+        ValueError,
+        r"`alpha` must be a significance level in \(0, 1\), got 2.0",
+        id="fci-pag-alpha-above-one",
+    ),
+    pytest.param(
+        lambda: fci_pag(CODES, test="G2"),
+        ValueError,
+        r"`test` must be one of \('gsq', 'chisq'\), got 'G2'",
+        id="fci-pag-unknown-test",
+    ),
+    pytest.param(
+        lambda: fci_pag(CODES.astype(float)),
+        ValueError,
+        r"`codes` must hold integers \(got dtype float64\)",
+        id="fci-pag-float-codes",
+    ),
+    pytest.param(
+        lambda: initial_graph(None, pag=np.ones((2, 2), dtype=bool)),
+        TypeError,
+        r"`marks` must be an int edge-mark matrix .* got a bool matrix",
+        id="initial-graph-bool-pag",
+    ),
 ]
+
+TYPES = np.array([[0, 2, 0], [-2, 0, 1], [0, 1, 0]], dtype=np.int8)
+
+
+def _score(x, y, z):
+    return 0.1

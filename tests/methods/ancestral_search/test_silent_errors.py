@@ -287,3 +287,28 @@ def test_a_search_resumes_on_its_own_data(tmp_path):
     )
     assert np.array_equal(resumed.graph, straight.graph)
     assert torch.equal(resumed.types, straight.types)
+
+
+def test_edge_type_steps_accept_a_nested_list_and_leave_it_unchanged():
+    from lightning_info.methods.ancestral_search.functional import (
+        best_conditioning_set,
+        choose_move,
+        edge_deltas,
+        is_ancestral,
+        marks_from_types,
+        with_type,
+    )
+
+    types = [[0, 2, 0], [-2, 0, 1], [0, 1, 0]]  # 0 -> 1 - 2
+    before = [row[:] for row in types]
+    moved = with_type(types, np.int64(1), 2, 6)
+    assert moved.tolist() == [[0, 2, 0], [-2, 0, 6], [0, 6, 0]] and types == before
+    assert is_ancestral(moved)
+    assert not is_ancestral([[0, 2, -2], [-2, 0, 2], [2, -2, 0]])  # 0 -> 1 -> 2 -> 0
+    assert marks_from_types(types).tolist() == [[0, ARROW, 0], [TAIL, 0, TAIL], [0, TAIL, 0]]
+    # score I'(X; Y | Z) = 1 for the pair (0, 1) and 0 otherwise: only 1 is kept for 0
+    score = lambda x, y, z: 1.0 if {x[0], y[0]} == {0, 1} else 0.0  # noqa: E731
+    assert best_conditioning_set(score, 0, [1, 2]) == (1,)
+    moves = edge_deltas(types, score)
+    assert all(isinstance(m[1], int) for m in moves) and types == before
+    assert choose_move(types, [(1.0, 0, 1, -2)], set(), None) is None  # no negative delta

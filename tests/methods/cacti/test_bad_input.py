@@ -591,3 +591,52 @@ CHECKS = [
 @pytest.mark.parametrize(("estimator", "check"), CHECKS)
 def test_scikit_learn_estimator_checks(estimator, check, one_torch_thread):
     check(estimator)
+
+
+from lightning_info.methods.cacti import functional as _core  # noqa: E402
+
+_POSITIONS = torch.tensor([[0, 1], [2, 0]])
+_PADDING = torch.tensor([[False, False], [False, True]])
+
+BAD_INPUT += [
+    pytest.param(
+        lambda: _core.kept_mask(_POSITIONS, torch.tensor([[False], [True]]), 3),
+        ValueError,
+        r"`padding` the same shape, got \(2, 2\) and \(2, 1\)",
+        id="kept-mask-padding-shape",
+    ),
+    pytest.param(
+        lambda: _core.kept_mask(_POSITIONS.float(), _PADDING, 3),
+        TypeError,
+        r"`positions` must hold integer column indices, got dtype torch.float32",
+        id="kept-mask-float-positions",
+    ),
+    pytest.param(
+        lambda: _core.kept_mask(_POSITIONS, _PADDING.long(), 3),
+        TypeError,
+        r"`padding` must be a bool tensor, got dtype torch.int64",
+        id="kept-mask-integer-padding",
+    ),
+    pytest.param(
+        lambda: _core.kept_mask(_POSITIONS, _PADDING, True),
+        TypeError,
+        r"`num_columns` must be an int, got True",
+        id="kept-mask-bool-num-columns",
+    ),
+    pytest.param(
+        lambda: _core.kept_mask(_POSITIONS, _PADDING, 0),
+        ValueError,
+        r"`num_columns` must be >= 1, got 0",
+        id="kept-mask-zero-columns",
+    ),
+]
+
+
+def test_kept_mask_marks_unpadded_columns():
+    """Brute force: column ``j`` of row ``b`` is kept iff some unpadded slot holds ``j``."""
+    kept = _core.kept_mask(_POSITIONS, _PADDING, 3)
+    expected = [
+        [j in [p for p, m in zip(row, pad) if not m] for j in range(3)]
+        for row, pad in zip(_POSITIONS.tolist(), _PADDING.tolist())
+    ]
+    assert kept.tolist() == expected

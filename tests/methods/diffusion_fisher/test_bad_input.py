@@ -451,3 +451,84 @@ BAD_INPUT = [
         id="mlp-forward-scalar-time",
     ),
 ]
+
+
+from lightning_info.methods.diffusion_fisher import functional as _core  # noqa: E402
+
+_VP = noise_schedule("vp")
+_X0 = torch.tensor([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
+_NOISE = torch.zeros(3, 2)
+
+
+def _sq_norm(x, t):
+    return (x * x).sum(1)
+
+
+BAD_INPUT += [
+    pytest.param(
+        lambda: _core.check_data(DATA, torch.tensor([-1.0, 2.0])),
+        ValueError,
+        r"`data_weights` must be non-negative and not all zero",
+        id="check-data-negative-weight",
+    ),
+    pytest.param(
+        lambda: _core.check_data(DATA.long()),
+        TypeError,
+        r"`data` must be a floating-point tensor, got torch.int64",
+        id="check-data-integer",
+    ),
+    pytest.param(
+        lambda: _core.trace_matching_loss(
+            _sq_norm, _X0, torch.tensor([True, False, True]), _NOISE, _VP
+        ),
+        TypeError,
+        r"`t` must be a real floating-point tensor, got dtype torch.bool",
+        id="trace-matching-loss-bool-times",
+    ),
+    pytest.param(
+        lambda: _core.trace_matching_loss(_sq_norm, _X0, torch.tensor([0, 1, 1]), _NOISE, _VP),
+        TypeError,
+        r"`t` must be a real floating-point tensor, got dtype torch.int64",
+        id="trace-matching-loss-integer-times",
+    ),
+    pytest.param(
+        lambda: _core.trace_matching_loss(_sq_norm, _X0, torch.full((3,), 0.5), _NOISE, "vp"),
+        TypeError,
+        r"`schedule` must be a NoiseSchedule, got str",
+        id="trace-matching-loss-schedule-name",
+    ),
+    pytest.param(
+        lambda: _core.trace_matching_loss(_sq_norm, _X0, torch.full((2,), 0.5), _NOISE, _VP),
+        ValueError,
+        r"`t` must be a tensor of shape \(3,\)",
+        id="trace-matching-loss-times-shape",
+    ),
+    pytest.param(
+        lambda: _core.trace_matching_loss(
+            lambda x, t: torch.zeros(3, 2), _X0, torch.full((3,), 0.5), _NOISE, _VP
+        ),
+        ValueError,
+        r"`sq_norm_fn\(x_t, t\)` must give one value per point",
+        id="trace-matching-loss-network-shape",
+    ),
+]
+
+
+def test_trace_matching_loss_matches_closed_form():
+    """With zero noise and ``T(x, t) = ||x||^2``: ``x_t = alpha x_0``, so the loss is
+    ``mean ((alpha^2 - 1) ||x_0||^2)^2`` (float64 oracle)."""
+    t = torch.full((3,), 0.5)
+    loss = _core.trace_matching_loss(_sq_norm, _X0, t, _NOISE, _VP)
+    alpha = float(_VP.alpha(torch.tensor(0.5, dtype=torch.float64)))
+    norms = (_X0.double() ** 2).sum(1)
+    expected = (((alpha**2 - 1) * norms) ** 2).mean()
+    assert float(loss) == pytest.approx(float(expected), rel=1e-5)
+
+
+def test_diffusion_fisher_terms_keeps_the_given_tensors():
+    """The result record stores what it is given, unchanged and uncopied."""
+    parts = [torch.zeros(1), torch.ones(1, 2), torch.full((1, 2), 2.0), torch.tensor([3.0])]
+    terms = _core.DiffusionFisherTerms(*parts)
+    kept = [terms.log_density, terms.posterior_mean, terms.score, terms.trace]
+    assert all(a is b for a, b in zip(kept, parts))
+    assert terms.mvp is None and terms.matrix is None

@@ -17,6 +17,23 @@ from lightning_info.methods.docks_rag import (
     synthetic_docred,
     train_fact_names,
 )
+from lightning_info.methods.docks_rag.functional import (
+    COUNTS,
+    answer_text,
+    count_facts,
+    document_text,
+    entity_name,
+    entity_pairs,
+    hybrid_prompt,
+    kg_subgraph,
+    mention_graph,
+    mentions,
+    pair_relations,
+    scores_from_counts,
+    sentence_text,
+    serialise_triples,
+    without_query,
+)
 from tests.methods.docks_rag import tiny
 
 DOCUMENT = {
@@ -175,7 +192,212 @@ BAD_INPUT = [
         r"must hold a non-empty JSON object of relation id -> name",
         id="relation-info-list",
     ),
+    pytest.param(
+        lambda: answer_text("P17", RELATIONS),
+        TypeError,
+        r"`relation_ids` must be a sequence of strings, got a single str",
+        id="answer-text-bare-id",
+    ),
+    pytest.param(
+        lambda: answer_text(["P99"], RELATIONS),
+        ValueError,
+        r"relation id 'P99' is not in `relations`",
+        id="answer-text-unknown-relation",
+    ),
+    pytest.param(
+        lambda: answer_text(["P17"], ["country"]),
+        TypeError,
+        r"`relations` must be a dict of relation id -> name",
+        id="answer-text-relations-list",
+    ),
+    pytest.param(
+        lambda: count_facts([], DOCUMENT),
+        TypeError,
+        r"`documents` must be a list of DocRED documents, got a single dict",
+        id="count-facts-one-document",
+    ),
+    pytest.param(
+        lambda: count_facts([], [DOCUMENT], "train.json"),
+        TypeError,
+        r"`train_facts` must be the set of train_fact_names",
+        id="count-facts-train-facts-str",
+    ),
+    pytest.param(
+        lambda: count_facts([], _labelled(h=True)),
+        TypeError,
+        r"h is True \(bool\)",
+        id="count-facts-bool-label-head",
+    ),
+    pytest.param(
+        lambda: document_text(DOCUMENT, -1),
+        ValueError,
+        r"`sentences` must be >= 0, got -1",
+        id="document-text-negative",
+    ),
+    pytest.param(
+        lambda: document_text(DOCUMENT, 1.5),
+        TypeError,
+        r"`sentences` must be an int, got 1.5",
+        id="document-text-float",
+    ),
+    pytest.param(
+        lambda: entity_name(DOCUMENT, True),
+        TypeError,
+        r"`entity` must be an integer index, got bool True",
+        id="entity-name-bool",
+    ),
+    pytest.param(
+        lambda: entity_name(DOCUMENT, -1),
+        ValueError,
+        r"`entity` must be an index in \[0, 2\), got -1",
+        id="entity-name-negative",
+    ),
+    pytest.param(
+        lambda: entity_pairs([DOCUMENT]),
+        TypeError,
+        r"`document` must be one DocRED document \(a dict\), got list",
+        id="entity-pairs-list",
+    ),
+    pytest.param(
+        lambda: pair_relations("A"),
+        TypeError,
+        r"`document` must be one DocRED document \(a dict\), got str",
+        id="pair-relations-str",
+    ),
+    pytest.param(
+        lambda: mentions([DOCUMENT]),
+        TypeError,
+        r"`document` must be one DocRED document",
+        id="mentions-list",
+    ),
+    pytest.param(
+        lambda: mention_graph(DOCUMENT, True),
+        TypeError,
+        r"`window` must be an int, got True",
+        id="mention-graph-window-bool",
+    ),
+    pytest.param(
+        lambda: mention_graph(DOCUMENT, math.nan),
+        TypeError,
+        r"`window` must be an int, got nan",
+        id="mention-graph-window-nan",
+    ),
+    pytest.param(
+        lambda: mention_graph(DOCUMENT, -1),
+        ValueError,
+        r"`window` must be >= 0, got -1",
+        id="mention-graph-window-negative",
+    ),
+    pytest.param(
+        lambda: scores_from_counts({"correct": 1}),
+        ValueError,
+        r"`counts` lacks \['predicted'",
+        id="scores-from-counts-missing-key",
+    ),
+    pytest.param(
+        lambda: scores_from_counts(_counts(correct=-1)),
+        ValueError,
+        r"`counts\['correct'\]` must be a finite count >= 0, got -1",
+        id="scores-from-counts-negative",
+    ),
+    pytest.param(
+        lambda: scores_from_counts(_counts(correct=math.nan)),
+        ValueError,
+        r"must be a finite count >= 0, got nan",
+        id="scores-from-counts-nan",
+    ),
+    pytest.param(
+        lambda: scores_from_counts(_counts(correct=3)),
+        ValueError,
+        r"correct = 3 > predicted = 1: not the counts of one evaluation",
+        id="scores-from-counts-correct-above-predicted",
+    ),
+    pytest.param(
+        lambda: scores_from_counts(_counts(correct="1")),
+        TypeError,
+        r"`counts\['correct'\]` must be a number, got '1'",
+        id="scores-from-counts-str",
+    ),
+    pytest.param(
+        lambda: sentence_text(DOCUMENT, -1),
+        ValueError,
+        r"`sent_id` must be an index in \[0, 1\), got -1",
+        id="sentence-text-negative",
+    ),
+    pytest.param(
+        lambda: sentence_text(DOCUMENT, 0.0),
+        TypeError,
+        r"`sent_id` must be an integer index, got float 0.0",
+        id="sentence-text-float",
+    ),
+    pytest.param(
+        lambda: serialise_triples(DOCUMENT, [(0, "P9", 1)], RELATIONS),
+        ValueError,
+        r"relation id 'P9' is not in `relations`",
+        id="serialise-triples-unknown-relation",
+    ),
+    pytest.param(
+        lambda: serialise_triples(DOCUMENT, [(-1, "P17", 1)], RELATIONS),
+        ValueError,
+        r"`entity` must be an index in \[0, 2\), got -1",
+        id="serialise-triples-negative-entity",
+    ),
+    pytest.param(
+        lambda: serialise_triples(DOCUMENT, (0, "P17", 1), RELATIONS),
+        TypeError,
+        r"`triples` must be a list of \(head, relation id, tail\) triples, got item 0",
+        id="serialise-triples-bare-triple",
+    ),
+    pytest.param(
+        lambda: without_query([(0, "P17", 1)], "01"),
+        TypeError,
+        r"`query` must be a pair \(head entity, tail entity\), got '01'",
+        id="without-query-query-str",
+    ),
+    pytest.param(
+        lambda: without_query([(0, "P17", 0), (0, "P17", 1)], (0, 0)),
+        ValueError,
+        r"`query` must pair two entities, got entity 0 twice",
+        id="without-query-same-entity",
+    ),
+    pytest.param(
+        lambda: kg_subgraph([(0, "P17", 1)], (0, 1), keep_query_triples="no"),
+        TypeError,
+        r"`keep_query_triples` must be True or False, got 'no'",
+        id="kg-subgraph-keep-str",
+    ),
+    pytest.param(
+        lambda: kg_subgraph([(0, "P17", 1)], (0, 1, 2)),
+        TypeError,
+        r"`query` must be a pair",
+        id="kg-subgraph-query-triple",
+    ),
+    pytest.param(
+        lambda: hybrid_prompt(DOCUMENT, (0, -1), RELATIONS),
+        ValueError,
+        r"`query\[1\]` must be an index in \[0, 2\), got -1",
+        id="hybrid-prompt-negative-tail",
+    ),
+    pytest.param(
+        lambda: hybrid_prompt(DOCUMENT, (0, 1), RELATIONS, retrieved=[-1]),
+        ValueError,
+        r"`retrieved` must be an index in \[0, 1\), got -1",
+        id="hybrid-prompt-negative-sentence",
+    ),
+    pytest.param(
+        lambda: hybrid_prompt(DOCUMENT, (0, 1), RELATIONS, include_document="no"),
+        TypeError,
+        r"`include_document` must be True or False, got 'no'",
+        id="hybrid-prompt-include-document-str",
+    ),
 ]
+
+
+def _counts(**changed):
+    return dict.fromkeys(COUNTS, 1) | changed
+
+
+RELATIONS = {"P17": "country"}
 
 
 def _write(path, text: str):

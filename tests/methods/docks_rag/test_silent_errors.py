@@ -14,7 +14,21 @@ import pytest
 
 from lightning_info.methods.docks_rag.datamodule import DocKGOptions, DocREDSource
 from lightning_info.methods.docks_rag.docred import check_document, check_predictions, read_docred
-from lightning_info.methods.docks_rag.functional import docred_scores
+from lightning_info.methods.docks_rag.functional import (
+    answer_text,
+    count_facts,
+    docred_scores,
+    document_text,
+    entity_name,
+    entity_pairs,
+    kg_subgraph,
+    mention_graph,
+    mentions,
+    pair_relations,
+    scores_from_counts,
+    serialise_triples,
+    without_query,
+)
 from lightning_info.methods.docks_rag.metrics import DocREDScores
 from lightning_info.methods.docks_rag.module import DocKSRAG
 from tests.methods.docks_rag import tiny
@@ -150,3 +164,26 @@ def test_int_indices_still_score_by_hand():
     # 1 of 2 predictions correct, the one gold fact found: P = 1/2, R = 1, F1 = 2/3
     assert scores["precision"] == 0.5 and scores["recall"] == 1.0
     assert scores["f1"] == pytest.approx(2 / 3, abs=1e-15)
+
+
+def test_prompt_parts_of_valid_input_are_unchanged():
+    document = copy.deepcopy(DOCUMENT)
+    relations = {"P17": "country"}
+    # more sentences than the document holds: the whole document (it raised IndexError)
+    assert document_text(document, 5) == document_text(document) == "Paris is in France"
+    assert document_text(document, 0) == ""
+    assert entity_name(document, np.int64(1)) == "France"
+    assert entity_pairs(document) == [(0, 1), (1, 0)]
+    assert pair_relations(document) == {(0, 1): {"P17"}}
+    assert mentions(document) == [
+        (0, DOCUMENT["vertexSet"][0][0]),
+        (1, DOCUMENT["vertexSet"][1][0]),
+    ]
+    assert mention_graph(document, 0) == ([0, 1], [1, 0], [0, 0])  # co-occurrence both ways
+    triples = [(0, "P17", 1), (1, "P17", 0)]
+    assert without_query(triples, (1, 0)) == [] and kg_subgraph(triples, (0, 1), True) == triples
+    assert serialise_triples(document, triples[:1], relations) == ["Paris | country | France"]
+    assert answer_text({"P17"}, relations) == " country" and answer_text([], relations) == " none"
+    counts = count_facts([{"title": "A", "h_idx": 0, "t_idx": 1, "r": "P17"}], [document])
+    assert scores_from_counts(counts)["f1"] == 1.0
+    assert document == DOCUMENT  # nothing mutated

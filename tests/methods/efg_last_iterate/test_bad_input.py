@@ -387,3 +387,147 @@ BAD_INPUT += [
         id="virtual-transition-tree-str",
     ),
 ]
+
+
+def _rates(eta=1.0, tau=0.0):
+    return F.Rates(torch.full((12,), eta, dtype=torch.float64), torch.ones(12).double(), tau)
+
+
+def _log_uniform():
+    return torch.log(_uniform())
+
+
+BAD_INPUT += [
+    pytest.param(
+        lambda: F.require_game_tree("kuhn_poker"),
+        TypeError,
+        r"`tree` must be a GameTree \(see game_tree\('kuhn_poker'\)\), got str",
+        id="require-game-tree-str",
+    ),
+    pytest.param(
+        lambda: F.balanced_plan("kuhn_poker"),
+        TypeError,
+        r"`tree` must be a GameTree",
+        id="balanced-plan-tree-str",
+    ),
+    pytest.param(
+        lambda: F.expected_returns(_kuhn(), 3 * _uniform()),
+        ValueError,
+        r"every row of the policy must sum to 1",
+        id="expected-returns-unnormalised-policy",
+    ),
+    pytest.param(
+        lambda: F.expected_returns(_kuhn(), -_uniform()),
+        ValueError,
+        r"negative or non-finite probabilities",
+        id="expected-returns-negative-policy",
+    ),
+    pytest.param(
+        lambda: F.best_response_values(_kuhn(), 3 * _uniform()),
+        ValueError,
+        r"every row of the policy must sum to 1",
+        id="best-response-unnormalised-policy",
+    ),
+    pytest.param(
+        lambda: F.best_response_values(_kuhn(), _uniform()[:3]),
+        ValueError,
+        r"a policy of kuhn_poker\(\) is \(12, 2\), got \(3, 2\)",
+        id="best-response-policy-shape",
+    ),
+    pytest.param(
+        lambda: F.best_response_values("kuhn_poker", _uniform()),
+        TypeError,
+        r"`tree` must be a GameTree",
+        id="best-response-tree-str",
+    ),
+    pytest.param(
+        lambda: F.sequence_payoffs(_kuhn(), _uniform(), _kuhn().terminal_returns[:2]),
+        ValueError,
+        r"`payoff` must have shape \(30, 2\), got \(2, 2\)",
+        id="sequence-payoffs-payoff-shape",
+    ),
+    pytest.param(
+        lambda: F.sequence_payoffs(_kuhn(), _uniform(), _kuhn().terminal_returns.float()),
+        TypeError,
+        r"`payoff` has dtype torch.float32 but the policy has torch.float64",
+        id="sequence-payoffs-dtype-mismatch",
+    ),
+    pytest.param(
+        lambda: F.negentropy_gradient(_kuhn(), _log_uniform(), torch.ones(3).double()),
+        ValueError,
+        r"`weight` must have shape \(12,\), got \(3,\)",
+        id="negentropy-gradient-weight-shape",
+    ),
+    pytest.param(
+        lambda: F.negentropy_gradient(_kuhn(), _log_uniform().tolist(), torch.ones(12).double()),
+        TypeError,
+        r"`log_plan` must be a tensor of shape \(12, 2\), got list",
+        id="negentropy-gradient-list",
+    ),
+    pytest.param(
+        lambda: F.dilated_omd_step(
+            _kuhn(), _log_uniform(), torch.zeros(12, 2), torch.ones(12).double()
+        ),
+        TypeError,
+        r"`losses` has dtype torch.float32 but the policy has torch.float64; convert it",
+        id="dilated-omd-step-dtype-mismatch",
+    ),
+    pytest.param(
+        lambda: F.dilated_omd_step(
+            _kuhn(), _log_uniform(), torch.zeros(12, 2).double(), torch.ones(3).double()
+        ),
+        ValueError,
+        r"`eta` must have shape \(12,\), got \(3,\)",
+        id="dilated-omd-step-eta-shape",
+    ),
+    pytest.param(
+        lambda: F.dilated_omd_step(_kuhn(), _log_uniform(), torch.zeros(12, 2).double(), 1.0),
+        TypeError,
+        r"`eta` must be a tensor of shape \(12,\), got float",
+        id="dilated-omd-step-scalar-eta",
+    ),
+    pytest.param(
+        lambda: F.solver_update(
+            _kuhn(), _log_uniform(), torch.zeros(12, 2).double(), (1.0, 1.0, 0.0), None
+        ),
+        TypeError,
+        r"`rates` must be a Rates \(from SolverRates.at\(k\)\), got tuple",
+        id="solver-update-rates-tuple",
+    ),
+    pytest.param(
+        lambda: F.solver_update(
+            _kuhn(), _log_uniform(), torch.zeros(12, 2).double(), _rates(tau=NAN), None
+        ),
+        ValueError,
+        r"`rates.tau` must be finite, got nan",
+        id="solver-update-nan-tau",
+    ),
+    pytest.param(
+        lambda: F.solver_update(
+            _kuhn(), _log_uniform(), torch.zeros(12, 2).double(), _rates(eta=0.0), None
+        ),
+        ValueError,
+        r"`rates.eta` must be positive and finite at every infoset",
+        id="solver-update-zero-eta",
+    ),
+    pytest.param(
+        lambda: F.solver_update(
+            _kuhn(),
+            _log_uniform(),
+            torch.zeros(12, 2).double(),
+            _rates(tau=0.1),
+            -torch.ones(12).double(),
+        ),
+        ValueError,
+        r"`weight` must be positive at every infoset",
+        id="solver-update-negative-weight",
+    ),
+    pytest.param(
+        lambda: F.solver_update(
+            _kuhn(), _log_uniform(), torch.zeros(12, 2).double(), _rates(), None, True
+        ),
+        TypeError,
+        r"`episodes` must be an int, got True",
+        id="solver-update-bool-episodes",
+    ),
+]

@@ -15,7 +15,11 @@ from lightning_info.methods.fic_tsc.datamodule import (
     available_bundled_datasets,
     load_bundled_dataset,
 )
-from lightning_info.methods.fic_tsc.functional import constrain_fisher_trace_, fisher_penalty
+from lightning_info.methods.fic_tsc.functional import (
+    constrain_fisher_trace_,
+    fisher_penalty,
+    gradient_norm,
+)
 from lightning_info.methods.fic_tsc.module import InceptionTimeClassifier
 from lightning_info.methods.fic_tsc.networks import (
     InceptionModule,
@@ -424,5 +428,30 @@ BAD_INPUT = [
         TypeError,
         r"takes 0 positional arguments",
         id="double-backward-attention-takes-no-arguments",
+    ),
+    pytest.param(
+        lambda: gradient_norm(nn.Linear(2, 2)),
+        TypeError,
+        r"`parameters` must be a tensor or an iterable of tensors, got Linear; pass e.g. "
+        r"`model.parameters\(\)`",
+        id="gradient-norm-module-not-parameters",
+    ),
+    pytest.param(
+        lambda: gradient_norm("weight"),
+        TypeError,
+        r"`parameters` must be a tensor or an iterable of tensors, got str",
+        id="gradient-norm-text",
+    ),
+    pytest.param(
+        lambda: gradient_norm(None),
+        TypeError,
+        r"`parameters` must be a tensor or an iterable of tensors, got NoneType",
+        id="gradient-norm-none",
+    ),
+    pytest.param(
+        lambda: gradient_norm([1.0, 2.0]),
+        TypeError,
+        r"`parameters\[0\]` must be a tensor, got float",
+        id="gradient-norm-floats-not-tensors",
     ),
 ]

@@ -15,7 +15,11 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_info.core.schedules import LinearSchedule
 from lightning_info.methods.fic_tsc.callback import FisherConstraint, Lookahead
-from lightning_info.methods.fic_tsc.functional import fisher_penalty
+from lightning_info.methods.fic_tsc.functional import (
+    constrain_fisher_trace_,
+    fisher_penalty,
+    gradient_norm,
+)
 from lightning_info.methods.fic_tsc.networks import InceptionTime
 from lightning_info.methods.fic_tsc.penalty import FisherPenalty, double_backward_attention
 from lightning_info.methods.fic_tsc.shift import ShiftOptions, apply_shift
@@ -224,3 +228,13 @@ def test_the_network_input_checks_read_no_tensor_values():
     with _HostReads() as reads:
         features = network(x)
     assert reads.count == 0 and features.shape == (2, 8)
+
+
+def test_a_float16_gradient_norm_that_fits_in_float16_is_finite_and_clipped():
+    param = torch.nn.Parameter(torch.ones(2, dtype=torch.float16))
+    param.grad = torch.tensor([180.0, 240.0], dtype=torch.float16)
+    assert gradient_norm([param]).item() == 300.0  # ||(180, 240)|| = 300, while 300^2 > 65504
+    reference = param.grad.clone()
+    constrain_fisher_trace_([param], 1.0)
+    expected = reference.double() / 300.0
+    torch.testing.assert_close(param.grad.double(), expected, atol=1e-3, rtol=0)

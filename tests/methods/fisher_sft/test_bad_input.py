@@ -20,12 +20,15 @@ from lightning_info.methods.fisher_sft.datamodule import (
 )
 from lightning_info.methods.fisher_sft.functional import (
     FeatureSketch,
+    as_token_blocks,
     fisher_greedy_select,
     gaussian_sketch,
     k_center_select,
     log_det_objective,
+    merge_shard_selections,
     random_select,
     sketch_features,
+    two_round_greedy_select,
 )
 from lightning_info.methods.fisher_sft.sampler import (
     FisherSubsetSampler,
@@ -787,5 +790,88 @@ BAD_INPUT += [
         TypeError,
         r"`selection` must be a Selection .*got dict",
         id="save-selection-dict",
+    ),
+]
+
+_FOUR_BLOCKS = [torch.eye(3)[:2] * (k + 1) for k in range(4)]
+
+BAD_INPUT += [
+    pytest.param(
+        lambda: as_token_blocks(torch.ones(4, 3)),
+        TypeError,
+        r"got a tensor of shape \(4, 3\); for one row per example pass `list\(x.unsqueeze\(1\)\)`",
+        id="as-token-blocks-one-tensor",
+    ),
+    pytest.param(
+        lambda: as_token_blocks("features"),
+        TypeError,
+        r"`features` must be a TokenBlocks or a list of \(m_i, d\) tensors.*got str",
+        id="as-token-blocks-text",
+    ),
+    pytest.param(
+        lambda: as_token_blocks([torch.ones(2, 3, dtype=torch.long)]),
+        TypeError,
+        r"`features\[0\]` must be a real floating-point tensor, got dtype torch.int64",
+        id="as-token-blocks-integer-block",
+    ),
+    pytest.param(
+        lambda: as_token_blocks([torch.ones(2, 3), torch.ones(2, 4)]),
+        ValueError,
+        r"`features\[1\]` has d = 4 but `features\[0\]` has d = 3",
+        id="as-token-blocks-mixed-widths",
+    ),
+    pytest.param(
+        lambda: as_token_blocks([]),
+        ValueError,
+        r"Need at least one example block",
+        id="as-token-blocks-empty",
+    ),
+    pytest.param(
+        lambda: two_round_greedy_select(_FOUR_BLOCKS, 2, 2.0),
+        TypeError,
+        r"`num_shards` must be an int, got 2.0",
+        id="two-round-float-shards",
+    ),
+    pytest.param(
+        lambda: two_round_greedy_select(_FOUR_BLOCKS, 2, True),
+        TypeError,
+        r"`num_shards` must be an int, got True",
+        id="two-round-bool-shards",
+    ),
+    pytest.param(
+        lambda: two_round_greedy_select(_FOUR_BLOCKS, 2, 0),
+        ValueError,
+        r"`num_shards` must be >= 1, got 0",
+        id="two-round-zero-shards",
+    ),
+    pytest.param(
+        lambda: two_round_greedy_select(_FOUR_BLOCKS, 9, 2),
+        ValueError,
+        r"budget=9 is larger than the candidate pool \(4 examples\)",
+        id="two-round-budget-above-pool",
+    ),
+    pytest.param(
+        lambda: merge_shard_selections(as_token_blocks(_FOUR_BLOCKS), [[0, 0]], 2),
+        ValueError,
+        r"`groups\[0\]` repeats the index\(es\) \[0\]; it stands for a set",
+        id="merge-shards-repeated-position",
+    ),
+    pytest.param(
+        lambda: merge_shard_selections(as_token_blocks(_FOUR_BLOCKS), [[0, 7]], 2),
+        ValueError,
+        r"`groups\[0\]` must hold indices in \[0, 4\), got 7",
+        id="merge-shards-position-out-of-range",
+    ),
+    pytest.param(
+        lambda: merge_shard_selections(as_token_blocks(_FOUR_BLOCKS), [[0.0, 1.0]], 2),
+        TypeError,
+        r"`groups\[0\]\[0\]` must be an integer index, got float 0.0",
+        id="merge-shards-float-positions",
+    ),
+    pytest.param(
+        lambda: merge_shard_selections(as_token_blocks(_FOUR_BLOCKS), "01", 2),
+        TypeError,
+        r"`groups` must be a list of lists of positions in `candidates`, got str",
+        id="merge-shards-groups-text",
     ),
 ]

@@ -498,3 +498,57 @@ def test_masked_softmax_transition_still_takes_a_float_mask():
     expected = torch.tensor([[0.0, 1 / (1 + e), e / (1 + e)], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
     torch.testing.assert_close(masked_softmax_transition(logits, mask), expected)
     torch.testing.assert_close(masked_softmax_transition(logits, mask.bool()), expected)
+
+
+from lightning_info.methods.graph4mm import functional as _core  # noqa: E402
+
+_SCORES = torch.ones(1, 3, 3)
+
+BAD_INPUT += [
+    pytest.param(
+        lambda: _core.adjacency_mask(_SCORES, [[1, 1, 1]] * 3),
+        TypeError,
+        r"`scores` and `adjacency` must be tensors, got Tensor and list",
+        id="adjacency-mask-list",
+    ),
+    pytest.param(
+        lambda: _core.adjacency_mask(_SCORES, torch.full((3, 3), 2.0)),
+        ValueError,
+        r"adjacency must be binary \(0/1 or bool\)",
+        id="adjacency-mask-not-binary",
+    ),
+    pytest.param(
+        lambda: _core.check_hop_weights(torch.tensor([True, False])),
+        TypeError,
+        r"`theta` must be a real floating-point tensor, got dtype torch.bool",
+        id="hop-weights-bool",
+    ),
+    pytest.param(
+        lambda: _core.check_hop_weights([0.5, 0.5]),
+        TypeError,
+        r"`theta` must be a tensor of hop weights, got list",
+        id="hop-weights-list",
+    ),
+    pytest.param(
+        lambda: _core.check_hop_weights(torch.zeros(0)),
+        ValueError,
+        r"`theta` must hold at least one hop weight",
+        id="hop-weights-empty",
+    ),
+    pytest.param(
+        lambda: _core.renormalised_rows(torch.ones(1, 2, 2), torch.ones(3, 3)),
+        ValueError,
+        r"adjacency \(3, 3\) does not fit scores \(1, 2, 2\): pass it through adjacency_mask",
+        id="renormalised-rows-shape",
+    ),
+]
+
+
+def test_renormalised_rows_matches_row_division():
+    """Each row of ``scores * adjacency`` divided by its sum; an isolated row becomes the
+    identity row (brute force in float64)."""
+    scores = torch.tensor([[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]]])
+    adjacency = _core.adjacency_mask(scores, torch.tensor([[1, 1, 0], [0, 0, 0], [1, 0, 1]]))
+    rows = _core.renormalised_rows(scores, adjacency)[0].double()
+    expected = torch.tensor([[1 / 3, 2 / 3, 0.0], [0.0, 1.0, 0.0], [7 / 16, 0.0, 9 / 16]])
+    assert torch.allclose(rows, expected.double(), atol=1e-6)

@@ -763,6 +763,48 @@ BAD_INPUT = _METRIC_ROWS + [
         r"`output_dir` .*report' is a file, not a folder",
         id="output-dir-is-a-file",
     ),
+    pytest.param(
+        lambda: F.top_label_confidence("0.2,0.8", torch.tensor([1])),
+        TypeError,
+        r"`probs` must be a floating-point \(N, K\) tensor, got str",
+        id="top-label-confidence-probs-text",
+    ),
+    pytest.param(
+        lambda: F.top_label_confidence(torch.tensor([[0.2, 0.8]]), torch.tensor([1.0])),
+        TypeError,
+        r"`labels` must hold integer classes, got dtype torch.float32",
+        id="top-label-confidence-float-labels",
+    ),
+    pytest.param(
+        lambda: F.top_label_confidence(torch.tensor([[0.2, 0.8]]), torch.tensor([True])),
+        TypeError,
+        r"`labels` must hold integer classes, got dtype torch.bool",
+        id="top-label-confidence-bool-labels",
+    ),
+    pytest.param(
+        lambda: F.top_label_confidence(torch.tensor([[float("nan"), 0.8]]), torch.tensor([1])),
+        ValueError,
+        r"`probs` must hold probabilities in \[0, 1\]; apply softmax",
+        id="top-label-confidence-nan-probs",
+    ),
+    pytest.param(
+        lambda: F.top_label_confidence(torch.tensor([[0.2, 0.8]]), torch.tensor([2])),
+        ValueError,
+        r"`labels` must lie in \[0, 2\)",
+        id="top-label-confidence-label-out-of-range",
+    ),
+    pytest.param(
+        lambda: F.top_label_confidence(torch.tensor([[0.2, 0.8]]), torch.tensor([1, 0])),
+        ValueError,
+        r"`probs` and `labels` must have the same length, got 1 and 2",
+        id="top-label-confidence-length-mismatch",
+    ),
+    pytest.param(
+        lambda: F.top_label_confidence(torch.zeros(0, 2), torch.zeros(0, dtype=torch.long)),
+        ValueError,
+        r"`probs` is empty",
+        id="top-label-confidence-empty",
+    ),
 ]
 
 

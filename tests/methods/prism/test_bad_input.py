@@ -564,3 +564,127 @@ BAD_INPUT = [
         id="audit-callback-truncated-attack-set",
     ),
 ]
+
+
+from lightning_info.methods.prism import functional as _core  # noqa: E402
+from lightning_info.methods.prism.attacks import negatives_for_fpr  # noqa: E402
+
+BAD_INPUT += [
+    pytest.param(
+        lambda: _core.FragmentTokens([torch.zeros(2)], [], [torch.zeros(2)]),
+        ValueError,
+        r"`means` and `stds` must both be empty or hold one entry per fragment",
+        id="fragment-tokens-stds-without-means",
+    ),
+    pytest.param(
+        lambda: _core.FragmentTokens([torch.zeros(2)], [torch.zeros(1)], [torch.zeros(1)]),
+        ValueError,
+        r"fragment 0 has 2 log_probs but 1 means and 1 stds",
+        id="fragment-tokens-token-count",
+    ),
+    pytest.param(
+        lambda: _core.FragmentTokens(torch.zeros(1, 2), [], []),
+        TypeError,
+        r"`log_probs` must be a list of 1-D tensors, one per fragment",
+        id="fragment-tokens-tensor-not-list",
+    ),
+    pytest.param(
+        lambda: _core.FragmentTokens([torch.tensor([-0.5, 0.25])], [], []),
+        ValueError,
+        r"`log_probs\[0\]` holds 0.25 > 0, which is not a log-probability",
+        id="fragment-tokens-probabilities",
+    ),
+    pytest.param(
+        lambda: _core.check_prior(True),
+        TypeError,
+        r"`prior` must be a real number, got True",
+        id="check-prior-bool",
+    ),
+    pytest.param(
+        lambda: _core.check_prior(1.0),
+        ValueError,
+        r"`prior` must lie in \(0, 1\), got 1.0",
+        id="check-prior-one",
+    ),
+    pytest.param(
+        lambda: _core.encode_prompt_fragment(None, 3, "asthma"),
+        TypeError,
+        r"Prompts and fragments must be strings",
+        id="encode-prompt-fragment-non-string",
+    ),
+    pytest.param(
+        lambda: _core.encode_prompt_fragment(None, "Diagnosis: ", "  "),
+        ValueError,
+        r"A fragment is empty or whitespace only",
+        id="encode-prompt-fragment-blank",
+    ),
+    pytest.param(
+        lambda: _core.fragment_token_statistics(None, None, "Diagnosis: ", ["asthma"]),
+        TypeError,
+        r"`prompts` must be a sequence of strings, got a single str",
+        id="fragment-token-statistics-bare-prompt",
+    ),
+    pytest.param(
+        lambda: _core.fragment_token_statistics(None, None, ["a", "b"], ["asthma"]),
+        ValueError,
+        r"Got 2 prompts but 1 fragments; they must pair up",
+        id="fragment-token-statistics-unpaired",
+    ),
+    pytest.param(
+        lambda: _core.fragment_token_statistics(None, None, ["a"], ["b"], batch_size=True),
+        TypeError,
+        r"`batch_size` must be an int, got True",
+        id="fragment-token-statistics-bool-batch",
+    ),
+    pytest.param(
+        lambda: _core.fragment_token_statistics(None, None, ["a"], ["b"]),
+        TypeError,
+        r"Expected a transformers causal language model, got NoneType",
+        id="fragment-token-statistics-not-a-model",
+    ),
+    pytest.param(
+        lambda: negatives_for_fpr(True),
+        TypeError,
+        r"`fpr_level` must be a real number, got True",
+        id="negatives-for-fpr-bool",
+    ),
+    pytest.param(
+        lambda: negatives_for_fpr("0.01"),
+        TypeError,
+        r"`fpr_level` must be a real number, got '0.01'",
+        id="negatives-for-fpr-string",
+    ),
+    pytest.param(
+        lambda: negatives_for_fpr(torch.tensor(0.01)),
+        TypeError,
+        r"`fpr_level` must be a real number, got tensor",
+        id="negatives-for-fpr-float32-tensor",
+    ),
+    pytest.param(
+        lambda: negatives_for_fpr(0.0),
+        ValueError,
+        r"`fpr_level` must lie in \(0, 1\], got 0.0",
+        id="negatives-for-fpr-zero",
+    ),
+    pytest.param(
+        lambda: _core.roc_auc([0.3, 0.7, 0.1], [1, 0]),
+        ValueError,
+        r"`scores` and `labels` must have the same length, got 3 and 2",
+        id="roc-auc-unpaired",
+    ),
+    pytest.param(
+        lambda: _core.roc_auc([0.3, 0.7], [2, 0]),
+        ValueError,
+        r"`labels` must hold only 0/1 or True/False, found \[2.0\]",
+        id="roc-auc-label-two",
+    ),
+]
+
+
+def test_negatives_for_fpr_and_roc_auc_match_closed_forms():
+    """``ceil(1 / level)`` for exact levels; the AUROC of a brute-force pair count."""
+    assert [negatives_for_fpr(v) for v in (0.01, 0.001, 0.3, 1)] == [100, 1000, 4, 1]
+    scores, labels = [0.9, 0.4, 0.4, 0.1], [1, 1, 0, 0]
+    pairs = [(s, t) for s, y in zip(scores, labels) if y for t, z in zip(scores, labels) if not z]
+    brute = sum(1.0 if s > t else 0.5 if s == t else 0.0 for s, t in pairs) / len(pairs)
+    assert _core.roc_auc(scores, labels) == pytest.approx(brute)

@@ -580,3 +580,66 @@ BAD_INPUT = [
         id="ib-mixin-dict-without-loss",
     ),
 ]
+
+
+from lightning_info.methods.rome import functional as _core  # noqa: E402
+
+_IMAGES = torch.full((2, 1, 2, 2), 0.5)
+_LABELS = torch.tensor([0, 1])
+
+BAD_INPUT += [
+    pytest.param(
+        lambda: _core.check_attacks("fgsm"),
+        TypeError,
+        r"`attacks` must be a sequence of strings, got a single str",
+        id="check-attacks-bare-string",
+    ),
+    pytest.param(
+        lambda: _core.check_attacks(["fgsm", "fgsm"]),
+        ValueError,
+        r"`attacks` must be distinct names",
+        id="check-attacks-repeated",
+    ),
+    pytest.param(
+        lambda: _core.check_attacks(["cw"]),
+        ValueError,
+        r"`attacks` names the unknown attack\(s\) \['cw'\]",
+        id="check-attacks-unknown",
+    ),
+    pytest.param(
+        lambda: _core.check_real(_IMAGES * 255, _LABELS),
+        ValueError,
+        r"`real_images` must be finite pixels in \[0, 1\] \(not normalised\)",
+        id="check-real-unscaled-pixels",
+    ),
+    pytest.param(
+        lambda: _core.check_real(_IMAGES, _LABELS.float()),
+        TypeError,
+        r"`real_labels` must be an integer tensor \(N,\), got dtype torch.float32",
+        id="check-real-float-labels",
+    ),
+    pytest.param(
+        lambda: _core.check_real(_IMAGES, torch.tensor([True, False])),
+        TypeError,
+        r"`real_labels` must be an integer tensor \(N,\), got dtype torch.bool",
+        id="check-real-bool-labels",
+    ),
+    pytest.param(
+        lambda: _core.check_real(_IMAGES, torch.tensor([0])),
+        ValueError,
+        r"`real_images` and `real_labels` must hold the same, non-zero N",
+        id="check-real-unpaired",
+    ),
+    pytest.param(
+        lambda: _core.check_real(_IMAGES, torch.tensor([-1, 0])),
+        ValueError,
+        r"`real_labels` must be >= 0",
+        id="check-real-negative-label",
+    ),
+]
+
+
+def test_check_real_copies_without_touching_the_input():
+    images, labels = _core.check_real(_IMAGES, _LABELS.int())
+    assert torch.equal(images, _IMAGES) and images.data_ptr() != _IMAGES.data_ptr()
+    assert labels.dtype == torch.long and labels.tolist() == [0, 1]

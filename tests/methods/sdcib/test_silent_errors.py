@@ -176,3 +176,13 @@ def test_the_last_view_as_reference_is_that_view_not_an_alias():
     assert labels.tolist() == [1, 2, 0]  # view 1's own labels
     torch.testing.assert_close(total, 2 * ONE_HOT[1])
     assert SDCIB([3, 4], 2, reference_view=1, deep=False).val_clustering.reference == 1
+
+
+def test_sdcib_loss_record_keeps_its_terms():
+    """The loss record stores the given terms unchanged (it has no checks of its own)."""
+    from lightning_info.methods.sdcib.functional import SDCIBLoss
+
+    terms = [torch.tensor(float(i)) for i in range(5)]
+    loss = SDCIBLoss(*terms)
+    fields = [loss.total, loss.prior, loss.mutual_information, loss.view_contrast]
+    assert all(a is b for a, b in zip(fields + [loss.cluster_contrast], terms))

@@ -274,3 +274,62 @@ def test_the_smallest_accepted_t_still_gives_finite_estimates():
     fisher = smoothed_fisher_information(x, t, FEW)
     assert torch.isfinite(fisher)
     assert float(fisher) == pytest.approx(2 / t, rel=1e-6)
+
+
+from lightning_info.methods.smoothed_information import functional as _core  # noqa: E402
+
+BAD_INPUT += [
+    pytest.param(
+        lambda: _core.check_estimator_options({"num_mc": 16}),
+        TypeError,
+        r"`options` must be a SmoothedEstimatorOptions, got dict",
+        id="check-estimator-options-dict",
+    ),
+    pytest.param(
+        lambda: _core.check_sample_dtype(torch.tensor([True, False])),
+        TypeError,
+        r"`samples` must be real numbers, got dtype torch.bool",
+        id="check-sample-dtype-bool",
+    ),
+    pytest.param(
+        lambda: _core.check_sample_dtype([1.0, 2.0]),
+        TypeError,
+        r"`samples` must be a tensor, got list",
+        id="check-sample-dtype-list",
+    ),
+    pytest.param(
+        lambda: _core.check_times([1.0, 0.0]),
+        ValueError,
+        r"`t` must be > 0, got 0.0",
+        id="check-times-zero",
+    ),
+    pytest.param(
+        lambda: _core.check_times([True]),
+        TypeError,
+        r"`t` must be a real number, got True",
+        id="check-times-bool",
+    ),
+    pytest.param(
+        lambda: _core.check_times("1.0"),
+        TypeError,
+        r"`t` must be a real number, got '1.0'",
+        id="check-times-string",
+    ),
+    pytest.param(
+        lambda: _core.check_times(torch.ones(2, 2)),
+        ValueError,
+        r"`t` must be a number or 1-D, got shape \(2, 2\)",
+        id="check-times-matrix",
+    ),
+    pytest.param(
+        lambda: _core.check_times([]),
+        ValueError,
+        r"`t` must hold at least one noise level",
+        id="check-times-empty",
+    ),
+]
+
+
+def test_check_times_reads_numbers_and_vectors():
+    assert _core.check_times(0.5) == ([0.5], True)
+    assert _core.check_times(torch.tensor([0.25, 2.0])) == ([0.25, 2.0], False)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 
+import numpy as np
 import pytest
 
 from lightning_info.methods.train_test_overlap.callback import TrainTestOverlap
@@ -17,12 +18,20 @@ from lightning_info.methods.train_test_overlap.files import (
 )
 from lightning_info.methods.train_test_overlap.functional import (
     ChunkCounts,
+    NgramIndex,
     OverlapIndex,
     OverlapOptions,
     TestInstance,
+    check_overlap_options,
     compute_overlap,
     contaminated_documents,
+    default_tokenize,
+    janitor_tokenize,
+    light_tokenize,
     ngram_metrics,
+    reject_bare_text,
+    resolve_tokenizer,
+    summarize,
     token_overlap,
 )
 from lightning_info.methods.train_test_overlap.methodologies import (
@@ -414,5 +423,108 @@ BAD_INPUT += [
         TypeError,
         r"`total` must be a ChunkCounts .*got dict",
         id="chunk-counts-dict",
+    ),
+]
+
+BAD_INPUT += [
+    pytest.param(
+        lambda: check_overlap_options({"n": 5}),
+        TypeError,
+        r"`options` must be an OverlapOptions, got dict; pass e.g. OverlapOptions\(n=5",
+        id="check-options-dict",
+    ),
+    pytest.param(
+        lambda: reject_bare_text("a document", "documents"),
+        TypeError,
+        r"`documents` must be an iterable of strings, got a single str .*wrap it in a list",
+        id="reject-bare-text-str",
+    ),
+    pytest.param(
+        lambda: resolve_tokenizer(["default"]),
+        ValueError,
+        r"`tokenizer` must be one of \['character', 'default', 'janitor', 'light'\] or a "
+        r"callable, got \['default'\]",
+        id="resolve-tokenizer-list",
+    ),
+    pytest.param(
+        lambda: resolve_tokenizer("Default"),
+        ValueError,
+        r"`tokenizer` must be one of .* got 'Default'",
+        id="resolve-tokenizer-wrong-case",
+    ),
+    pytest.param(
+        lambda: default_tokenize(None),
+        AttributeError,
+        r"'NoneType' object has no attribute 'lower'",
+        id="default-tokenize-none",
+    ),
+    pytest.param(
+        lambda: default_tokenize(b"a b"),
+        TypeError,
+        r"cannot use a string pattern on a bytes-like object",
+        id="default-tokenize-bytes",
+    ),
+    pytest.param(
+        lambda: light_tokenize(3),
+        AttributeError,
+        r"'int' object has no attribute 'split'",
+        id="light-tokenize-int",
+    ),
+    pytest.param(
+        lambda: janitor_tokenize(["a b"]),
+        AttributeError,
+        r"'list' object has no attribute 'lower'",
+        id="janitor-tokenize-list",
+    ),
+    pytest.param(
+        lambda: NgramIndex([np.array([1.5, 2.7, 3.2])], 2),
+        TypeError,
+        r"`sequences\[0\]` must be a 1-D array of integer ids, got shape \(3,\) and dtype "
+        r"float64",
+        id="ngram-index-float-ids",
+    ),
+    pytest.param(
+        lambda: NgramIndex(np.array([1, 2, 3]), 2),
+        TypeError,
+        r"`sequences` must be a list of 1-D integer arrays .*wrap a single sequence in a list",
+        id="ngram-index-one-bare-sequence",
+    ),
+    pytest.param(
+        lambda: NgramIndex([["a", "b"]], 2),
+        TypeError,
+        r"`sequences\[0\]` must be a 1-D array of integer ids.*map tokens to ids first",
+        id="ngram-index-token-strings",
+    ),
+    pytest.param(
+        lambda: NgramIndex([np.array([1, 2, 3])], 2, seed=1.5),
+        TypeError,
+        r"`seed` must be an int, got 1.5",
+        id="ngram-index-float-seed",
+    ),
+    pytest.param(
+        lambda: NgramIndex([np.array([1, 2, 3])], True),
+        TypeError,
+        r"`n` must be an int, got True",
+        id="ngram-index-bool-n",
+    ),
+    pytest.param(
+        lambda: summarize({"benchmark": "a", "input_binary": 1.0}),
+        TypeError,
+        r"`rows` must be a list of per-instance dicts, got dict; wrap a single row",
+        id="summarize-one-row-dict",
+    ),
+    pytest.param(
+        lambda: summarize([{"input_binary": 1.0}]),
+        ValueError,
+        r"`rows\[0\]` must be a dict with a 'benchmark' key",
+        id="summarize-row-without-benchmark",
+    ),
+    pytest.param(
+        lambda: summarize(
+            [{"benchmark": "a", "id": "q1", "x": 1.0}, {"benchmark": "a", "id": "q2"}]
+        ),
+        ValueError,
+        r"benchmark 'a': rows \['q2'\] lack the metric 'x' of its first row",
+        id="summarize-rows-with-other-metrics",
     ),
 ]

@@ -10,6 +10,7 @@ import warnings
 from collections import Counter
 
 import lightning.pytorch as pl
+import numpy as np
 import pytest
 from lightning.pytorch.demos.boring_classes import BoringModel
 from lightning.pytorch.loggers import Logger
@@ -304,3 +305,29 @@ def test_llama2_marks_texts_too_short_to_match():
         )
     )
     assert chars == [{"contamination": 1.0, "label": "dirty", "detectable": True}]
+
+
+def test_ngram_index_counts_match_a_brute_force_count():
+    rng = np.random.default_rng(0)
+    sequences = [rng.integers(0, 4, size=size) for size in (1, 3, 6, 9)]
+    training = rng.integers(0, 4, size=200).astype(np.uint64)
+    for n in (1, 2, 3):
+        index = functional.NgramIndex(sequences, n, seed=3)
+        windows = [tuple(training[i : i + n]) for i in range(training.size - n + 1)]
+        expected = [windows.count(tuple(np.asarray(g, np.uint64))) for g in index.grams]
+        assert index.count(training).tolist() == expected
+
+
+def test_summarize_averages_every_float_metric_per_benchmark():
+    rows = [
+        {"benchmark": "a", "id": 1, "x": 1.0, "num_tokens": 5},
+        {"benchmark": "a", "id": 2, "x": 0.0, "num_tokens": 7},
+        {"benchmark": "b", "id": 3, "x": 0.25, "num_tokens": 2},
+    ]
+    assert functional.summarize(iter(rows)) == {
+        "a": {"num_instances": 2, "x": 0.5},
+        "b": {"num_instances": 1, "x": 0.25},
+    }
+    assert functional.default_tokenize("(A b)") == ["", "a", "b", ""]
+    assert functional.light_tokenize("A,b  c") == ["A,b", "c"]
+    assert functional.janitor_tokenize("A,b  c") == ["ab", "c"]
