@@ -246,6 +246,16 @@ class InformationBottleneckMixin:
         try:
             output = super().training_step(*args, **kwargs)
             rates = self._ib_rates
+        except RuntimeError as error:
+            if "shape" not in str(error) or not self._ib_rates:  # the encoder ran
+                raise
+            latent = self.ib_bottleneck.mean.out_features
+            raise RuntimeError(
+                f"a layer after `self.{self.ib_encoder}` failed on the bottleneck's {latent} "
+                f"features ({error}); the bottleneck replaces the encoder's output with "
+                f"`ib_latent_dim` = {latent} features, so the next layer must take {latent} "
+                "inputs: set `ib_latent_dim` to its input width, or widen that layer."
+            ) from error
         finally:
             self._ib_rates = None
         if output is None:

@@ -114,7 +114,18 @@ def _net() -> SmallConvNet:
     return SmallConvNet(1, 3, 8, width=2)
 
 
+def _ib_step_with_a_head_of_another_width() -> None:
+    x = torch.randn(4, 6, generator=torch.Generator().manual_seed(0))
+    _ib_classifier(ib_latent_dim=5).training_step((x, torch.tensor([0, 1, 2, 0])), 0)
+
+
 BAD_INPUT = [
+    pytest.param(
+        _ib_step_with_a_head_of_another_width,
+        RuntimeError,
+        r"bottleneck's 5 features .*`ib_latent_dim` = 5 features, so the next layer must take 5",
+        id="ib-mixin-latent-dim-not-the-head-width",
+    ),
     pytest.param(
         lambda: RobustnessRatio("fgsm"),
         TypeError,
