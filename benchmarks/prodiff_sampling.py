@@ -62,6 +62,7 @@ from harness import (
     write_json,
 )
 
+from lab.prodiff.study import build_prodiff
 from lightning_info.core.logging import markdown_table
 from lightning_info.core.trainers import quiet_trainer
 from lightning_info.methods.prodiff import (
@@ -71,7 +72,6 @@ from lightning_info.methods.prodiff import (
     trajectory_metrics,
 )
 from lightning_info.methods.prodiff.module import ProDiff
-from lightning_info.methods.prodiff.study import build_prodiff
 
 SMALL = {
     "denoiser": {

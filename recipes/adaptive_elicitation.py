@@ -8,7 +8,7 @@ reference) and on scikit-learn's digits. No grid: the recipe is its study, e.g.:
     python recipes/adaptive_elicitation.py --studies.elicitation.seeds='[0, 1, 2, 3, 4]'
 """
 
-from lightning_info.experiments import run_study_recipe
+from lab import run_study_recipe
 
 
 def main(args=None):

@@ -6,7 +6,7 @@ the method note's toy graphs as N grows. No grid: the recipe is its study, e.g.:
     python recipes/ancestral_search.py --studies.search.method=bic --studies.search.workers=1
 """
 
-from lightning_info.experiments import run_study_recipe
+from lab import run_study_recipe
 
 
 def main(args=None):

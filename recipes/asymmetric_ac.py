@@ -15,8 +15,8 @@ from pathlib import Path
 
 import torch
 
+from lab import ComparisonCLI
 from lightning_info import AsymmetricActorCritic
-from lightning_info.experiments import ComparisonCLI
 
 
 def main(args=None):

@@ -13,7 +13,7 @@ every field can be overridden, e.g.::
 
 import torch
 
-from lightning_info.experiments import run_study_recipe
+from lab import run_study_recipe
 
 
 def main(args=None):

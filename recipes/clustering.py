@@ -14,8 +14,8 @@ from pathlib import Path
 
 import torch
 
+from lab import ComparisonCLI
 from lightning_info import SDCIB, ClusteringViewsDataModule
-from lightning_info.experiments import ComparisonCLI
 
 
 def main(args=None):

@@ -12,7 +12,7 @@ field can be overridden, e.g.::
 
 import torch
 
-from lightning_info.experiments import run_study_recipe
+from lab import run_study_recipe
 
 
 def main(args=None):

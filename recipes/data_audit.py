@@ -10,7 +10,7 @@ Every field of ``recipes/data_audit.yaml`` can be overridden, e.g.::
 
 import torch
 
-from lightning_info.experiments import run_study_recipe
+from lab import run_study_recipe
 
 
 def main(args=None):

@@ -7,7 +7,7 @@ its study, e.g.::
     python recipes/diffusion_fisher.py --studies.likelihoods.seeds='[0, 1, 2, 3, 4]'
 """
 
-from lightning_info.experiments import run_study_recipe
+from lab import run_study_recipe
 
 
 def main(args=None):

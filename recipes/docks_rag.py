@@ -10,7 +10,7 @@ Ign F1 over seeds. No grid: the recipe is its study, e.g.::
         rel_info_file: rel_info.json}}'
 """
 
-from lightning_info.experiments import run_study_recipe
+from lab import run_study_recipe
 
 
 def main(args=None):

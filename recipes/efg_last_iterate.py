@@ -16,7 +16,7 @@ The longer run: Leduc's 10M episodes in batches of 256 instead of 1024 (four tim
         --studies.games.batch_size='{leduc_poker: 256}'
 """
 
-from lightning_info.experiments import run_study_recipe
+from lab import run_study_recipe
 
 
 def main(args=None):

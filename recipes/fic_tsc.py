@@ -10,8 +10,8 @@ and prints the test-accuracy table. Any LightningCLI flag overrides the config, 
 
 from pathlib import Path
 
+from lab import ComparisonCLI
 from lightning_info import InceptionTimeClassifier, UCRUEADataModule
-from lightning_info.experiments import ComparisonCLI
 
 
 def main(args=None):

@@ -8,7 +8,7 @@ the constraint binds. No grid: the recipe is its study, e.g.::
     python recipes/fic_tsc_shift.py --studies.shift.datasets='[GunPoint]' --studies.shift.epochs=60
 """
 
-from lightning_info.experiments import run_study_recipe
+from lab import run_study_recipe
 
 
 def main(args=None):

@@ -12,10 +12,10 @@ Any LightningCLI flag overrides ``recipes/fisher_sft.yaml``; a real model works 
 
 from pathlib import Path
 
+from lab import ComparisonCLI
+from lab.fisher_sft.docstrings import DocstringSFTDataModule
+from lab.fisher_sft.study import pretrain_docstring_lm
 from lightning_info import CausalLMFineTuner
-from lightning_info.experiments import ComparisonCLI
-from lightning_info.methods.fisher_sft.datamodule import DocstringSFTDataModule
-from lightning_info.methods.fisher_sft.study import pretrain_docstring_lm
 
 DEFAULT_BASE_MODEL = "results/fisher_sft/tiny-docstring-gpt2"
 

@@ -9,7 +9,7 @@ study, e.g.::
         qformer: {hop: {alpha: 0.3}}}, text_only: {variant: text_only}}'
 """
 
-from lightning_info.experiments import run_study_recipe
+from lab import run_study_recipe
 
 
 def main(args=None):

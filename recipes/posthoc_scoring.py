@@ -11,7 +11,7 @@ recipe is its studies, e.g.::
     python recipes/posthoc_scoring.py --studies.ood.tune_trials=50 --studies.failure=null
 """
 
-from lightning_info.experiments import run_study_recipe
+from lab import run_study_recipe
 
 
 def main(args=None):

@@ -14,7 +14,7 @@ separate config on top of this one (its one-sided study alone: 23 min on 2 CPU c
 
 import torch
 
-from lightning_info.experiments import run_study_recipe
+from lab import run_study_recipe
 
 
 def main(args=None):

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import torch
 
+from lab import ComparisonCLI
 from lightning_info import DigitsDataModule, ROMEDistillation
-from lightning_info.experiments import ComparisonCLI
 
 
 def main(args=None):

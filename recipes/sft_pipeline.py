@@ -17,11 +17,11 @@ in a copy of the YAML, passed with ``--config``)::
 
 from pathlib import Path
 
+from lab import ComparisonCLI
+from lab.fisher_sft.study import pretrain_docstring_lm
+from lab.sft_corpus import CORPUS_FILES, write_planted_sft_corpus
 from lightning_info import CausalLMFineTuner
-from lightning_info.experiments import ComparisonCLI
-from lightning_info.methods.fisher_sft.study import pretrain_docstring_lm
-from lightning_info.pipelines import SFTPipelineDataModule, write_planted_sft_corpus
-from lightning_info.pipelines.sft_corpus import CORPUS_FILES
+from lightning_info.pipelines import SFTPipelineDataModule
 
 DEFAULT_BASE_MODEL = "results/fisher_sft/tiny-docstring-gpt2"
 DEFAULT_CORPUS = Path("results/sft_pipeline/corpus")

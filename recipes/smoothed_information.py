@@ -8,7 +8,7 @@ the recipe is its studies, e.g.::
     python recipes/smoothed_information.py --studies.rates.dims='[1]' --studies.monitor=null
 """
 
-from lightning_info.experiments import run_study_recipe
+from lab import run_study_recipe
 
 
 def main(args=None):

@@ -525,6 +525,7 @@ def _tiny_lm(tokenizer, positions: int = 256):
 
 
 def _docks_rag():
+    from lab.docks_rag.study import PROMPT_WORDS
     from lightning_info import AdamWOptions
     from lightning_info.lm.tiny_lm import train_bpe_tokenizer
     from lightning_info.methods.docks_rag.datamodule import (
@@ -535,7 +536,6 @@ def _docks_rag():
     )
     from lightning_info.methods.docks_rag.functional import document_text
     from lightning_info.methods.docks_rag.module import DocKSRAG
-    from lightning_info.methods.docks_rag.study import PROMPT_WORDS
     from lightning_info.methods.docks_rag.synthetic import RELATIONS, synthetic_docred
 
     texts = [document_text(d) for d in synthetic_docred(20, seed=0, world_seed=0)]

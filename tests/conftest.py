@@ -17,6 +17,11 @@ os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("WANDB_DIR", tempfile.mkdtemp(prefix="lightning-info-wandb-"))
 os.environ.setdefault("WANDB_QUIET", "true")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# processes the tests launch (torchrun, spawn) import the lab as the recipes do
+RECIPES = str(Path(__file__).resolve().parents[1] / "recipes")
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [RECIPES, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+)
 
 from lightning_info.lm.corpus import instruction_dataset, stdlib_docstrings  # noqa: E402
 from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer  # noqa: E402

@@ -250,20 +250,12 @@ def tiny_tensor_views(batch_size: int) -> TensorViewsDataModule:
 
 
 EXEMPT = {
-    "DocstringSFTDataModule": "the FisherSFT recipe's data module: it trains a BPE tokenizer and "
-    "pretrains a base model on the standard library's docstrings (minutes), so "
-    "tests/methods/fisher_sft/test_study.py runs it end to end once; its FisherSubsetDataModule "
-    "base has a row",
-    "_TextChunks": "private pretraining data of DocstringSFTDataModule",
     "SFTPipelineDataModule": "the composed pipeline's data module needs a tokenizer, a pool and a "
     "test set on disk and a causal LM; tests/pipelines/test_sft.py runs it with its report under "
     "2-process DDP, from a mid-epoch checkpoint and through the recipe's YAML; its "
     "FisherSubsetDataModule base has a row",
     "SFTPipelineReport": "reads the SFTPipelineDataModule's scan and the audit callback's report; "
     "covered with its data module in tests/pipelines/test_sft.py (DDP, resume, every stage logged)",
-    "EpochScores": "a recorder inside SDCIB's ReferenceProtocolStudy (per-epoch loss and scores "
-    "of one single-process run), not a plugin; tests/methods/sdcib/test_reference_protocol.py "
-    "checks it leaves training unchanged and its records against the model's own scores",
 }
 """Lightning classes of the package without a row, and why (checked by discovery)."""
 

@@ -25,7 +25,7 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 DOCUMENTS = [
     REPOSITORY / "README.md",
     *sorted(REPOSITORY.glob("lightning_info/methods/*/README.md")),
-    *sorted(REPOSITORY.glob("lightning_info/methods/*/NOTES.md")),
+    *sorted(REPOSITORY.glob("recipes/lab/*/NOTES.md")),
 ]
 FENCE = re.compile(r"(<!-- imports-only -->\s*\n)?```python\n(.*?)```", re.DOTALL)
 SAVED = re.compile(r"<!-- save-as: (\S+) -->\s*\n```python\n(.*?)```", re.DOTALL)

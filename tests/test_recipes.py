@@ -182,7 +182,7 @@ def test_default_logger_is_offline_wandb_with_one_run_per_cell(tmp_path, monkeyp
 
 
 def test_the_results_table_is_printed_after_the_last_wandb_run_closes(tmp_path, monkeypatch):
-    from lightning_info.experiments import cli
+    from lab import cli
 
     events = []
     finish = cli.finish_wandb_runs
@@ -516,7 +516,7 @@ RECIPE_NAMES = sorted(p.stem for p in RECIPES.glob("*.py"))
 
 @pytest.mark.parametrize("name", RECIPE_NAMES)
 def test_every_recipe_is_a_comparison_cli_whose_config_resolves(name, monkeypatch):
-    from lightning_info.experiments import ComparisonCLI, Study
+    from lab import ComparisonCLI, Study
 
     studies = {}
 
@@ -749,8 +749,8 @@ def test_ancestral_search_recipe_puts_the_search_next_to_fci_on_the_same_samples
 
 def test_efg_last_iterate_recipe_tunes_then_compares_the_learners_at_one_budget(tmp_path):
     pytest.importorskip("pyspiel")
+    from lab.efg_last_iterate.study import evaluation_points, fitted_slope
     from lightning_info.methods.efg_last_iterate import DEFAULT_RATES, TabularSolver, game_tree
-    from lightning_info.methods.efg_last_iterate.study import evaluation_points, fitted_slope
 
     cli = _recipe("efg_last_iterate").main(
         [
@@ -944,12 +944,12 @@ GRAPH4MM_SMALL = [
 def test_graph4mm_recipe_tables_every_arm_from_its_runs(tmp_path, monkeypatch):
     from lightning.pytorch import Trainer, seed_everything
 
-    from lightning_info.core.options import AdamWOptions
-    from lightning_info.methods.graph4mm import Graph4MM, MultimodalGraphDataModule
-    from lightning_info.methods.graph4mm.study import (
+    from lab.graph4mm.study import (
         bayes_label_accuracy,
         pretrain_language_model,
     )
+    from lightning_info.core.options import AdamWOptions
+    from lightning_info.methods.graph4mm import Graph4MM, MultimodalGraphDataModule
 
     cli = _run_with_offline_wandb("graph4mm", GRAPH4MM_SMALL, tmp_path, monkeypatch)
     result = cli.study_results["graph4mm"]

@@ -1,5 +1,6 @@
 """Primitives shared by several methods: schedules, validation, logging, strategy checks."""
 
+from lightning_info.core.options import AdamWOptions
 from lightning_info.core.schedules import (
     ConstantSchedule,
     CosineSchedule,
@@ -9,6 +10,7 @@ from lightning_info.core.schedules import (
 )
 
 __all__ = [
+    "AdamWOptions",
     "ConstantSchedule",
     "CosineSchedule",
     "ExponentialSchedule",

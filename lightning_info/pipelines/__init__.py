@@ -7,6 +7,5 @@ it stands above them (no method imports a pipeline).
 """
 
 from lightning_info.pipelines.sft import SFTPipelineDataModule, SFTPipelineReport
-from lightning_info.pipelines.sft_corpus import write_planted_sft_corpus
 
-__all__ = ["SFTPipelineDataModule", "SFTPipelineReport", "write_planted_sft_corpus"]
+__all__ = ["SFTPipelineDataModule", "SFTPipelineReport"]

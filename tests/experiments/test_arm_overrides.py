@@ -12,9 +12,9 @@ from jsonargparse import Namespace
 from lightning.pytorch import Callback, LightningModule, Trainer
 from torch import nn
 
+from lab import ComparisonCLI
+from lab.cli import merge_override
 from lightning_info.core.options import AdamWOptions
-from lightning_info.experiments import ComparisonCLI
-from lightning_info.experiments.cli import merge_override
 from tests.tiny import TinyDataModule
 
 

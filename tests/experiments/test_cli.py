@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import pytest
 import torch
 
+from lab import ComparisonCLI, Study, StudyResult
 from lightning_info.core.plotting import pyplot
-from lightning_info.experiments import ComparisonCLI, Study, StudyResult
 from tests.tiny import TinyClassifier, TinyDataModule
 
 
@@ -143,7 +143,7 @@ def test_a_grid_field_that_is_no_argument_fails_before_training(tmp_path, capsys
 def test_two_arms_over_several_data_sets_get_a_paired_wilcoxon_row():
     from scipy.stats import wilcoxon
 
-    from lightning_info.experiments.cli import RunResult, summarize
+    from lab.cli import RunResult, summarize
 
     values = {"A": (0.5, 0.6), "B": (0.7, 0.9), "C": (0.2, 0.5)}  # differences +0.1, +0.2, +0.3
     results = [

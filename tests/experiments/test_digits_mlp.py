@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lightning_info.experiments.digits_mlp import DigitsMLPStudy
+from lab.digits_mlp import DigitsMLPStudy
 
 
 def test_seed_jobs_give_one_job_per_seed_with_the_settings():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lightning_info.experiments.study import run_jobs
+from lab.study import run_jobs
 
 
 def square(job: dict) -> dict:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from lightning_info.pipelines import SFTPipelineReport, write_planted_sft_corpus
+from lab.sft_corpus import write_planted_sft_corpus
+from lightning_info.pipelines import SFTPipelineReport
 from lightning_info.pipelines.sft import SFTPipelineDataModule, load_examples
 from tests.pipelines import toy
 

@@ -16,10 +16,11 @@ import pytest
 from lightning.pytorch import Callback
 from sklearn.metrics import roc_auc_score
 
+from lab.sft_corpus import write_planted_sft_corpus
 from lightning_info import FisherConstraint, FragmentExtractionAudit, TrainTestOverlap
 from lightning_info.methods.fisher_sft import Selection
 from lightning_info.methods.prism.fragments import AttackSet
-from lightning_info.pipelines import SFTPipelineReport, write_planted_sft_corpus
+from lightning_info.pipelines import SFTPipelineReport
 from lightning_info.pipelines.sft import load_examples
 from tests.benchmark_scripts import load_recipe
 from tests.pipelines import toy

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
+from lab.sft_corpus import write_planted_sft_corpus
 from lightning_info.lm.tiny_lm import tiny_causal_lm
-from lightning_info.pipelines import write_planted_sft_corpus
 from tests import tiny_lm
 
 RECIPE_YAML = Path(__file__).resolve().parents[2] / "recipes" / "sft_pipeline.yaml"
@@ -79,8 +79,8 @@ def prepare(root: Path) -> tuple[Path, dict[str, Path], Path]:
     """The base model, the corpus files and the pool saved with ``save_to_disk``, under ``root``,
     written only where missing. The DDP test calls it before launching the processes: were each
     rank to write them, one could read a file the other is still writing."""
+    from lab.sft_corpus import CORPUS_FILES
     from lightning_info.pipelines.sft import load_examples
-    from lightning_info.pipelines.sft_corpus import CORPUS_FILES
 
     model_dir = base_model(root / "base")
     files = {role: root / "corpus" / name for role, name in CORPUS_FILES.items()}

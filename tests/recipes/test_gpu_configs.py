@@ -64,8 +64,8 @@ def test_the_gpu_configs_name_a_model_a_gpu_and_bf16():
 
 
 def test_docks_rag_gpu_config_tunes_a_saved_llama_with_lora_in_bf16(tmp_path):
+    from lab.docks_rag.study import PROMPT_WORDS
     from lightning_info.methods.docks_rag.functional import document_text
-    from lightning_info.methods.docks_rag.study import PROMPT_WORDS
     from lightning_info.methods.docks_rag.synthetic import RELATIONS, synthetic_docred
 
     texts = [document_text(d) for d in synthetic_docred(20, seed=0, world_seed=0)]

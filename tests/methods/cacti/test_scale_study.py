@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from lightning_info.methods.cacti import study as study_module
+from lab.cacti import study as study_module
+from lab.cacti.study import ImputationStudy, baseline_imputer, train_cacti
 from lightning_info.methods.cacti.datamodule import TabularImputationDataModule, load_table
 from lightning_info.methods.cacti.functional import imputation_scores
 from lightning_info.methods.cacti.missingness import MissingnessOptions, simulate_missing
-from lightning_info.methods.cacti.study import ImputationStudy, baseline_imputer, train_cacti
 from tests.benchmark_scripts import RECIPES, load_recipe
 
 TINY = {"embed_dim": 8, "encoder_depth": 1, "decoder_depth": 1, "num_heads": 2}

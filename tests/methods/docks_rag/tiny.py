@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 
+from lab.docks_rag.study import PROMPT_WORDS
 from lightning_info.core.options import AdamWOptions
 from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
 from lightning_info.methods.docks_rag.datamodule import (
@@ -15,7 +16,6 @@ from lightning_info.methods.docks_rag.datamodule import (
 )
 from lightning_info.methods.docks_rag.functional import document_text
 from lightning_info.methods.docks_rag.module import DocKSRAG
-from lightning_info.methods.docks_rag.study import PROMPT_WORDS
 from lightning_info.methods.docks_rag.synthetic import RELATIONS, synthetic_docred
 
 

@@ -9,8 +9,7 @@ import pytest
 
 pytest.importorskip("pyspiel")
 
-from lightning_info.methods.efg_last_iterate.solver import DEFAULT_RATES  # noqa: E402
-from lightning_info.methods.efg_last_iterate.study import (  # noqa: E402
+from lab.efg_last_iterate.study import (  # noqa: E402
     LastIterateStudy,
     _final,
     crossing,
@@ -19,6 +18,7 @@ from lightning_info.methods.efg_last_iterate.study import (  # noqa: E402
     fitted_slope,
     run_learner,
 )
+from lightning_info.methods.efg_last_iterate.solver import DEFAULT_RATES  # noqa: E402
 
 POINTS = evaluation_points(10_000_000, 1024, 25)
 

@@ -9,8 +9,8 @@ import sys
 import pytest
 from scipy.stats import wilcoxon
 
+from lab.fic_tsc.study import FisherShiftStudy, paired_wilcoxon, run_arm
 from lightning_info.methods.fic_tsc.shift import ShiftOptions
-from lightning_info.methods.fic_tsc.study import FisherShiftStudy, paired_wilcoxon, run_arm
 
 TOY_MODEL = {"num_filters": 4, "depth": 3, "optimizer": {"lr": 0.005}}
 
@@ -154,7 +154,7 @@ def test_recipe_at_toy_size_prints_and_writes_the_tables(tmp_path, capsys, monke
     "config, sets", [(None, 4), ("fic_tsc_shift_full.yaml", 7)], ids=["default", "full"]
 )
 def test_recipe_configs_train_the_papers_200_epochs(config, sets, monkeypatch) -> None:
-    from lightning_info.experiments import ComparisonCLI
+    from lab import ComparisonCLI
     from tests.benchmark_scripts import RECIPES, load_recipe
 
     monkeypatch.setattr(sys, "argv", ["recipe"])

@@ -7,10 +7,10 @@ import sys
 import pytest
 import torch
 
+from lab.fisher_sft.docstrings import DocstringSFTDataModule, docstring_splits
+from lab.fisher_sft.study import pretrain_docstring_lm
 from lightning_info.lm.corpus import module_of
 from lightning_info.lm.tiny_lm import load_causal_lm
-from lightning_info.methods.fisher_sft.datamodule import DocstringSFTDataModule, docstring_splits
-from lightning_info.methods.fisher_sft.study import pretrain_docstring_lm
 from tests.benchmark_scripts import load_recipe
 
 

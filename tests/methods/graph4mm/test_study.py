@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from lab.graph4mm.study import bayes_label_accuracy
 from lightning_info.data.digits import load_digits_images
 from lightning_info.methods.graph4mm.graphs import DIGIT_WORDS, digit_graphs
-from lightning_info.methods.graph4mm.study import bayes_label_accuracy
 
 
 def _posterior_accuracy(graph, homophily, captioned_only):

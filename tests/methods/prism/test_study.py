@@ -1,9 +1,9 @@
 import pytest
 import torch
 
+from lab.prism.study import PrismStudy, train_tiny_lm
 from lightning_info.lm.tiny_lm import train_bpe_tokenizer
 from lightning_info.methods.prism.fragments import record_texts, synthetic_records
-from lightning_info.methods.prism.study import PrismStudy, train_tiny_lm
 
 
 def test_a_shared_base_is_copied_and_fine_tuned_never_modified(tmp_path):

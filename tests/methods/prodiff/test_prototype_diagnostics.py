@@ -11,6 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from lab.prodiff.study import prototype_diagnostics, train_prodiff
 from lightning_info.core.trainers import quiet_trainer
 from lightning_info.methods.prodiff import (
     PrototypeOptions,
@@ -20,7 +21,6 @@ from lightning_info.methods.prodiff import (
     prototype_weights,
 )
 from lightning_info.methods.prodiff.metrics import _PrototypeUsage as PrototypeUsage
-from lightning_info.methods.prodiff.study import prototype_diagnostics, train_prodiff
 from tests.methods.prodiff.tiny import tiny_prodiff
 
 KEYS = ("entropy", "effective", "sample_effective", "hard_effective", "max_weight")

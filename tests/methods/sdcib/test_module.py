@@ -164,7 +164,7 @@ def test_injected_encoders_are_the_default_ones_when_built_alike():
 
 
 def test_the_study_builds_the_loss_options_from_a_mapping():
-    from lightning_info.methods.sdcib.study import fit_sdcib
+    from lab.sdcib.study import fit_sdcib
 
     data = ClusteringViewsDataModule(
         "synthetic",

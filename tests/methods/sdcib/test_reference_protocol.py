@@ -12,8 +12,7 @@ import lightning.pytorch as pl
 import pytest
 import torch
 
-from lightning_info.methods.sdcib import SDCIB, ClusteringViewsDataModule, SyntheticViewsOptions
-from lightning_info.methods.sdcib.study import (
+from lab.sdcib.study import (
     KMEANS,
     EpochScores,
     ReferenceProtocolStudy,
@@ -21,6 +20,7 @@ from lightning_info.methods.sdcib.study import (
     min_loss_epoch,
     reference_protocol,
 )
+from lightning_info.methods.sdcib import SDCIB, ClusteringViewsDataModule, SyntheticViewsOptions
 from tests.benchmark_scripts import RECIPES, load_recipe
 
 SYNTHETIC = "lightning_info.methods.sdcib.ClusteringViewsDataModule"
@@ -172,7 +172,7 @@ def _recipe_argv(monkeypatch):
 
 
 def test_the_reference_configs_hold_the_reference_settings(_recipe_argv, monkeypatch):
-    from lightning_info.experiments import ComparisonCLI
+    from lab import ComparisonCLI
 
     monkeypatch.setattr(ComparisonCLI, "run", lambda cli: [])
     recipe = load_recipe("clustering_reference")

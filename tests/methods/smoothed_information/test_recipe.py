@@ -13,17 +13,17 @@ import numpy as np
 import pytest
 import torch
 
-from lightning_info.methods.smoothed_information.functional import (
-    SmoothedEstimatorOptions,
-    smoothed_information,
-)
-from lightning_info.methods.smoothed_information.study import (
+from lab.smoothed_information.study import (
     draw,
     fitted_slope,
     job_seed,
     silverman_bandwidth,
     true_information,
     uniform_mixture_information,
+)
+from lightning_info.methods.smoothed_information.functional import (
+    SmoothedEstimatorOptions,
+    smoothed_information,
 )
 from tests.methods.smoothed_information.test_functional import _uniform_truth
 

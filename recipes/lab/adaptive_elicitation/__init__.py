@@ -1,0 +1,1 @@
+"""The adaptive_elicitation study: what reproduces the paper's tables beside the recipe."""

@@ -1,0 +1,1 @@
+"""The ancestral_search study: what reproduces the paper's tables beside the recipe."""

@@ -1,0 +1,1 @@
+"""The diffusion_fisher study: what reproduces the paper's tables beside the recipe."""

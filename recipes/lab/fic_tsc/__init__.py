@@ -1,0 +1,1 @@
+"""The fic_tsc study: what reproduces the paper's tables beside the recipe."""

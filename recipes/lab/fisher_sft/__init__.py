@@ -1,0 +1,1 @@
+"""The fisher_sft study: what reproduces the paper's tables beside the recipe."""

@@ -1,0 +1,1 @@
+"""The graph4mm study: what reproduces the paper's tables beside the recipe."""

@@ -1,0 +1,1 @@
+"""The ood_shaping study: what reproduces the paper's tables beside the recipe."""

@@ -1,0 +1,1 @@
+"""The prism study: what reproduces the paper's tables beside the recipe."""

@@ -1,0 +1,1 @@
+"""The sdcib study: what reproduces the paper's tables beside the recipe."""

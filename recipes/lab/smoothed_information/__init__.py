@@ -1,0 +1,1 @@
+"""The smoothed_information study: what reproduces the paper's tables beside the recipe."""

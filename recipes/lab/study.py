@@ -1,0 +1,111 @@
+"""``Study``: the one hook through which a recipe runs what a method measures beyond fit/test.
+
+A study is a class with plain-valued constructor arguments and a :meth:`Study.run` method. A
+recipe's YAML names its studies under ``studies``, keyed by name, as any LightningCLI class::
+
+    studies:
+      tabular:
+        class_path: lab.asymmetric_ac.study.TabularStudy
+        init_args: {gamma: 0.8, seeds: [0, 1, 2]}
+
+Every argument can be overridden from the command line (``--studies.tabular.gamma=0.9``) and a
+study switched off (``--studies.tabular=null``).
+:class:`~lab.cli.ComparisonCLI`
+runs the studies in order after the grid and does the reporting, the same for every method: each
+table is printed, all of a study's tables are written to ``<output_dir>/<compare.name>_<study>.md``
+and ``.json`` (with the study's records), each figure to ``<compare.name>_<study>_<key>.png``, and
+tables and figures go to a W&B run ``<compare.name>-<study>`` in the recipe's group when the
+trainer's logger is W&B.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from typing import Any
+
+from lightning_info.core.trainers import quiet_trainer
+
+Table = tuple[list[str], list[list]]
+
+
+@dataclass
+class StudyResult:
+    """What a study hands back: titled tables ``title -> (columns, rows)``, matplotlib figures
+    by key, any JSON-serialisable records worth keeping next to the tables, and line plots by
+    key, ``(x name, xs, {series: ys})``, logged as native W&B line plots."""
+
+    tables: dict[str, Table]
+    figures: dict[str, Any] = field(default_factory=dict)
+    records: Any = None
+    line_plots: dict[str, Any] = field(default_factory=dict)
+
+
+class Study:
+    """Base class of a method's extra study (tables, plots) run by ``ComparisonCLI``.
+
+    Subclasses take their settings as constructor arguments (a dataclass is simplest) and
+    implement :meth:`run`.
+    """
+
+    def run(self, cli) -> StudyResult:
+        """Measure and return the study's tables and figures.
+
+        Args:
+            cli: the recipe's ``ComparisonCLI`` after its grid: ``cli.model``,
+                ``cli.datamodule`` and ``cli.trainer`` are the last grid cell's (fitted and
+                tested), ``cli.results`` the grid's results, ``cli.output_dir`` the folder for any
+                extra files. In a recipe without a grid (no model class) only ``cli.output_dir``
+                and ``cli.config`` apply.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement `run(cli)`.")
+
+
+def run_jobs(
+    function: Callable[[dict[str, Any]], dict[str, Any]],
+    jobs: list[dict[str, Any]],
+    workers: int,
+    describe: Callable[[dict[str, Any]], str],
+) -> list[dict[str, Any]]:
+    """``function`` on every job, in order, in this process (``workers == 1``) or in that many
+    spawned processes (``function`` must then be importable at module level); after each
+    outcome a progress line ``[i/n] describe(outcome) (seconds since the start)``."""
+    if workers < 1:
+        raise ValueError(f"`workers` must be at least 1, got {workers}.")
+    start = time.perf_counter()
+    pool = None
+    if workers > 1:
+        pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+    outcomes = map(function, jobs) if pool is None else pool.map(function, jobs)
+    records = []
+    try:
+        for index, outcome in enumerate(outcomes, start=1):
+            records.append(outcome)
+            seconds = time.perf_counter() - start
+            print(f"[{index}/{len(jobs)}] {describe(outcome)} ({seconds:.0f} s)", flush=True)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    return records
+
+
+def seeded_trainer(job: dict[str, Any], **settings: Any):
+    """``seed_everything(job["seed"])``, then the quiet Trainer of one job of a study:
+    ``job["epochs"]`` epochs on one device (``accelerator="auto"``), no sanity validation, files
+    under ``job["root"]``; ``settings`` add to or override these."""
+    from lightning.pytorch import seed_everything
+
+    seed_everything(job["seed"], verbose=False)
+    return quiet_trainer(
+        **{
+            "max_epochs": job["epochs"],
+            "accelerator": "auto",
+            "devices": 1,
+            "num_sanity_val_steps": 0,
+            "default_root_dir": job["root"],
+            **settings,
+        }
+    )

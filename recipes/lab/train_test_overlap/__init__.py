@@ -1,0 +1,1 @@
+"""The train_test_overlap study: what reproduces the paper's tables beside the recipe."""
