@@ -1,4 +1,10 @@
-"""A warmup-cosine learning-rate scheduler that keeps its length across a resume."""
+"""A warmup-cosine learning-rate scheduler that keeps its length across a resume.
+
+Kept instead of ``transformers.get_cosine_schedule_with_warmup``: that one has no floor, rises
+again after ``num_training_steps`` (its cosine is not held at the end) and, being a ``LambdaLR``
+over a closure, checkpoints neither its length nor its warmup, so a run resumed with another
+``estimated_stepping_batches`` would silently change its rates.
+"""
 
 from __future__ import annotations
 

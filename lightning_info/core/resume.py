@@ -10,6 +10,11 @@ unfinished epoch. Orders that are a function of ``(seed, epoch)``
 (:class:`~lightning_info.core.sampling.EpochShuffleSampler`) then give the uninterrupted run's
 remaining batches, also under DDP (the skip applies to each rank's own batches, and the
 ``DistributedSampler`` that Lightning puts in is seeded by the loader, not the global seed).
+
+Kept instead of torchdata's ``StatefulDataLoader`` (a further dependency): that loader saves its
+own position, but two of the problems above sit in Lightning, not in the loader (the epoch that a
+``max_steps`` checkpoint counts as done, and the ``DistributedSampler`` that Lightning wraps
+around the sampler with the global seed); a stateful loader alone addresses neither.
 """
 
 from __future__ import annotations

@@ -1,2 +1,2 @@
-"""One package per paper: its functional core, Lightning shell, card (README.md) and, where the
-recipe needs more than fit and test, its study."""
+"""One package per paper: its functional core, its Lightning shell and its card (README.md). The
+studies that reproduce a paper's tables live beside the recipes, in ``recipes/lab``."""
