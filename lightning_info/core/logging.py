@@ -124,6 +124,7 @@ def mean_std_rows(records: Sequence[Mapping]) -> tuple[list[str], list[list]]:
 
 def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """Render a Markdown table with columns padded for reading in a terminal."""
+    # hand-written: pandas' to_markdown needs tabulate, which no required package installs
     cells = [[str(c) for c in columns]] + [[str(v) for v in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
     lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in cells]

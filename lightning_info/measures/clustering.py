@@ -30,7 +30,11 @@ DDP), compute in float32, give NMI 0 instead of 1 when both labelings are a sing
 form ARI's ``tp * tn`` (~N^4/4) in int64, which silently overflows from N ~ 55k (at N = 200k they
 report 0.93 where sklearn gives 0.49). The Metrics here keep only ``M`` with
 ``dist_reduce_fx="sum"`` — O(KC) state, an exact reduction over processes and batches — and derive
-the three scores from it in float64 / Python integers.
+the three scores from it: ACC by scipy's ``linear_sum_assignment`` (torchmetrics'
+``ClusterAccuracy`` needs the extra package ``torch_linear_assignment``), NMI by sklearn's
+``mutual_info_score`` of ``M`` and scipy's ``entropy`` of its margins, ARI from the pair counts in
+Python integers (sklearn's ``adjusted_rand_score`` takes the two label vectors, which the Metrics
+do not keep).
 
 Aligning clusterings (views of a multi-view model): :func:`align_assignments` returns a
 permutation ``perm`` to apply as ``perm[other]``; :func:`align_probabilities` moves the columns of
@@ -140,30 +144,31 @@ def accuracy_from_contingency(contingency: Tensor) -> Tensor:
 def nmi_from_contingency(contingency: Tensor) -> Tensor:
     """NMI (arithmetic normaliser, natural log) of a ``(K, C)`` count matrix; 0-dim float64.
 
-    Follows sklearn's ``normalized_mutual_info_score`` case for case: empty rows and columns are
-    dropped; 1 when both sides then have one cluster; per-cell MI terms below float64 eps are
-    zeroed and the sum clipped at 0; NMI is 0 when that MI is 0.
+    ``I(p; t)`` is sklearn's ``mutual_info_score`` of the matrix (its per-cell terms below
+    float64 eps zeroed, the sum clipped at 0), so the result equals sklearn's
+    ``normalized_mutual_info_score`` case for case: empty rows and columns are dropped; 1 when
+    both sides then have one cluster; 0 when the MI is 0. Floating counts must be whole numbers.
     """
-    total = _require_samples(contingency)
-    counts = contingency.detach().cpu().double()
+    from scipy.stats import entropy
+    from sklearn.metrics import mutual_info_score
+
+    _require_samples(contingency)
+    counts = contingency.detach().cpu()
+    if counts.is_floating_point():
+        if not bool((counts == counts.round()).all()):
+            raise ValueError(
+                "NMI needs whole-number counts in `contingency`, got fractions; pass the counts "
+                "of `contingency_matrix(predicted, target)`."
+            )
+        counts = counts.long()
     counts = counts[counts.sum(1) > 0][:, counts.sum(0) > 0]
-    a, b = counts.sum(1), counts.sum(0)
-    if a.numel() == 1 and b.numel() == 1:
+    if counts.shape == (1, 1):
         return _scalar(1.0, contingency)
-    if a.numel() == 1 or b.numel() == 1:
-        return _scalar(0.0, contingency)
-    rows, cols = torch.nonzero(counts, as_tuple=True)
-    cells = counts[rows, cols]
-    n = float(total)
-    log_n = np.log(n)
-    terms = cells / n * (torch.log(cells) + log_n - torch.log(a[rows]) - torch.log(b[cols]))
-    terms = torch.where(terms.abs() < torch.finfo(torch.float64).eps, 0.0, terms)
-    mutual_information = float(terms.sum().clamp_min(0.0))
+    mutual_information = mutual_info_score(None, None, contingency=counts.numpy())
     if mutual_information == 0.0:
         return _scalar(0.0, contingency)
-    entropy_a = float(-(a / n * (torch.log(a) - log_n)).sum())
-    entropy_b = float(-(b / n * (torch.log(b) - log_n)).sum())
-    return _scalar(mutual_information / ((entropy_a + entropy_b) / 2), contingency)
+    entropies = entropy(counts.sum(1).numpy()) + entropy(counts.sum(0).numpy())
+    return _scalar(mutual_information / (entropies / 2), contingency)
 
 
 def ari_from_contingency(contingency: Tensor) -> Tensor:

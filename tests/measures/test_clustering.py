@@ -285,3 +285,14 @@ def test_bad_inputs_raise_clear_errors():
         best_cluster_mapping(torch.tensor([[1, -1], [0, 2]]))
     with pytest.raises(ValueError, match=r"non-empty \(K, C\)"):
         best_cluster_mapping(torch.zeros(3))
+
+
+def test_nmi_of_a_contingency_refuses_fractional_counts_and_matches_sklearn_on_whole_ones():
+    from lightning_info.measures.clustering import nmi_from_contingency
+
+    with pytest.raises(ValueError, match="whole-number counts"):
+        nmi_from_contingency(torch.tensor([[1.5, 0.0], [0.0, 2.0]]))
+    predicted, target = _labels(60, 3, seed=4)
+    counts = contingency_matrix(predicted, target).double()
+    expected = normalized_mutual_info_score(target.numpy(), predicted.numpy())
+    assert float(nmi_from_contingency(counts)) == pytest.approx(expected, abs=1e-12)

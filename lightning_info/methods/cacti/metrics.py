@@ -67,6 +67,8 @@ def _no_missing_entry(metric: Metric) -> ValueError:
     )
 
 
+# Not torchmetrics' PearsonCorrCoef(num_outputs=d): it takes every column on the same rows, while
+# each column here has its own missing entries (and r2_score is another score).
 class ImputationR2(Metric):
     """CACTI's R^2 (Gorla et al., ICML 2025, evaluation): the squared Pearson correlation between
     the imputed and the true values of each column over its missing entries, averaged over the
@@ -147,6 +149,10 @@ class ImputationR2(Metric):
         )
 
 
+# Not torchmetrics' MeanSquaredError / MeanAbsoluteError: their sums are float32 states (RMSE 1e-7
+# from the two-pass float64 oracle on a 500 x 9 table, against 4e-16 here), and their functionals
+# return the mean of the entries they are given, which needs x[missing] (a host sync per batch on
+# a GPU) and does not reduce over processes.
 class _ErrorSum(Metric):
     """A float64 sum of per-entry errors over the missing entries and their count (both "sum").
 

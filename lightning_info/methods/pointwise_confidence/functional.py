@@ -187,6 +187,9 @@ def expected_calibration_error(
         n_bins: number of bins ``M``.
     """
     n_bins = require_int(n_bins, "n_bins", 1)
+    # not torchmetrics' binary_calibration_error: its bins are left-closed with c = 1 alone, so
+    # it gives 0.38 where this gives 0.32 for c = [0, .2, .15, 1, .95], y = [0, 1, 0, 1, 0], and
+    # 0.0434 against 0.0460 on 1,000 confidences rounded to 2 decimals (3e-17 apart off the edges)
     edges = _inner_edges(confidences, n_bins)
     confidences, correct = _confidences_and_correct(confidences, correct)
     counts, conf_sums, correct_sums = _equal_width_bins(confidences, correct, edges)

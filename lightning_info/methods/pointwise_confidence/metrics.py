@@ -110,7 +110,9 @@ class EAURC(_FailureMetric):
 class ExpectedCalibrationError(Metric):
     """Equal-width ECE of the pooled batches; see :func:`expected_calibration_error`.
 
-    Keeps per-bin counts and sums (``sum`` states), so memory does not grow with the data.
+    Keeps per-bin counts and sums (``sum`` states), so memory does not grow with the data
+    (torchmetrics' ``BinaryCalibrationError`` keeps every confidence in ``cat`` states and bins
+    them left-closed; see :func:`expected_calibration_error`).
 
     Args:
         n_bins: number of equal-width bins.
