@@ -179,9 +179,10 @@ def reconstruction_loss(
     ``L = sum_{(i,j) in K} (x_hat_ij - x_ij)^2 / |K| + sum_{(i,j) in R} (x_hat_ij - x_ij)^2 / |R|``
 
     with ``K = observed & kept`` (the values the encoder saw, the paper's ``omask``) and
-    ``R = observed & ~kept`` (the observed values MT-CM hid). A term over an empty set is left
-    out (the reference divides by zero there); ``values`` at unobserved entries are never read
-    (they may be NaN). All arguments are ``(B, d)`` (no broadcasting); the masks are boolean."""
+    ``R = observed & ~kept`` (the observed values MT-CM hid). A term over an empty set is 0
+    (the reference divides by zero there): each sum is divided by ``max(count, 1)``, so no
+    count is read on the host; ``values`` at unobserved entries are never read (they may be
+    NaN). All arguments are ``(B, d)`` (no broadcasting); the masks are boolean."""
     if not prediction.shape == values.shape == observed.shape == kept.shape:
         raise ValueError(
             "`prediction`, `values`, `observed` and `kept` must share one (B, d) shape, got "
@@ -194,9 +195,7 @@ def reconstruction_loss(
     squared = torch.where(observed, prediction - values, 0.0) ** 2
     loss = prediction.new_zeros(())
     for where in (kept & observed, observed & ~kept):
-        count = where.sum()
-        if count > 0:
-            loss = loss + torch.where(where, squared, 0.0).sum() / count
+        loss = loss + torch.where(where, squared, 0.0).sum() / where.sum().clamp_min(1)
     return loss
 
 

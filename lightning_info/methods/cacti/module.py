@@ -15,6 +15,17 @@ hidden. Validation and test log ``{val,test}/r2``, ``/rmse``, ``/mae`` and ``/wa
 autoencoder CACTI builds on: a share ``mask_ratio`` of each row's observed values re-masked at
 random (:func:`~lightning_info.methods.cacti.functional.random_masking`) instead of MT-CM, the
 same network, loss and optimizer otherwise.
+
+A training step reads no value back from the device. Its layout is drawn on the host in
+``on_before_batch_transfer``, before the batch moves to the device: MT-CM's encoder length, the
+batch's median visible count, is a shape, which read on the device would wait for it. (Where the
+hook does not run -- a ``training_step`` called without a Trainer, or a data module with its own
+``on_before_batch_transfer``, which Lightning calls instead -- the step draws the same layout
+itself, with that read.) Lightning's notice that a module's transfer hook runs beside a data
+module asks nothing of the user here and is filtered (that message only). With
+``validate_args=True`` the step also refuses NaN or infinity at observed entries (one host read,
+a device synchronisation on an accelerator); shapes and dtypes are always checked. Validation,
+test, predict and :meth:`CACTI.impute` always check their batches.
 """
 
 from __future__ import annotations
@@ -34,6 +45,7 @@ from lightning_info.core.options import AdamWOptions
 from lightning_info.core.sampling import keyed_generator
 from lightning_info.core.validation import (
     all_finite,
+    require_bool,
     require_choice,
     require_fraction,
     require_int,
@@ -52,6 +64,15 @@ from lightning_info.methods.cacti.networks import CACTINetwork
 __all__ = ["CACTI", "CACTI_OPTIMIZER", "build_cacti", "check_batch", "context_tensor"]
 
 
+warnings.filterwarnings(
+    "ignore",
+    message="You have overridden `on_before_batch_transfer` in `LightningModule` but have passed",
+    category=UserWarning,
+)
+
+_LAYOUT = ("training_positions", "training_padding")
+"""The batch keys of the training layout drawn in ``on_before_batch_transfer``."""
+
 #: CACTI's default AdamW: betas (0.9, 0.95), weight decay 0.01, a linear warmup from ``min_lr``
 #: over the first 10% of the steps, then a cosine decay to ``min_lr``.
 CACTI_OPTIMIZER = AdamWOptions(
@@ -59,9 +80,12 @@ CACTI_OPTIMIZER = AdamWOptions(
 )
 
 
-def check_batch(values: Tensor, observed: Tensor, num_columns: int) -> None:
+def check_batch(
+    values: Tensor, observed: Tensor, num_columns: int, *, validate_args: bool = True
+) -> None:
     """Refuse a batch CACTI would silently learn or predict nonsense from: wrong shapes, a
-    non-boolean mask, or NaN / infinity at an entry the mask calls observed."""
+    non-boolean mask, a non-floating ``values``, and with ``validate_args`` NaN / infinity at
+    an entry the mask calls observed (one host read)."""
     if values.ndim != 2 or values.shape != observed.shape or values.shape[1] != num_columns:
         raise ValueError(
             f"`values` and `observed` must both be (rows, {num_columns}), got "
@@ -74,7 +98,7 @@ def check_batch(values: Tensor, observed: Tensor, num_columns: int) -> None:
             f"`values` must be a floating-point tensor, got dtype {values.dtype}: the imputed "
             "entries would be truncated to it; pass `values.float()`."
         )
-    if not all_finite(torch.where(observed, values, 0.0)):
+    if validate_args and not all_finite(torch.where(observed, values, 0.0)):
         raise ValueError(
             "`values` hold NaN or infinity at entries `observed` marks as observed: mark them "
             "unobserved (False) or fix the data."
@@ -121,6 +145,8 @@ class CACTI(pl.LightningModule):
             ``max_epochs`` / ``max_steps`` (a run continued to a larger ``max_epochs`` than it
             started with then follows another schedule: fix it here).
         seed: keys the MT-CM draws (with the step and rank), so a resumed run draws the same.
+        validate_args: refuse training batches with NaN or infinity at observed entries (module
+            docstring); default ``False``.
     """
 
     def __init__(
@@ -135,6 +161,7 @@ class CACTI(pl.LightningModule):
         seed: int = 0,
         masking: Literal["copy", "random"] = "copy",
         mask_ratio: float = 0.5,
+        validate_args: bool = False,
     ) -> None:
         super().__init__()
         self.num_columns = require_int(num_columns, "num_columns", 2)
@@ -148,6 +175,7 @@ class CACTI(pl.LightningModule):
             )
         self.optimizer_options = optimizer
         self.seed = require_int(seed, "seed", 0)
+        self.validate_args = require_bool(validate_args, "validate_args")
         if network is not None and context_embeddings is None and context_dim is None:
             context_dim = getattr(network, "context_dim", None) if use_context else None
         context = self._context_buffer(context_embeddings, context_dim, use_context)
@@ -247,10 +275,27 @@ class CACTI(pl.LightningModule):
             return random_masking(~observed, self.mask_ratio, generator)
         return median_truncation(copy_masks(~observed, self.copy_probability, generator), generator)
 
+    def on_before_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+        """A training batch gets its layout here, drawn on the host (the batch is still there,
+        so its encoder length is read without waiting for the device) from the generator the
+        step would use: the same layout as :meth:`training_layout` in the step."""
+        if (
+            self._trainer is not None
+            and self.trainer.training
+            and isinstance(batch, Mapping)
+            and isinstance(batch.get("observed"), Tensor)
+        ):
+            positions, padding = self.training_layout(batch["observed"])
+            batch = {**batch, _LAYOUT[0]: positions, _LAYOUT[1]: padding}
+        return batch
+
     def training_step(self, batch: dict[str, Tensor], batch_index: int) -> Tensor:
         values, observed = batch["values"], batch["observed"]
-        check_batch(values, observed, self.num_columns)
-        positions, padding = self.training_layout(observed)
+        check_batch(values, observed, self.num_columns, validate_args=self.validate_args)
+        if _LAYOUT[0] in batch:
+            positions, padding = batch[_LAYOUT[0]], batch[_LAYOUT[1]]
+        else:  # a step called without a Trainer's batch hooks
+            positions, padding = self.training_layout(observed)
         prediction = self(values, observed, positions, padding)
         loss = reconstruction_loss(
             prediction, values, observed, kept_mask(positions, padding, self.num_columns)

@@ -25,6 +25,7 @@ from lightning_info.core.validation import require_fraction, require_int
 from lightning_info.methods.fic_tsc.functional import _rescale_to_fisher_bound_
 
 _MONOTONE_SCHEDULES = (LinearSchedule, CosineSchedule, ExponentialSchedule)
+_STEPS_CHECKED_WITHOUT_A_LENGTH = 100_000
 
 
 class FisherConstraint(Callback):
@@ -47,15 +48,17 @@ class FisherConstraint(Callback):
     bound, so it only measures; one optimizer). Each rank then rescales its shard by the same
     factor, which equals ``clip_grad_norm_`` of the whole model. DeepSpeed is refused.
 
-    A step whose gradient is not finite (NaN or infinite trace: a diverged loss, a bad batch) is
-    skipped, as AMP's ``GradScaler`` skips one: with ``skip_non_finite`` the gradients of the
-    optimizer's parameters are set to ``None`` before ``optimizer.step()``, so neither the weights
-    nor the optimizer state (momentum, Adam moments, step counts) change, as when
-    ``training_step`` returns ``None``. Knowing that a step is non-finite takes one read of a flag
-    on the host per step (one device sync); under a ``GradScaler`` (``precision="16-mixed"``) the
-    scaler already skips such steps and no flag is read. ``skip_non_finite=False`` reads
-    nothing and lets the step go ahead on the gradients as they are (the scaler, if any, skips).
-    Scheduler steps and optimizer step hooks still run on a skipped step.
+    A step whose gradient is not finite (NaN or infinite trace: a diverged loss, a bad batch)
+    goes ahead by default (``skip_non_finite=False``) on the gradients as they are, as in plain
+    PyTorch: the hook reads nothing back from the device, and the non-finite values reach the
+    weights. Under a ``GradScaler`` (``precision="16-mixed"``) the scaler skips such a step
+    itself. With ``skip_non_finite=True`` such a step is skipped as the scaler would skip it: the
+    gradients of the optimizer's parameters are set to ``None`` before ``optimizer.step()``, so
+    neither the weights nor the optimizer state (momentum, Adam moments, step counts) change, as
+    when ``training_step`` returns ``None``. Knowing that a step is non-finite takes one read of
+    a flag on the host per step (one device synchronisation), which the user asks for with the
+    switch; under a ``GradScaler`` no flag is read. Scheduler steps and optimizer step hooks
+    still run on a skipped step.
 
     Logged (per step): ``{prefix}/trace_before``, ``{prefix}/trace_after``, ``{prefix}/max_fisher``;
     (per epoch) ``{prefix}/constrained_fraction``, the fraction of steps that were rescaled. With
@@ -65,20 +68,23 @@ class FisherConstraint(Callback):
     Args:
         max_fisher: the bound ``eps`` (> 0), or a :class:`~lightning_info.core.schedules.Schedule`
             of ``global_step`` (e.g. ``LinearSchedule(20.0, 2.0, 1000)``). Constant, linear,
-            cosine and exponential schedules are checked once here (> 0 at both ends); the value
-            of any other ``Schedule`` is checked at each step (a float comparison, no sync).
+            cosine and exponential schedules are checked once here (> 0 at both ends); any other
+            ``Schedule`` is checked here at step 0 and once more when training starts, at every
+            step the run will take (``trainer.estimated_stepping_batches``; a run of unknown
+            length: its next 100,000 steps). Never per step.
         log_prefix: prefix of the logged metric names.
-        skip_non_finite: skip steps whose gradient is not finite (above).
+        skip_non_finite: skip steps whose gradient is not finite, one host read per step
+            (above); default ``False``.
     """
 
     def __init__(
         self,
         max_fisher: float | Schedule = 2.0,
         log_prefix: str = "fisher",
-        skip_non_finite: bool = True,
+        skip_non_finite: bool = False,
     ) -> None:
         self.max_fisher = as_schedule(max_fisher, "max_fisher")
-        self._check_every_step = not self._check_schedule(self.max_fisher)
+        self._checked_every_step = self._check_schedule(self.max_fisher)
         if not isinstance(log_prefix, str) or not log_prefix:
             raise TypeError(f"`log_prefix` must be a non-empty str, got {log_prefix!r}.")
         if not isinstance(skip_non_finite, bool):
@@ -117,12 +123,25 @@ class FisherConstraint(Callback):
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         self._norm_source = gradient_norm_source(trainer, type(self).__name__)
 
+    def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        """Check a schedule whose extremes are not known in advance at every step of the run,
+        before the first one (the run's length is known once its loaders are set up)."""
+        if self._checked_every_step:
+            return
+        first = trainer.global_step
+        try:
+            horizon = trainer.estimated_stepping_batches
+        except Exception:  # a length Lightning cannot estimate (e.g. a varying accumulation)
+            horizon = math.inf
+        if not (isinstance(horizon, int) and horizon >= 0):
+            horizon = first + _STEPS_CHECKED_WITHOUT_A_LENGTH
+        for step in range(first, max(int(horizon), first + 1)):
+            self._check_bound(self.max_fisher(step), self.max_fisher)
+
     def on_before_optimizer_step(
         self, trainer: Trainer, pl_module: LightningModule, optimizer: Optimizer
     ) -> None:
         eps = self.max_fisher(trainer.global_step)
-        if self._check_every_step:
-            eps = self._check_bound(eps, self.max_fisher)
         params = [p for group in optimizer.param_groups for p in group["params"]]
         total_norm = None
         if self._norm_source == "fsdp":

@@ -34,9 +34,11 @@ class InceptionTimeClassifier(pl.LightningModule):
     holding class indices in ``[0, num_classes)``. ``forward`` refuses another input dtype
     (no cast). At ``setup`` a data module that tells its ``num_classes`` or ``num_channels``
     (:class:`~lightning_info.methods.fic_tsc.datamodule.UCRUEADataModule`) must match the model.
-    With ``validate_args`` each step checks that ``y`` holds integer indices in range, with one
-    host read of its minimum and maximum, which replaces the accuracy metrics' own per-step
-    check (torchmetrics' ``validate_args``, which they then skip); ``False`` checks nothing.
+    Every step checks the shapes of ``x`` and ``y`` and that ``y`` holds integers (metadata only,
+    no synchronisation). With ``validate_args=True`` it also checks that the labels lie in
+    ``[0, num_classes)``, with one host read of their minimum and maximum (a device
+    synchronisation on an accelerator), which replaces the accuracy metrics' own per-step check
+    (torchmetrics' ``validate_args``, which they then skip); the default ``False`` reads nothing.
 
     Args:
         in_channels: channels ``C`` of the inputs.
@@ -51,7 +53,7 @@ class InceptionTimeClassifier(pl.LightningModule):
         head_hidden: width of the head's hidden layer.
         dropout: the head's dropout probability.
         optimizer: AdamW's settings (default: learning rate 5e-3, weight decay 1e-4).
-        validate_args: check the labels of every batch (above).
+        validate_args: check the label values of every batch (above); default ``False``.
     """
 
     def __init__(
@@ -65,7 +67,7 @@ class InceptionTimeClassifier(pl.LightningModule):
         head_hidden: int = 128,
         dropout: float = 0.2,
         optimizer: AdamWOptions = _ADAMW,
-        validate_args: bool = True,
+        validate_args: bool = False,
     ) -> None:
         super().__init__()
         require_int(in_channels, "in_channels", 1)
@@ -136,8 +138,9 @@ class InceptionTimeClassifier(pl.LightningModule):
                 f"Expected targets of shape ({x.shape[0]},) matching the batch, "
                 f"got {tuple(y.shape)}."
             )
+        _check_label_dtype(y)
         if self.validate_args:
-            _check_labels(y, self.num_classes)
+            _check_label_range(y, self.num_classes)
         logits = self(x)
         loss = F.cross_entropy(logits, y)
         metric(logits, y)
@@ -192,12 +195,16 @@ def _check_network(
         )
 
 
-def _check_labels(y: torch.Tensor, num_classes: int) -> None:
-    """``y`` must hold integer class indices in ``[0, num_classes)``: one host read."""
+def _check_label_dtype(y: torch.Tensor) -> None:
+    """``y`` must hold integer class indices (its dtype: no synchronisation)."""
     if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
         raise TypeError(
             f"`y` must hold integer class indices, got dtype {y.dtype}; pass `y.long()`."
         )
+
+
+def _check_label_range(y: torch.Tensor, num_classes: int) -> None:
+    """``y`` must hold class indices in ``[0, num_classes)``: one host read."""
     if not y.numel():
         return
     low, high = torch.stack([y.min(), y.max()]).tolist()

@@ -53,5 +53,6 @@ class HopDiffusedAttention(nn.Module):
         q, k, v = self.qkv(x).view(b, n, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
         logits = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
         transition = masked_softmax_transition(logits, adjacency_mask(logits, adjacency))
-        mixed = diffuse(transition, v, self.weights.to(v.dtype))
+        # the weights were checked when built (ppr_weights): no read of their values here
+        mixed = diffuse(transition, v, self.weights.to(v.dtype), validate_args=False)
         return self.out(mixed.transpose(1, 2).reshape(b, n, dim))

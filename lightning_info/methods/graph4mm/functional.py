@@ -184,12 +184,19 @@ def masked_softmax_transition(logits: Tensor, adjacency: Tensor) -> Tensor:
     return torch.where(isolated, eye, torch.softmax(masked, dim=-1))
 
 
-def diffuse(transition: Tensor, values: Tensor, weights: Tensor | Sequence[float]) -> Tensor:
+def diffuse(
+    transition: Tensor,
+    values: Tensor,
+    weights: Tensor | Sequence[float],
+    *,
+    validate_args: bool = True,
+) -> Tensor:
     """``sum_i weights_i T^i V`` by ``len(weights) - 1`` products with ``V`` (never a power of
-    ``T``): ``transition (..., N, N)``, ``values (..., N, D)``. Weights on the CPU (or not a
-    tensor) are checked to be finite and non-negative; weights on an accelerator are taken as
-    given, since checking them would synchronise (a module's buffer is checked when built)."""
-    if not isinstance(weights, Tensor) or weights.device.type == "cpu":
+    ``T``): ``transition (..., N, N)``, ``values (..., N, D)``. With ``validate_args`` weights
+    on the CPU (or not a tensor) are checked to be finite and non-negative; weights on an
+    accelerator are taken as given, since checking them would synchronise, and so are weights
+    already checked (``validate_args=False``: a module's buffer, checked when built)."""
+    if validate_args and (not isinstance(weights, Tensor) or weights.device.type == "cpu"):
         check_hop_weights(torch.as_tensor(weights, dtype=torch.float64), "weights")
     weights = torch.as_tensor(weights, dtype=values.dtype, device=values.device)
     if weights.dim() != 1 or weights.numel() == 0:

@@ -21,6 +21,13 @@ eval mode; ``lora`` (``peft.LoraConfig`` arguments) adds trainable adapters.
 Validation and test log ``{stage}/loss`` (target NLL per token), ``{stage}/token_accuracy``
 (teacher-forced argmax), ``{stage}/rougeL`` and ``{stage}/exact_match`` of the greedy decoding
 against the target (ROUGE-L F1 by torchmetrics), and ``{stage}/accuracy`` of the node label.
+
+The forward pass checks shapes only and reads no value back from the device: the queries are
+written into the prompt by a gather at each sample's slot, and a batch without labelled nodes
+adds a zero discriminative term. With ``validate_args=True`` it also refuses NaN or infinite
+images and query slots outside the prompt (host reads, a device synchronisation each on an
+accelerator). Selecting the nodes that have an image (a boolean index) still waits for the
+device, as every boolean index does.
 """
 
 from __future__ import annotations
@@ -82,6 +89,9 @@ def variant_qformer(
     )
 
 
+_IGNORED = -100  # cross_entropy's ignore_index for the rows without a label
+
+
 class Graph4MM(LightningModule):
     """Graph4MM (module docstring).
 
@@ -108,6 +118,8 @@ class Graph4MM(LightningModule):
             (:class:`~lightning_info.core.options.AdamWOptions`; lr 1e-3, no weight decay, a
             constant rate by default).
         max_new_tokens: greedy decoding.
+        validate_args: check the values of every batch (images finite, query slots inside the
+            prompt); default ``False`` (module docstring).
 
     The module's hyperparameters leave ``lm``, ``tokenizer``, ``image_encoder`` and
     ``qformer`` out (``load_from_checkpoint`` needs them passed again when they are not the
@@ -128,6 +140,7 @@ class Graph4MM(LightningModule):
         class_weight: float = 1.0,
         optimizer: AdamWOptions = DEFAULT_OPTIMIZER,
         max_new_tokens: int = 12,
+        validate_args: bool = False,
     ):
         super().__init__()
         require_choice(variant, "variant", VARIANTS)
@@ -142,6 +155,7 @@ class Graph4MM(LightningModule):
         self.optimizer_options = optimizer
         self.class_weight = require_non_negative(class_weight, "class_weight")
         self.max_new_tokens = require_int(max_new_tokens, "max_new_tokens", 1)
+        self.validate_args = require_bool(validate_args, "validate_args")
         if isinstance(lm, str):
             from lightning_info.lm.tiny_lm import load_causal_lm
 
@@ -206,7 +220,9 @@ class Graph4MM(LightningModule):
             embedding = self.lm.get_input_embeddings().weight
             return embedding.new_zeros(b, 0, embedding.shape[1])
         has_image = batch["has_image"] & batch["node_mask"]
-        images = require_finite_tensor(batch["images"], "images")
+        images = batch["images"]
+        if self.validate_args:
+            require_finite_tensor(images, "images")
         features = self.image_encoder(images[has_image])
         image = features.new_zeros(*has_image.shape, features.shape[-1])
         image[has_image] = features
@@ -234,15 +250,30 @@ class Graph4MM(LightningModule):
     def prompt_embeddings(self, batch: dict[str, Tensor], queries: Tensor) -> tuple[Tensor, Tensor]:
         """The prompt's input embeddings with the queries written at the placeholder slot
         (``query_position``), ``(B, P - 1 + M, W)``, and their mask; without queries (text-only)
-        the slot is dropped."""
+        the slot is dropped.
+
+        Output position ``t`` of a sample with slot ``s`` holds prompt token ``t`` for
+        ``t < s``, query ``t - s`` for ``s <= t < s + M`` and prompt token ``t - M + 1`` after
+        them: one gather per tensor on the device, no slot read on the host."""
         embeds, mask = self._embed(batch["prompt_ids"]), batch["prompt_mask"]
-        rows, masks = [], []
-        for b, slot in enumerate(batch["query_position"].tolist()):
-            rows.append(torch.cat([embeds[b, :slot], queries[b], embeds[b, slot + 1 :]]))
-            masks.append(
-                torch.cat([mask[b, :slot], mask.new_ones(queries.shape[1]), mask[b, slot + 1 :]])
+        (b, p, width), m = embeds.shape, queries.shape[1]
+        slot = batch["query_position"].reshape(b, 1).to(embeds.device)
+        if self.validate_args and bool(((slot < 0) | (slot >= p)).any()):
+            raise ValueError(
+                f"`query_position` must index the prompt's {p} columns, got "
+                f"{batch['query_position'].tolist()}."
             )
-        return torch.stack(rows), torch.stack(masks)
+        t = torch.arange(p - 1 + m, device=embeds.device)[None, :]
+        inside = (t >= slot) & (t < slot + m)
+        source = torch.where(t < slot, t, t - m + 1).clamp(0, p - 1)  # queries' columns: any
+        rows = embeds.gather(1, source[..., None].expand(-1, -1, width))
+        masks = mask.gather(1, source)
+        if m:
+            query = (t - slot).clamp(0, m - 1)
+            picked = queries.gather(1, query[..., None].expand(-1, -1, width))
+            rows = torch.where(inside[..., None], picked, rows)
+            masks = torch.where(inside, torch.ones_like(masks), masks)
+        return rows, masks
 
     def forward(
         self, batch: dict[str, Tensor], queries: Tensor | None = None
@@ -274,12 +305,17 @@ class Graph4MM(LightningModule):
         class_logits = self.classifier(hidden) if self.classifier is not None else None
         loss = generation if self.task != "classify" else generation.new_zeros(())
         if class_logits is not None:
-            labelled = batch["label"] >= 0
-            if bool(labelled.any()):
-                classify = F.cross_entropy(class_logits[labelled], batch["label"][labelled])
-                loss = loss + self.class_weight * classify
-            else:
-                loss = loss + 0.0 * class_logits.sum()  # keeps every parameter in the graph
+            labels = batch["label"]
+            labelled = labels >= 0
+            # The labelled rows first, in their order, the others ignored: the mean sums as it
+            # would over class_logits[labelled], whose boolean index would read the count.
+            order = (~labelled).to(torch.uint8).argsort(stable=True)
+            targets = labels.masked_fill(~labelled, _IGNORED)[order]
+            classify = F.cross_entropy(class_logits[order], targets, ignore_index=_IGNORED)
+            # No labelled row: a zero term (its mean is 0 / 0) that keeps every parameter in
+            # the graph with a zero gradient.
+            classify = torch.where(labelled.any(), classify, 0.0)
+            loss = loss + self.class_weight * classify
         return loss, generation, class_logits, logits
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from lightning_info.core.validation import require_int
+from lightning_info.core.validation import require_bool, require_int
 from lightning_info.methods.graph4mm.attention import HopDiffusedAttention
 from lightning_info.methods.graph4mm.functional import ppr_weights
 
@@ -78,6 +78,10 @@ class MMQFormer(nn.Module):
         num_queries, layers, heads, ffn_mult: its size.
         hop: ``HopDiffusedAttention`` arguments for the joint attention (``alpha``, ``steps``,
             ``remainder``, ``rescale``); ``None``: plain attention, blind to the graph.
+        validate_args: refuse an ``image_mask`` that leaves a sample without an image token
+            (whose cross-attention would be NaN), one host read per call (a device
+            synchronisation on an accelerator); default ``False``: shapes only. ``Graph4MM``
+            always appends its "no image" token, so its samples always have one.
     """
 
     def __init__(
@@ -91,8 +95,10 @@ class MMQFormer(nn.Module):
         heads: int = 4,
         ffn_mult: int = 4,
         hop: dict[str, Any] | None = None,
+        validate_args: bool = False,
     ):
         super().__init__()
+        self.validate_args = require_bool(validate_args, "validate_args")
         self.dim, self.heads = require_int(dim, "dim", 1), require_int(heads, "heads", 1)
         if self.dim % self.heads:
             raise ValueError(f"dim ({self.dim}) must be divisible by heads ({self.heads})")
@@ -204,7 +210,7 @@ class MMQFormer(nn.Module):
             image_mask = torch.ones(image.shape[:2], dtype=torch.bool, device=image.device)
         if text_mask is None:
             text_mask = torch.ones(text.shape[:2], dtype=torch.bool, device=text.device)
-        if not bool(image_mask.any(1).all()):
+        if self.validate_args and not bool(image_mask.any(1).all()):
             raise ValueError("every sample needs at least one image token (image_mask)")
         joint_graph = self._joint_graph(text_mask, adjacency) if self.uses_graph else None
         q = self.queries.expand(b, -1, -1)

@@ -182,25 +182,43 @@ def great_circle_interpolation(window: Tensor, *, interior_times: str = "interpo
 
 
 def _plus_plus_seeds(points: Tensor, k: int, generator: torch.Generator | None) -> Tensor:
+    """k-means++ seeding on ``points``' device, no value read back: centre ``j`` is point ``i``
+    with probability ``w_i = D_i / sum D`` (``D_i`` the squared distance to the nearest chosen
+    centre; uniform when every ``D_i`` is 0), drawn as ``argmax_i w_i / q_i`` with ``q_i ~
+    Exp(1)`` (the exponential race: ``P(argmax = i) = w_i``). The ``q`` are drawn by
+    ``generator`` on the CPU in float64, exactly as ``torch.multinomial(w, 1)`` draws them, so the
+    centres are those ``multinomial`` on the CPU would choose from the same generator; it is not
+    called because it reads its weights on the host to check them."""
     n = points.shape[0]
-    first = int(torch.randint(n, (1,), generator=generator))
+    first = torch.randint(n, (1,), generator=generator).to(points.device)
     centres = [points[first]]
-    nearest = ((points - points[first]) ** 2).sum(1)
+    nearest = ((points - centres[0]) ** 2).sum(1)
     for _ in range(1, k):
         total = nearest.sum()
-        weights = nearest / total if total > 0 else torch.full_like(nearest, 1.0 / n)
-        chosen = int(torch.multinomial(weights.double().cpu(), 1, generator=generator))
+        weights = torch.where(total > 0, nearest / total, 1.0 / n)
+        race = torch.empty(n, dtype=torch.float64).exponential_(1, generator=generator)
+        chosen = (weights.double() / race.to(points.device)).argmax().reshape(1)
         centres.append(points[chosen])
-        nearest = torch.minimum(nearest, ((points - points[chosen]) ** 2).sum(1))
-    return torch.stack(centres)
+        nearest = torch.minimum(nearest, ((points - centres[-1]) ** 2).sum(1))
+    return torch.cat(centres)
 
 
 @torch.no_grad()
 def kmeans(
-    points: Tensor, k: int, iterations: int = 20, generator: torch.Generator | None = None
+    points: Tensor,
+    k: int,
+    iterations: int = 20,
+    generator: torch.Generator | None = None,
+    *,
+    validate_args: bool = True,
 ) -> tuple[Tensor, Tensor]:
     """``(labels (n,), centres (k, d))`` of k-means on ``points (n, d)`` (see the module
-    docstring); draws with ``generator`` (a CPU generator), no gradient."""
+    docstring); draws with ``generator`` (a CPU generator), no gradient.
+
+    On an accelerator nothing is read back: the seeding runs on the device and Lloyd's
+    iterations all run (on the CPU they stop once the centres stop moving, which leaves the
+    same centres: a fixed point stays one). ``validate_args`` refuses NaN or infinite points
+    (one host read); shapes and ``k`` are always checked."""
     require_real_floating(points, "points")
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"`generator` must be a torch.Generator, got {type(generator).__name__}.")
@@ -209,16 +227,19 @@ def kmeans(
     k = require_int(k, "k", 1)
     if k > points.shape[0]:
         raise ValueError(f"k = {k} clusters need at least {k} points, got {points.shape[0]}.")
-    if not torch.isfinite(points).all():
+    if validate_args and not torch.isfinite(points).all():
         raise ValueError("`points` hold NaN or infinity.")
     points = points.detach()
+    iterations = require_int(iterations, "iterations", 0)
     centres = _plus_plus_seeds(points, k, generator)
-    for _ in range(require_int(iterations, "iterations", 0)):
+    on_host = points.device.type == "cpu"
+    for _ in range(iterations):
         labels = torch.cdist(points, centres).argmin(1)
         sums = torch.zeros_like(centres).index_add_(0, labels, points)
-        counts = torch.bincount(labels, minlength=k).to(points.dtype)[:, None]
+        # a scatter, not torch.bincount: on an accelerator bincount reads the largest label
+        counts = points.new_zeros(k, 1).index_add_(0, labels, points.new_ones(len(labels), 1))
         moved = torch.where(counts > 0, sums / counts.clamp_min(1), centres)
-        if torch.equal(moved, centres):
+        if on_host and torch.equal(moved, centres):
             break
         centres = moved
     return torch.cdist(points, centres).argmin(1), centres

@@ -47,6 +47,14 @@ All randomness of a training step (steps, noise, condition dropout, k-means seed
 sample with DDIM (seeded per batch), unscale with the data module's training-split scaling
 (stored in the module and its checkpoints) and log ``{val,test}/mtd``, ``maxtd``,
 ``time_mae``, ``tc@{t}km`` and ``tc_mean`` in metres (:func:`trajectory_metrics`).
+
+**Host reads.** A training step checks the window's shape and dtype (metadata); with
+``validate_args=True`` also that the windows and the encoder's features are finite (host reads
+of values, a device synchronisation each on an accelerator). The k-means runs on the device
+without reading a value back. The one read left, with ``match_pseudo_labels`` (the default), is
+the ``(m, K)`` centre-prototype cost matrix that SciPy's Hungarian method matches on the host
+(:func:`~lightning_info.methods.prodiff.functional.match_clusters`): the step's labels depend on
+it. ``match_pseudo_labels=False`` (the reference's arbitrary cluster numbers) reads nothing.
 """
 
 from __future__ import annotations
@@ -265,10 +273,12 @@ torch.serialization.add_safe_globals(
 )
 
 
-def check_window(window: Tensor, length: int, *, interior: bool = True) -> None:
+def check_window(
+    window: Tensor, length: int, *, interior: bool = True, validate_args: bool = True
+) -> None:
     """Refuse what ProDiff would silently learn or condition on nonsense from: a shape other
-    than ``(B, length, 3)``, or NaN / infinity in the endpoints (and, with ``interior``, in
-    the rest of the window), or an integer dtype."""
+    than ``(B, length, 3)``, or an integer dtype, and with ``validate_args`` NaN / infinity in
+    the endpoints (and, with ``interior``, in the rest of the window: one host read)."""
     length = require_int(length, "length", 3)
     require_real_floating(window, "window")
     if window.ndim != 3 or window.shape[1:] != (length, 3) or window.shape[0] == 0:
@@ -277,6 +287,8 @@ def check_window(window: Tensor, length: int, *, interior: bool = True) -> None:
             f"{tuple(window.shape)}: build the model with this window_length or cut windows of "
             f"{length} points."
         )
+    if not validate_args:
+        return
     checked = window if interior else window[:, [0, -1]]
     if not all_finite(checked):
         what = "windows" if interior else "endpoints"
@@ -329,6 +341,9 @@ class ProDiff(pl.LightningModule):
         scaling: the windows' min-max scaling (``None``: taken from the data module's
             ``scaling`` at ``setup``), needed to score in metres, :class:`WindowScaling`.
         seed: keys every random draw.
+        validate_args: check that every training window and the encoder's features are
+            finite (module docstring, "Host reads"); default ``False``. Validation, test and
+            :meth:`impute` always check their windows.
 
     Networks are built in the order ``denoiser``, ``condition``, ``encoder``, then the
     prototypes; the module's hyperparameters leave the networks out
@@ -349,6 +364,7 @@ class ProDiff(pl.LightningModule):
         optimizer: AdamWOptions = PRODIFF_OPTIMIZER,
         scaling: WindowScaling | None = None,
         seed: int = 0,
+        validate_args: bool = False,
     ) -> None:
         super().__init__()
         self.use_prototypes = bool(use_prototypes)
@@ -386,6 +402,7 @@ class ProDiff(pl.LightningModule):
             diffusion.num_steps, diffusion.beta_start, diffusion.beta_end
         )
         self.seed = require_int(seed, "seed", 0)
+        self.validate_args = require_bool(validate_args, "validate_args")
         # recorded as resolved (also when read from the networks): loggers compare it with the
         # data module's window_length
         window_length = self.window_length
@@ -504,7 +521,13 @@ class ProDiff(pl.LightningModule):
         options = self.prototype_options
         features = self.encoder(window)
         clusters = min(options.num_prototypes, features.shape[0])
-        labels, centres = kmeans(features.detach(), clusters, options.kmeans_iterations, generator)
+        labels, centres = kmeans(
+            features.detach(),
+            clusters,
+            options.kmeans_iterations,
+            generator,
+            validate_args=self.validate_args,
+        )
         if options.match_pseudo_labels:
             labels = match_clusters(centres, self.prototypes)[labels]
         return {
@@ -520,7 +543,7 @@ class ProDiff(pl.LightningModule):
     # ---------------------------------------------------------------------------- training
     def training_step(self, batch: dict[str, Tensor], batch_index: int) -> Tensor:
         window = batch["window"]
-        check_window(window, self.window_length)
+        check_window(window, self.window_length, validate_args=self.validate_args)
         generator = keyed_generator(self.seed, self.global_step, self.global_rank)
         losses = self.losses(window, generator)
         loss = losses["diffusion"]

@@ -27,6 +27,11 @@ refused, not cast), and with a pixel range ``clip = (lo, hi)`` the radius is bou
 L-inf ``eps`` above ``hi - lo`` or an L2 ``eps`` above the box's diameter
 ``(hi - lo) * sqrt(d)`` (``d`` coordinates per sample) would send every pixel to a bound, so it
 is refused (pixels in ``[0, 1]`` take ``8/255``, not ``8``).
+
+Shapes, dtypes and the arguments are always checked. With ``validate_args=True`` (the default)
+the values are checked too: ``x`` finite and inside ``clip``, class labels in ``[0, C)``; each
+is a read of a value on the host, a device synchronisation on an accelerator. A training step
+whose batches are valid by construction passes ``validate_args=False``.
 """
 
 from __future__ import annotations
@@ -65,14 +70,17 @@ def next_class_targets(y: Tensor, num_classes: int) -> Tensor:
     return shifted_targets(y, num_classes, 1)
 
 
-def shifted_targets(y: Tensor, num_classes: int, shift: int) -> Tensor:
+def shifted_targets(
+    y: Tensor, num_classes: int, shift: int, *, validate_args: bool = True
+) -> Tensor:
     """Target labels ``(y + shift) mod num_classes``: the map ``c -> c + shift`` of a targeted
     attack (``shift=1`` is BEARD's; ``2`` or ``-1`` test whether a robustness is specific to
-    it). ``shift`` must not be a multiple of ``num_classes`` (the target would be the label)."""
+    it). ``shift`` must not be a multiple of ``num_classes`` (the target would be the label).
+    ``validate_args``: refuse labels outside ``[0, num_classes)`` (one host read)."""
     num_classes = require_int(num_classes, "num_classes", 2)
     shift = check_target_shift(shift, num_classes)
     _require_label_dtype(y)
-    if y.numel() and (int(y.min()) < 0 or int(y.max()) >= num_classes):
+    if validate_args and y.numel() and (int(y.min()) < 0 or int(y.max()) >= num_classes):
         raise ValueError(
             f"`y` must hold labels in [0, {num_classes}), got values in "
             f"[{int(y.min())}, {int(y.max())}]."
@@ -103,13 +111,14 @@ TARGET_MAPS = ("next", "rotating", "untargeted")
 
 
 def training_attack_labels(
-    y: Tensor, num_classes: int, target_map: str, step: int
+    y: Tensor, num_classes: int, target_map: str, step: int, *, validate_args: bool = True
 ) -> tuple[Tensor, bool]:
     """The labels an attack on ``y`` aims at during distillation, and whether it is targeted.
 
     ``"next"`` is the reference's map ``c -> (c + 1) mod K``; ``"rotating"`` targets
     ``c -> (c + s) mod K`` with ``s = 1 + step mod (K - 1)``, a shift that visits every other
     class in turn over the steps; ``"untargeted"`` attacks away from ``y`` itself.
+    ``validate_args``: as in :func:`shifted_targets`.
     """
     if target_map not in TARGET_MAPS:
         raise ValueError(f"`target_map` must be one of {TARGET_MAPS}, got {target_map!r}.")
@@ -119,7 +128,7 @@ def training_attack_labels(
     if target_map == "untargeted":
         return y, False
     shift = 1 if target_map == "next" else 1 + step % (num_classes - 1)
-    return shifted_targets(y, num_classes, shift), True
+    return shifted_targets(y, num_classes, shift, validate_args=validate_args), True
 
 
 def fgsm(
@@ -131,6 +140,7 @@ def fgsm(
     targeted: bool = False,
     clip: Clip = (0.0, 1.0),
     loss_fn: LossFn = F.cross_entropy,
+    validate_args: bool = True,
 ) -> Tensor:
     """Fast gradient sign method (Goodfellow et al., 2015), ``clip(x +- eps * sign(grad_x L))``.
 
@@ -145,15 +155,16 @@ def fgsm(
         clip: valid pixel range ``(low, high)``; ``None`` leaves the result unclamped.
         loss_fn: ``loss_fn(logits, y)`` to a scalar; any positive scaling (mean or sum) gives
             the same sign.
+        validate_args: check the values of ``x`` and ``y`` (module docstring).
 
     Returns:
         The detached adversarial batch, same shape and dtype as ``x``.
     """
     eps = require_non_negative(eps, "eps")
-    bounds = _check_batch(x, y, clip, loss_fn, model)
+    bounds = _check_batch(x, y, clip, loss_fn, model, validate_args)
     _check_radius(eps, "linf", bounds, x)
     with _eval_mode(model):
-        grad = _input_grad(model, x, y, loss_fn, check_labels=True)
+        grad = _input_grad(model, x, y, loss_fn, check_labels=validate_args)
     direction = -1.0 if targeted else 1.0
     return _clamp(x.detach() + direction * eps * grad.sign(), bounds).detach()
 
@@ -172,6 +183,7 @@ def pgd(
     clip: Clip = (0.0, 1.0),
     generator: torch.Generator | None = None,
     loss_fn: LossFn = F.cross_entropy,
+    validate_args: bool = True,
 ) -> Tensor:
     """Projected gradient descent on the loss (Madry et al., 2018), L-inf or L2 ball.
 
@@ -201,6 +213,7 @@ def pgd(
         generator: source of the random start, on ``x``'s device; ``None`` uses the global one.
         loss_fn: ``loss_fn(logits, y)`` to a scalar whose per-sample terms do not interact
             (mean or sum both give the same step directions).
+        validate_args: check the values of ``x`` and ``y`` (module docstring).
 
     Returns:
         The detached adversarial batch, same shape and dtype as ``x``.
@@ -210,7 +223,7 @@ def pgd(
     if norm not in _NORMS:
         raise ValueError(f"`norm` must be one of {_NORMS}, got {norm!r}.")
     alpha = 2.5 * eps / steps if step_size is None else require_non_negative(step_size, "step_size")
-    bounds = _check_batch(x, y, clip, loss_fn, model)
+    bounds = _check_batch(x, y, clip, loss_fn, model, validate_args)
     _check_radius(eps, norm, bounds, x)
     x = x.detach()
 
@@ -222,7 +235,8 @@ def pgd(
     direction = -1.0 if targeted else 1.0
     with _eval_mode(model):
         for step_index in range(steps):
-            grad = _input_grad(model, x_adv, y, loss_fn, check_labels=step_index == 0)
+            check_labels = validate_args and step_index == 0
+            grad = _input_grad(model, x_adv, y, loss_fn, check_labels=check_labels)
             step = grad.sign() if norm == "linf" else grad / _per_sample_norm(grad).clamp_min(1e-12)
             x_adv = x_adv + direction * alpha * step
             x_adv = _clamp(x + _project(x_adv - x, eps, norm), bounds)
@@ -230,7 +244,7 @@ def pgd(
 
 
 def _check_batch(
-    x: Tensor, y: Tensor, clip: Clip, loss_fn: LossFn, model: nn.Module
+    x: Tensor, y: Tensor, clip: Clip, loss_fn: LossFn, model: nn.Module, validate_args: bool
 ) -> tuple[float, float] | None:
     if not isinstance(x, Tensor) or not x.is_floating_point():
         raise TypeError(f"`x` must be a floating-point tensor, got {type(x).__name__}.")
@@ -252,7 +266,8 @@ def _check_batch(
             f"`y` must hold integer class indices, got dtype {y.dtype}; pass `y.long()` "
             "(or class probabilities of shape (N, C) to cross-entropy)."
         )
-    require_finite_tensor(x, "x")
+    if validate_args:
+        require_finite_tensor(x, "x")
     if clip is None:
         return None
     if len(clip) != 2:
@@ -260,6 +275,8 @@ def _check_batch(
     low, high = require_finite(clip[0], "clip[0]"), require_finite(clip[1], "clip[1]")
     if not low < high:
         raise ValueError(f"`clip` must satisfy low < high, got {clip!r}.")
+    if not validate_args:
+        return low, high
     lowest, highest = (
         (float(x.detach().min()), float(x.detach().max())) if x.numel() else (low, high)
     )

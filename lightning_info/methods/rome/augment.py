@@ -204,9 +204,19 @@ class DSA:
         std = images.std(dim=(0, 2, 3), correction=0).tolist()
         return cls(strategy=strategy, mean=tuple(mean), std=tuple(std), **kwargs)
 
-    def __call__(self, x: Tensor, generator: torch.Generator, *, per_batch: bool = True) -> Tensor:
+    def __call__(
+        self,
+        x: Tensor,
+        generator: torch.Generator,
+        *,
+        per_batch: bool = True,
+        family: str | None = None,
+    ) -> Tensor:
         """x: (N, C, H, W) floating-point pixels in ``[0, 1]``; C must equal len(mean). Draws
-        come from ``generator`` (a ``torch.Generator``) only."""
+        come from ``generator`` (a ``torch.Generator``) only. ``family``: the family of the
+        strategy to apply; ``None`` draws it from ``generator`` (its first draw, read on the
+        host: a device synchronisation for a generator on an accelerator), so a caller that
+        chooses on the host passes it and the call reads no value back."""
         require_real_floating(x, "x")
         if not isinstance(generator, torch.Generator):
             raise TypeError(
@@ -219,7 +229,13 @@ class DSA:
                 f"`x` must be (N, C, H, W) with C = {len(self.mean)} channels (one per mean/std "
                 f"value), got shape {tuple(x.shape)}."
             )
-        family = choose_family(self.strategy, generator)
+        if family is None:
+            family = choose_family(self.strategy, generator)
+        elif family not in strategy_families(self.strategy):
+            raise ValueError(
+                f"`family` must be one of the strategy's families "
+                f"{strategy_families(self.strategy)}, got {family!r}."
+            )
         mean = x.new_tensor(self.mean).reshape(1, -1, 1, 1)
         std = x.new_tensor(self.std).reshape(1, -1, 1, 1)
         count = 1 if per_batch else x.shape[0]

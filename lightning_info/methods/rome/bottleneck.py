@@ -19,7 +19,12 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from lightning_info.core.schedules import Schedule, as_schedule
-from lightning_info.core.validation import require_int, require_non_negative, require_positive
+from lightning_info.core.validation import (
+    require_bool,
+    require_int,
+    require_non_negative,
+    require_positive,
+)
 from lightning_info.measures.mutual_information import gaussian_kl_standard_normal
 
 _SEED_RANGE = 2**62
@@ -182,6 +187,9 @@ class InformationBottleneckMixin:
         ib_beta: ``beta >= 0``, or a schedule of the optimizer step.
         ib_min_std: floor of ``sigma``.
         ib_seed: base seed of the bottleneck noise; ``None`` draws one from the global RNG.
+        ib_validate_args: refuse a step whose bottleneck parameters hold NaN or infinity (one
+            host read per encoder call, a device synchronisation on an accelerator); ``False``
+            (the default) reads nothing, and a NaN reaches the loss as in any torch model.
     """
 
     ib_encoder: str = "encoder"
@@ -190,6 +198,7 @@ class InformationBottleneckMixin:
     ib_beta: float | Schedule = 1e-3
     ib_min_std: float = 1e-4
     ib_seed: int | None = None
+    ib_validate_args: bool = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -206,6 +215,7 @@ class InformationBottleneckMixin:
             )
         if isinstance(self.ib_beta, (int, float)) and not isinstance(self.ib_beta, bool):
             require_non_negative(self.ib_beta, "ib_beta")
+        require_bool(self.ib_validate_args, "ib_validate_args")
         self._ib_schedule = as_schedule(self.ib_beta, "ib_beta")
         require_non_negative(self._ib_schedule(0), "ib_beta")
         in_features = _output_features(encoder) if self.ib_input_dim is None else self.ib_input_dim
@@ -231,7 +241,8 @@ class InformationBottleneckMixin:
             )
         z, mu, log_var = self.ib_bottleneck.encode(output)
         if self._ib_rates is not None:
-            self._ib_rates.append(gaussian_kl_standard_normal(mu, log_var).mean())
+            rate = gaussian_kl_standard_normal(mu, log_var, validate_args=self.ib_validate_args)
+            self._ib_rates.append(rate.mean())
         return z
 
     def training_step(self, *args: Any, **kwargs: Any) -> Any:

@@ -50,7 +50,9 @@ def predicted_classes(logits: Tensor) -> Tensor:
     return torch.where(torch.isnan(logits).any(1), -1, logits.argmax(1))
 
 
-def rome_alignment(features_syn: Tensor, features_adv: Tensor) -> Tensor:
+def rome_alignment(
+    features_syn: Tensor, features_adv: Tensor, *, validate_args: bool = True
+) -> Tensor:
     """ROME's robustness term ``L_rob = (1/2 * ||mean e(x_s) - mean e(x_hat_r)||_1)^2``.
 
     Args:
@@ -58,6 +60,8 @@ def rome_alignment(features_syn: Tensor, features_adv: Tensor) -> Tensor:
         features_adv: features of the (adversarial) real images, ``(m, d)``. They are a fixed
             target: the caller passes them detached, and this function does not detach them, so
             a caller that wants gradients on both sides can have them.
+        validate_args: refuse NaN or infinite features (one host read, a device
+            synchronisation on an accelerator); shapes and dtypes are always checked.
 
     Returns:
         A 0-dim tensor.
@@ -65,7 +69,8 @@ def rome_alignment(features_syn: Tensor, features_adv: Tensor) -> Tensor:
     for tensor, name in ((features_syn, "features_syn"), (features_adv, "features_adv")):
         if isinstance(tensor, Tensor):
             require_real_floating(tensor, name)
-    return (0.5 * mean_embedding_distance(features_syn, features_adv, p=1)) ** 2
+    distance = mean_embedding_distance(features_syn, features_adv, p=1, validate_args=validate_args)
+    return (0.5 * distance) ** 2
 
 
 def image_grid(images: Tensor, per_row: int, pad: int = 1) -> Tensor:

@@ -15,6 +15,7 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader
 
 from lightning_info.core.validation import (
+    require_bool,
     require_choice,
     require_fraction,
     require_in_range,
@@ -252,7 +253,16 @@ class ROMEDistillation(pl.LightningModule):
     batches) draws from a stream shared by all processes, the real batches of the distillation
     term from a stream that also depends on the global rank. Under DDP every rank thus aligns
     its own real batches, the image gradients are averaged, and the pool stays identical (rank
-    0's trained weights are broadcast as well); a resumed run continues exactly.
+    0's trained weights are broadcast as well); a resumed run continues exactly. The choices
+    made among Python objects (which network, which augmentation family, the seeds of the
+    attacks' random starts) are drawn on the host from NumPy generators keyed the same way, and
+    the step counters have host copies, so a training step reads no value back from the device
+    (no synchronisation; a DDP run's broadcast of the pool is the exception).
+
+    With ``validate_args`` each step also checks the values it computes with: the attacked
+    batches finite and in ``[0, 1]``, their labels in ``[0, K)``, the features of the alignment
+    finite (reads of values on the host, a device synchronisation each on an accelerator).
+    The real data are checked once, here; the default ``False`` checks nothing per step.
 
     Testing (``trainer.test``) trains a fresh ``eval_net`` on the distilled set
     (``evaluation.epochs``, ``evaluation.lr``, seeded by ``seed``) and logs its accuracy on the
@@ -284,6 +294,7 @@ class ROMEDistillation(pl.LightningModule):
         evaluation: the test-time evaluation (:class:`RobustEvaluationOptions`).
         steps_per_epoch: length of the module's own step-counting dataloader.
         seed: seeds the initial images, the network initialisations and all sampling.
+        validate_args: check the values of every step's batches and features (above).
     """
 
     def __init__(
@@ -301,6 +312,7 @@ class ROMEDistillation(pl.LightningModule):
         evaluation: RobustEvaluationOptions = RobustEvaluationOptions(),
         steps_per_epoch: int = 100,
         seed: int = 0,
+        validate_args: bool = False,
     ) -> None:
         super().__init__()
         self.save_hyperparameters(ignore=["real_images", "real_labels", "net", "eval_net"])
@@ -329,6 +341,7 @@ class ROMEDistillation(pl.LightningModule):
         self._eval_net_factory = _require_factory(eval_net, "eval_net", self._net_factory)
         self.steps_per_epoch = require_int(steps_per_epoch, "steps_per_epoch", 1)
         self.seed = require_int(seed, "seed", 0)
+        self.validate_args = require_bool(validate_args, "validate_args")
         self._shape = tuple(images.shape[1:])
 
         order = torch.argsort(labels, stable=True)
@@ -339,6 +352,9 @@ class ROMEDistillation(pl.LightningModule):
         self.register_buffer(
             "nets_built", torch.tensor(self.pool_options.num_nets, dtype=torch.long)
         )
+        # host copies of the two counters, refreshed whenever a state dict is loaded
+        self._iteration, self._nets_built = 0, self.pool_options.num_nets
+        self.register_load_state_dict_post_hook(_read_counters)
 
         mean, std = _channel_statistics(images)
         self.register_buffer("pixel_mean", mean.view(1, -1, 1, 1))
@@ -347,6 +363,7 @@ class ROMEDistillation(pl.LightningModule):
         self.augmentation = (
             DSA(strategy, tuple(mean.tolist()), tuple(std.tolist())) if strategy else None
         )
+        self._families = strategy_families(strategy) if strategy else ()
         init_rng = self._generator(_INIT_STREAM)
         init = torch.cat([self._sample_class(c, self.ipc, init_rng, self._real) for c in range(k)])
         self.synthetic = nn.Parameter((init - self.pixel_mean) / self.pixel_std)
@@ -375,9 +392,15 @@ class ROMEDistillation(pl.LightningModule):
 
     def _generator(self, stream: int, rank: int = 0, device: torch.device | None = None):
         """A generator seeded by ``(seed, stream, step, rank)``: no RNG state to checkpoint."""
-        entropy = [self.seed, stream, int(self.iteration), rank]
+        entropy = [self.seed, stream, self._iteration, rank]
         seed = int(np.random.SeedSequence(entropy).generate_state(1, dtype=np.uint64)[0] >> 1)
         return torch.Generator(device=device or "cpu").manual_seed(seed)
+
+    def _choices(self, stream: int, rank: int = 0) -> np.random.Generator:
+        """The host's draws of ``(seed, stream, step, rank)`` (which network, which
+        augmentation family, the attacks' seeds): Python numbers, never read from a tensor."""
+        entropy = [self.seed, stream, self._iteration, rank, _HOST_TAG]
+        return np.random.default_rng(np.random.SeedSequence(entropy))
 
     @property
     def nets(self) -> nn.ModuleList:
@@ -430,40 +453,55 @@ class ROMEDistillation(pl.LightningModule):
     # ---------------------------------------------------------------- training
 
     def class_loss(
-        self, net: nn.Module, c: int, acc_net: float, generator: torch.Generator | None = None
+        self,
+        net: nn.Module,
+        c: int,
+        acc_net: float | Tensor,
+        generator: torch.Generator | None = None,
+        choices: np.random.Generator | None = None,
     ) -> tuple[Tensor, Tensor, Tensor]:
         """``(alpha * L_rob + L_perf, L_rob, L_perf)`` of class ``c`` under ``net``.
 
-        ``acc_net`` weighs the performance term, a fraction in ``[0, 1]``. The real and
-        synthetic batches share one augmentation draw; the real features are detached, so only
-        the synthetic images receive gradients.
+        ``acc_net`` weighs the performance term, a fraction in ``[0, 1]`` (a number or a 0-dim
+        tensor). The real and synthetic batches share one augmentation draw; the real features
+        are detached, so only the synthetic images receive gradients. ``generator`` draws the
+        real batch, ``choices`` the host's choices (both keyed by the step by default).
         """
         options = self.distillation_options
-        generator = generator or self._generator(_REAL_STREAM, self.global_rank)
+        if generator is None:
+            generator = self._generator(_REAL_STREAM, self.global_rank)
+        if choices is None:
+            choices = self._choices(_REAL_STREAM, self.global_rank)
         x_real = self._sample_class(c, options.real_batch, generator)
         y_real = torch.full((x_real.shape[0],), c, dtype=torch.long, device=x_real.device)
         # only this class's slice in pixels, not the whole set once per class
         x_syn = self.synthetic[c * self.ipc : (c + 1) * self.ipc] * self.pixel_std + self.pixel_mean
         y_syn = self.labels[c * self.ipc : (c + 1) * self.ipc]
         if self.augmentation is not None:
-            seed = int(torch.randint(2**62, (1,), generator=generator))
-            x_real = self.augmentation(x_real, torch.Generator().manual_seed(seed))
-            x_syn = self.augmentation(x_syn, torch.Generator().manual_seed(seed))
+            family = self._families[choices.integers(len(self._families))]
+            seed = int(choices.integers(_SEED_RANGE))
+            x_real = self.augmentation(x_real, torch.Generator().manual_seed(seed), family=family)
+            x_syn = self.augmentation(x_syn, torch.Generator().manual_seed(seed), family=family)
         if self.attack_options.robust:
-            x_real = self._attack(net, x_real, y_real, generator)
+            x_real = self._attack(net, x_real, y_real, choices)
         with torch.no_grad():
             target = net.features(x_real)
-        l_rob = rome_alignment(net.features(x_syn), target)
+        l_rob = rome_alignment(net.features(x_syn), target, validate_args=self.validate_args)
         alpha = options.alpha
-        l_perf = options.w_ce * (1 - alpha) * acc_net * F.cross_entropy(net(x_syn), y_syn)
+        weight = options.w_ce * (1 - alpha) * acc_net
+        ce = F.cross_entropy(net(x_syn), y_syn)
+        # a tensor weight in the loss's dtype: the product a Python number would give
+        l_perf = (weight.to(ce.dtype) if isinstance(weight, Tensor) else weight) * ce
         return alpha * l_rob + l_perf, l_rob, l_perf
 
-    def _attack(self, net: nn.Module, x: Tensor, y: Tensor, generator: torch.Generator) -> Tensor:
-        """``x`` under L-inf PGD on ``net`` with the labels of ``attack.target`` at this step."""
+    def _attack(self, net: nn.Module, x: Tensor, y: Tensor, choices: np.random.Generator) -> Tensor:
+        """``x`` under L-inf PGD on ``net`` with the labels of ``attack.target`` at this step,
+        its random start drawn on ``x``'s device from a seed of ``choices``."""
         options = self.attack_options
         goal, targeted = training_attack_labels(
-            y, self.num_classes, options.target, int(self.iteration)
+            y, self.num_classes, options.target, self._iteration, validate_args=self.validate_args
         )
+        generator = torch.Generator(device=x.device).manual_seed(int(choices.integers(_SEED_RANGE)))
         return pgd(
             net,
             x,
@@ -472,30 +510,25 @@ class ROMEDistillation(pl.LightningModule):
             steps=options.steps,
             step_size=options.step_size,
             targeted=targeted,
-            generator=self._device_generator(generator, x),
+            generator=generator,
+            validate_args=self.validate_args,
         )
-
-    @staticmethod
-    def _device_generator(generator: torch.Generator, x: Tensor) -> torch.Generator:
-        """``generator`` if it lives on ``x``'s device, else one on that device seeded from it."""
-        if x.device.type == generator.device.type:
-            return generator
-        seed = int(torch.randint(2**62, (1,), generator=generator))
-        return torch.Generator(device=x.device).manual_seed(seed)
 
     def training_step(self, batch: Any, batch_idx: int) -> None:
         optimizer = self.optimizers()
         pool_options = self.pool_options
-        if pool_options.acc_window and int(self.iteration) % pool_options.acc_window == 0:
+        if pool_options.acc_window and self._iteration % pool_options.acc_window == 0:
             self.pool.reset_accuracies()
         pool_rng = self._generator(_POOL_STREAM)
         real_rng = self._generator(_REAL_STREAM, self.global_rank)
-        index = int(torch.randint(len(self.nets), (1,), generator=pool_rng))
+        pool_choices = self._choices(_POOL_STREAM)
+        real_choices = self._choices(_REAL_STREAM, self.global_rank)
+        index = int(pool_choices.integers(len(self.nets)))
         net, acc_net = self.pool[index], self.pool.running_accuracy(index)
         total = self.synthetic.new_zeros(())
         l_rob, l_perf = [], []
         for c in range(self.num_classes):
-            loss, rob, perf = self.class_loss(net, c, acc_net, real_rng)
+            loss, rob, perf = self.class_loss(net, c, acc_net, real_rng, real_choices)
             total = total + loss
             l_rob.append(rob.detach())
             l_perf.append(perf.detach())
@@ -506,38 +539,40 @@ class ROMEDistillation(pl.LightningModule):
             low, high = -self.pixel_mean / self.pixel_std, (1 - self.pixel_mean) / self.pixel_std
             self.synthetic.copy_(torch.maximum(torch.minimum(self.synthetic, high), low))
 
-        step = int(self.iteration) + 1
+        step = self._iteration + 1
         if pool_options.refresh_every and step % pool_options.refresh_every == 0:
-            self._train_nets(pool_rng)
+            self._train_nets(pool_rng, pool_choices)
         self.iteration += 1
+        self._iteration += 1
         if pool_options.add_every and step % pool_options.add_every == 0:
             self._add_net()
         self.log("rome/l_rob", torch.stack(l_rob).mean(), sync_dist=True)
         self.log("rome/l_perf", torch.stack(l_perf).mean(), sync_dist=True)
-        self.log("rome/acc_net", float(acc_net))
+        self.log("rome/acc_net", torch.as_tensor(acc_net, dtype=torch.float32))
         self.log("rome/num_nets", float(len(self.nets)))
 
-    def _train_nets(self, generator: torch.Generator) -> None:
+    def _train_nets(self, generator: torch.Generator, choices: np.random.Generator) -> None:
         count = min(self.pool_options.nets_per_refresh, len(self.nets))
         real_batch = self.distillation_options.real_batch
-        chosen = torch.randperm(len(self.nets), generator=generator)[:count].tolist()
+        chosen = choices.permutation(len(self.nets))[:count]
         real = self.real
         n_real = real.images.shape[0]
-        for index in chosen:
+        for index in map(int, chosen):
             for _ in range(self.pool_options.train_steps):
                 pick = torch.randperm(n_real, generator=generator)[:real_batch]
                 pick = pick.to(real.images.device)
                 x, y = real.images[pick], real.labels[pick]
                 if self.attack_options.robust:
-                    x = self._attack(self.pool[index], x, y, generator)
+                    x = self._attack(self.pool[index], x, y, choices)
                 self.pool.train_step(index, x, y)
             if self.trainer.world_size > 1:
                 # CPU training is bitwise identical on every rank; a GPU's atomics may not be.
                 self.pool.broadcast(index, self.trainer.strategy)
 
     def _add_net(self) -> None:
-        self.pool.add(self._build_net(int(self.nets_built)).to(self.synthetic.device))
+        self.pool.add(self._build_net(self._nets_built).to(self.synthetic.device))
         self.nets_built += 1
+        self._nets_built += 1
 
     def on_train_end(self) -> None:
         """Log the distilled set as one image grid (a row per class) to W&B loggers."""
@@ -632,7 +667,14 @@ class ROMEDistillation(pl.LightningModule):
 
 
 _INIT_STREAM, _POOL_STREAM, _REAL_STREAM, _TEST_STREAM = 0, 1, 2, 3
+_HOST_TAG = 1  # a fifth entropy word: the host's draws never share a torch generator's seed
+_SEED_RANGE = 2**62
 _POOL_KEY = "rome_pool"
+
+
+def _read_counters(module: ROMEDistillation, incompatible_keys: Any) -> None:
+    """After a state dict is loaded: the host copies of ``iteration`` and ``nets_built``."""
+    module._iteration, module._nets_built = int(module.iteration), int(module.nets_built)
 
 
 def _channel_statistics(images: Tensor) -> tuple[Tensor, Tensor]:

@@ -20,9 +20,11 @@ class NetworkPool(nn.Module):
     reference's ``--net_decay`` settings are 0.01, 0.9 and 5e-4), whose momentum survives
     between the rounds in which the network is picked. Its running accuracy counts the correct
     predictions on its own training batches since the last :meth:`reset_accuracies`; it is
-    ``acc_net`` of ROME's performance term, 0 for a network that has not trained yet. The
-    weights are submodules (in the state dict); the optimizer states and the counts travel
-    through :meth:`checkpoint_state` and :meth:`load_checkpoint_state`.
+    ``acc_net`` of ROME's performance term, 0 for a network that has not trained yet. The count
+    of correct predictions stays on the device (a training step reads nothing back); it is read
+    on the host only where it leaves the pool: in :meth:`checkpoint_state` and
+    :meth:`broadcast`. The weights are submodules (in the state dict); the optimizer states and
+    the counts travel through :meth:`checkpoint_state` and :meth:`load_checkpoint_state`.
     """
 
     def __init__(self, max_size: int, lr: float, momentum: float, weight_decay: float) -> None:
@@ -56,10 +58,13 @@ class NetworkPool(nn.Module):
         for net in nets:
             self.add(net)
 
-    def running_accuracy(self, index: int) -> float:
-        """Network ``index``'s accuracy on its training batches since the last reset, or 0."""
+    def running_accuracy(self, index: int) -> Tensor:
+        """Network ``index``'s accuracy on its training batches since the last reset, or 0: a
+        0-dim float64 tensor, ``correct / seen``, on the device of the count."""
         member = self._members[index]
-        return member.correct / member.seen if member.seen else 0.0
+        if not member.seen:
+            return torch.zeros((), dtype=torch.float64)
+        return torch.as_tensor(member.correct, dtype=torch.float64) / member.seen
 
     def reset_accuracies(self) -> None:
         for member in self._members:
@@ -74,7 +79,7 @@ class NetworkPool(nn.Module):
             member.optimizer.zero_grad()
             F.cross_entropy(logits, y).backward()
             member.optimizer.step()
-        member.correct += int((logits.argmax(1) == y).sum())
+        member.correct = member.correct + (logits.argmax(1) == y).sum()
         member.seen += y.shape[0]
 
     def broadcast(self, index: int, strategy: Any) -> None:
@@ -107,11 +112,12 @@ class _Member:
 
     def __init__(self, optimizer: torch.optim.Optimizer) -> None:
         self.optimizer = optimizer
-        self.correct = 0
+        self.correct: int | Tensor = 0  # a device tensor once the network has trained
         self.seen = 0
 
     def counts(self) -> tuple[int, int]:
-        return self.correct, self.seen
+        """``(correct, seen)`` as ints: one host read of the count."""
+        return int(self.correct), self.seen
 
     def load(self, optimizer_state: dict[str, Any], counts: tuple[int, int]) -> None:
         self.optimizer.load_state_dict(optimizer_state)

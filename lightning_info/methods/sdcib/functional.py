@@ -65,9 +65,10 @@ def prior_kl(h: Tensor, generator: torch.Generator | None = None) -> Tensor:
     )
 
 
-def assignment_mi(critic: Critic, c: Tensor, h: Tensor) -> Tensor:
+def assignment_mi(critic: Critic, c: Tensor, h: Tensor, *, validate_args: bool = True) -> Tensor:
     """``I_JS(c; h)`` of (SD): the critic on the batch's pairs ``(c_b, h_b)`` (joint) and on
-    ``(c_b, h_{b+1})`` (the batch rolled by one: product of marginals)."""
+    ``(c_b, h_{b+1})`` (the batch rolled by one: product of marginals). ``validate_args``:
+    refuse non-finite critic scores (one host read; shapes are always checked)."""
     if not callable(critic):
         raise TypeError(
             f"`critic` must be callable as critic(c, h) -> (B,) scores, got "
@@ -89,19 +90,22 @@ def assignment_mi(critic: Critic, c: Tensor, h: Tensor) -> Tensor:
                 f"the critic must return one score per pair, shape ({c.shape[0]},), got {shape} "
                 f"on the {name} pairs; squeeze a trailing dimension of 1."
             )
-    return jensen_shannon_mi(joint, marginal)
+    return jensen_shannon_mi(joint, marginal, validate_args=validate_args)
 
 
-def cluster_contrast(c_i: Tensor, c_j: Tensor, temperature: float = 0.1) -> Tensor:
+def cluster_contrast(
+    c_i: Tensor, c_j: Tensor, temperature: float = 0.1, *, validate_args: bool = True
+) -> Tensor:
     """``CC(c_i, c_j)``: NT-Xent between the ``K`` assignment columns of two views (Li et al.,
     "Contrastive Clustering", AAAI 2021, eq. 6): column ``k`` of one view is the positive of
-    column ``k`` of the other."""
+    column ``k`` of the other. ``validate_args``: refuse non-finite assignments (one host
+    read)."""
     if c_i.dim() != 2 or c_i.shape != c_j.shape:
         raise ValueError(
             f"`c_i` and `c_j` must be (B, K) assignments of one batch and one K, got shapes "
             f"{tuple(c_i.shape)} and {tuple(c_j.shape)}."
         )
-    return nt_xent(c_i.T, c_j.T, temperature)
+    return nt_xent(c_i.T, c_j.T, temperature, validate_args=validate_args)
 
 
 @dataclass
@@ -125,6 +129,8 @@ def sdcib_loss(
     cluster_temperature: float = 0.1,
     deep: bool = True,
     generator: torch.Generator | None = None,
+    *,
+    validate_args: bool = True,
 ) -> SDCIBLoss:
     """(SD) over ``V`` views.
 
@@ -136,6 +142,9 @@ def sdcib_loss(
         alpha, beta: the weights of (SD); ``alpha`` in ``[0, 1]``.
         temperature, cluster_temperature: of NT-Xent between views and of ``CC``.
         deep: every layer (``True``) or the last one only.
+        validate_args: refuse NaN or infinite representations, assignments and critic scores,
+            one host read (a device synchronisation) per term; ``False`` checks shapes only,
+            as a training step does.
     """
     views = len(layers)
     if views < 2:
@@ -164,14 +173,18 @@ def sdcib_loss(
     for i in range(views):
         for k in kept:
             prior = prior + prior_kl(layers[i][k], generator)
-            information = information + assignment_mi(critics[i][k], assignments[i], layers[i][k])
+            information = information + assignment_mi(
+                critics[i][k], assignments[i], layers[i][k], validate_args=validate_args
+            )
         for j in range(views):
             if j == i:
                 continue
             for k in kept:
-                views_term = views_term + nt_xent(layers[i][k], layers[j][k], temperature)
+                views_term = views_term + nt_xent(
+                    layers[i][k], layers[j][k], temperature, validate_args=validate_args
+                )
             clusters = clusters + cluster_contrast(
-                assignments[i], assignments[j], cluster_temperature
+                assignments[i], assignments[j], cluster_temperature, validate_args=validate_args
             )
     total = alpha * (prior - beta * information) + (1 - alpha) * (views_term + clusters)
     return SDCIBLoss(total, prior, information, views_term, clusters)

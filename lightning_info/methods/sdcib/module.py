@@ -21,6 +21,7 @@ from torch.nn import functional as F
 
 from lightning_info.core.sampling import keyed_generator
 from lightning_info.core.validation import (
+    require_bool,
     require_fraction,
     require_index,
     require_int,
@@ -145,6 +146,10 @@ class SDCIB(pl.LightningModule):
             batches of 128 drifted down, see the card).
         reference_view: the view the others are aligned to at inference.
         seed: seeds the training noise (with the step and the rank).
+        validate_args: check every training batch's representations, assignments and critic
+            scores for NaN and infinity (one host read per term, a device synchronisation on an
+            accelerator); ``False`` (the default) checks shapes only, so a NaN flows into the
+            loss as in any torch model.
     """
 
     def __init__(
@@ -160,6 +165,7 @@ class SDCIB(pl.LightningModule):
         weight_decay: float = 0.0,
         reference_view: int = 0,
         seed: int = 0,
+        validate_args: bool = False,
     ) -> None:
         super().__init__()
         view_dims = [require_int(d, "view_dims", 1) for d in view_dims]
@@ -179,6 +185,7 @@ class SDCIB(pl.LightningModule):
             raise TypeError(f"`deep` must be a bool, got {type(deep).__name__} {deep!r}.")
         self.deep = deep
         self.seed = require_int(seed, "seed", 0)
+        self.validate_args = require_bool(validate_args, "validate_args")
         self.save_hyperparameters(ignore=["encoders"])
         if encoders is None:
             encoders = [ViewEncoder(d, hidden) for d in view_dims]
@@ -228,6 +235,7 @@ class SDCIB(pl.LightningModule):
             cluster_temperature=self.loss_options.cluster_temperature,
             deep=self.deep,
             generator=generator,
+            validate_args=self.validate_args,
         )
         self.log("train/loss", loss.total, prog_bar=True, sync_dist=True)
         self.log_dict(

@@ -190,7 +190,9 @@ BAD_INPUT = [
         id="penalty-bool-bound",
     ),
     pytest.param(
-        lambda: _classifier().training_step((_series(2), torch.tensor([0, 5])), 0),
+        lambda: _classifier(validate_args=True).training_step(
+            (_series(2), torch.tensor([0, 5])), 0
+        ),
         ValueError,
         r"`y` must hold class indices in \[0, 3\), got values in \[0, 5\]",
         id="classifier-label-out-of-range",

@@ -197,7 +197,11 @@ def test_bad_arguments_are_refused():
         tiny.module(task="summarise")
     qformer = variant_qformer("graph4mm", dim=16, num_queries=2, heads=2)
     model = Graph4MM(
-        tiny.lm(), tokenizer=None, image_encoder=SmallConvEncoder(dim=8), qformer=qformer
+        tiny.lm(),
+        tokenizer=None,
+        image_encoder=SmallConvEncoder(dim=8),
+        qformer=qformer,
+        validate_args=True,
     )
     batch = _batch(tiny.data().train_graphs[:2])
     with pytest.raises(ValueError, match="tokenizer"):

@@ -12,11 +12,19 @@ from lightning_info.methods.graph4mm.qformer import MMQFormer
 HOP = {"alpha": 0.2, "steps": 3}
 
 
-def _former(hop=None):
+def _former(hop=None, **kwargs):
     torch.manual_seed(0)
     return (
         MMQFormer(
-            16, image_dim=6, text_dim=5, out_dim=12, num_queries=3, layers=2, heads=4, hop=hop
+            16,
+            image_dim=6,
+            text_dim=5,
+            out_dim=12,
+            num_queries=3,
+            layers=2,
+            heads=4,
+            hop=hop,
+            **kwargs,
         )
         .double()
         .eval()
@@ -88,7 +96,7 @@ def test_bad_input_is_refused():
     with pytest.raises(ValueError, match="adjacency must be"):
         _former(HOP)(image, text, adjacency=adjacency[:, :4, :4])
     with pytest.raises(ValueError, match="at least one image token"):
-        _former()(image, text, image_mask=torch.zeros(2, 4, dtype=torch.bool))
+        _former(validate_args=True)(image, text, image_mask=torch.zeros(2, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match="one batch"):
         _former()(image[:1], text)
     with pytest.raises(ValueError, match="divisible"):

@@ -67,8 +67,8 @@ def test_pool_and_alignment_attack_with_the_chosen_map(digits, monkeypatch, atta
     real_labels = rome_module.training_attack_labels
     real_pgd = rome_module.pgd
 
-    def spy_labels(labels, num_classes, target_map, step):
-        goal, targeted = real_labels(labels, num_classes, target_map, step)
+    def spy_labels(labels, num_classes, target_map, step, **kwargs):
+        goal, targeted = real_labels(labels, num_classes, target_map, step, **kwargs)
         calls.append({"y": labels.clone(), "goal": goal.clone(), "step": step})
         return goal, targeted
 
