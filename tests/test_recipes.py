@@ -984,14 +984,12 @@ def test_graph4mm_recipe_tables_every_arm_from_its_runs(tmp_path, monkeypatch):
     data = MultimodalGraphDataModule(seed=1, num_train=24, num_val=8, num_test=8, batch_size=8)
     lm = pretrain_language_model(
         data,
-        {
-            "seed": 1,
-            "corpus": 32,
-            "lm_epochs": 1,
-            "lm_lr": 0.003,
-            "lm": {"layers": 1, "width": 16, "heads": 2},
-            "root": str(tmp_path),
-        },
+        seed=1,
+        corpus=32,
+        epochs=1,
+        lr=0.003,
+        lm={"layers": 1, "width": 16, "heads": 2},
+        root=str(tmp_path),
     )
     model = Graph4MM(
         lm,

@@ -52,6 +52,8 @@ from typing import Any
 from jsonargparse import Namespace
 from lightning.pytorch import Callback, seed_everything
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
+from lightning.pytorch.loggers import WandbLogger
+from scipy.stats import wilcoxon
 
 from lab.study import Study, StudyResult
 from lightning_info.core.files import atomic_savefig, atomic_write_text
@@ -155,8 +157,6 @@ def _paired_row(results, arms, grid_values, metric, several) -> list:
     raised = sum(d > 0 for d in differences)
     p = "n/a"  # every difference zero: no signed rank to test
     if any(d != 0 for d in differences):
-        from scipy.stats import wilcoxon
-
         p = f"{wilcoxon(differences).pvalue:.3g}"
     row = [f"all {len(grid_values)} (paired Wilcoxon)", *([metric] if several else [])]
     row += [mean_std(means[arm]) for arm in arms]
@@ -636,8 +636,6 @@ class ComparisonCLI(LightningCLI):
         logger = self.config.trainer.logger
         if not (isinstance(logger, Namespace) and str(logger.class_path).endswith("WandbLogger")):
             return None
-        from lightning.pytorch.loggers import WandbLogger
-
         init_args = {
             **vars(logger.init_args),
             **(SILENT_WANDB if self._wandb_silent else {}),

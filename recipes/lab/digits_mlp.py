@@ -3,12 +3,16 @@ and the settings those studies share."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+import copy
+from dataclasses import dataclass, field
+
+import torch
 
 from lab.study import Study, seeded_trainer
+from lightning_info.data.digits import DigitsDataModule
+from lightning_info.nn.mlp import MLPClassifier
 
-__all__ = ["DigitsMLPStudy", "fit_digits_mlp"]
+__all__ = ["DigitsMLPStudy", "SeedJob", "fit_digits_mlp"]
 
 
 @dataclass
@@ -40,35 +44,44 @@ class DigitsMLPStudy(Study):
         if self.epochs < 1:
             raise ValueError(f"`epochs` must be at least 1, got {self.epochs}.")
 
-    def seed_jobs(self, cli=None) -> list[dict[str, Any]]:
-        """One job per seed, each carrying the study's settings and the recipe's output folder."""
+    def seed_jobs(self, cli=None) -> list[SeedJob]:
+        """One job per seed, each carrying (a copy of) the study's settings and the recipe's
+        output folder."""
         root = str(cli.output_dir) if cli is not None else None
-        settings = asdict(self)
-        return [{"seed": s, "settings": settings, "root": root} for s in self.seeds]
+        settings = copy.deepcopy(self)
+        return [SeedJob(seed=s, settings=settings, root=root) for s in self.seeds]
 
 
-def fit_digits_mlp(job: dict[str, Any], config: Any, callbacks: list) -> tuple[Any, dict]:
+@dataclass(frozen=True)
+class SeedJob:
+    """One seed of a :class:`DigitsMLPStudy` (or a subclass): the seed, the study's settings and
+    the folder of the run's files."""
+
+    seed: int
+    settings: DigitsMLPStudy
+    root: str | None
+
+    @property
+    def epochs(self) -> int:
+        return self.settings.epochs
+
+
+def fit_digits_mlp(job: SeedJob, callbacks: list) -> tuple[DigitsDataModule, dict]:
     """Train an ``MLPClassifier`` on sklearn's digits for ``job``'s seed and test it.
 
-    ``config`` carries the ``DigitsDataModule`` fields (``classes``, ``test_fraction``,
+    ``job.settings`` carries the ``DigitsDataModule`` fields (``classes``, ``test_fraction``,
     ``val_fraction``, ``batch_size``), the network's (``hidden``, ``lr``, ``weight_decay``),
     ``epochs`` and ``threads``; the seed splits the data and seeds the initialisation and batch
     order. Returns the data module and the test metrics.
     """
-    import torch
-
-    from lightning_info.data.digits import DigitsDataModule
-    from lightning_info.nn.mlp import MLPClassifier
-
+    config = job.settings
     torch.set_num_threads(config.threads)
-    trainer = seeded_trainer(
-        {**job, "epochs": config.epochs}, accelerator="cpu", callbacks=callbacks
-    )
+    trainer = seeded_trainer(job, accelerator="cpu", callbacks=callbacks)
     data = DigitsDataModule(
         classes=config.classes,
         test_fraction=config.test_fraction,
         batch_size=config.batch_size,
-        split_seed=job["seed"],
+        split_seed=job.seed,
         val_fraction=config.val_fraction,
     )
     model = MLPClassifier(

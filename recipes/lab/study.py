@@ -21,15 +21,19 @@ trainer's logger is W&B.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
-from typing import Any
+from typing import Any, Protocol, TypeVar
+
+from lightning.pytorch import seed_everything
 
 from lightning_info.core.trainers import quiet_trainer
 
 Table = tuple[list[str], list[list]]
+Job = TypeVar("Job")
+Outcome = TypeVar("Outcome")
 
 
 @dataclass
@@ -48,7 +52,9 @@ class Study:
     """Base class of a method's extra study (tables, plots) run by ``ComparisonCLI``.
 
     Subclasses take their settings as constructor arguments (a dataclass is simplest) and
-    implement :meth:`run`.
+    implement :meth:`run`. A study whose runs are independent builds one frozen dataclass per
+    run from those settings, defined at module level beside its worker function, and hands
+    them to :func:`run_jobs`.
     """
 
     def run(self, cli) -> StudyResult:
@@ -65,14 +71,15 @@ class Study:
 
 
 def run_jobs(
-    function: Callable[[dict[str, Any]], dict[str, Any]],
-    jobs: list[dict[str, Any]],
+    function: Callable[[Job], Outcome],
+    jobs: Sequence[Job],
     workers: int,
-    describe: Callable[[dict[str, Any]], str],
-) -> list[dict[str, Any]]:
+    describe: Callable[[Outcome], str],
+) -> list[Outcome]:
     """``function`` on every job, in order, in this process (``workers == 1``) or in that many
-    spawned processes (``function`` must then be importable at module level); after each
-    outcome a progress line ``[i/n] describe(outcome) (seconds since the start)``."""
+    spawned processes (``function`` and the jobs' class must then be importable at module level:
+    a study's jobs are frozen dataclasses defined beside it); after each outcome a progress line
+    ``[i/n] describe(outcome) (seconds since the start)``."""
     if workers < 1:
         raise ValueError(f"`workers` must be at least 1, got {workers}.")
     start = time.perf_counter()
@@ -92,20 +99,31 @@ def run_jobs(
     return records
 
 
-def seeded_trainer(job: dict[str, Any], **settings: Any):
-    """``seed_everything(job["seed"])``, then the quiet Trainer of one job of a study:
-    ``job["epochs"]`` epochs on one device (``accelerator="auto"``), no sanity validation, files
-    under ``job["root"]``; ``settings`` add to or override these."""
-    from lightning.pytorch import seed_everything
+class TrainedJob(Protocol):
+    """What :func:`seeded_trainer` reads of a study's job."""
 
-    seed_everything(job["seed"], verbose=False)
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def epochs(self) -> int: ...
+
+    @property
+    def root(self) -> str | None: ...
+
+
+def seeded_trainer(job: TrainedJob, **settings: Any):
+    """``seed_everything(job.seed)``, then the quiet Trainer of one job of a study:
+    ``job.epochs`` epochs on one device (``accelerator="auto"``), no sanity validation, files
+    under ``job.root``; ``settings`` add to or override these."""
+    seed_everything(job.seed, verbose=False)
     return quiet_trainer(
         **{
-            "max_epochs": job["epochs"],
+            "max_epochs": job.epochs,
             "accelerator": "auto",
             "devices": 1,
             "num_sanity_val_steps": 0,
-            "default_root_dir": job["root"],
+            "default_root_dir": job.root,
             **settings,
         }
     )

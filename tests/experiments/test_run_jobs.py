@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
 from lab.study import run_jobs
 
 
-def square(job: dict) -> dict:
-    return {"x": job["x"], "square": job["x"] ** 2}
+@dataclass(frozen=True)
+class SquareJob:
+    x: int
+
+
+def square(job: SquareJob) -> dict:
+    return {"x": job.x, "square": job.x**2}
 
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_run_jobs_keeps_the_order_and_reports_progress(workers, capsys):
-    jobs = [{"x": x} for x in (3, 1, 2)]
+    jobs = [SquareJob(x) for x in (3, 1, 2)]
     records = run_jobs(square, jobs, workers, lambda r: f"x={r['x']}")
     assert records == [{"x": 3, "square": 9}, {"x": 1, "square": 1}, {"x": 2, "square": 4}]
     lines = capsys.readouterr().out.splitlines()
@@ -22,4 +29,4 @@ def test_run_jobs_keeps_the_order_and_reports_progress(workers, capsys):
 
 def test_run_jobs_refuses_no_workers():
     with pytest.raises(ValueError, match="at least 1"):
-        run_jobs(square, [{"x": 1}], 0, str)
+        run_jobs(square, [SquareJob(1)], 0, str)

@@ -24,12 +24,29 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from lab.study import Study, StudyResult, run_jobs, seeded_trainer
 from lightning_info.core.logging import mean_std
 from lightning_info.core.options import AdamWOptions
 from lightning_info.core.plotting import pyplot
+from lightning_info.lm.tiny_lm import load_causal_lm, sized_causal_lm, train_bpe_tokenizer
+from lightning_info.methods.adaptive_elicitation.datamodule import (
+    DigitQuestionOptions,
+    ElicitationDataModule,
+    LatentWorldOptions,
+)
+from lightning_info.methods.adaptive_elicitation.entities import latent_world_questions
+from lightning_info.methods.adaptive_elicitation.evaluation import elicitation_curves
+from lightning_info.methods.adaptive_elicitation.functional import POLICIES
+from lightning_info.methods.adaptive_elicitation.module import ElicitationLM
+from lightning_info.methods.adaptive_elicitation.sequences import LMPredictive
+from lightning_info.methods.adaptive_elicitation.world import (
+    EmpiricalPredictiveModel,
+    ExactPosteriorModel,
+)
 
-__all__ = ["ElicitationStudy", "run_world"]
+__all__ = ["ElicitationStudy", "WorldJob", "run_world"]
 
 LABELS = {
     "eig": "EIG (LM)",
@@ -41,39 +58,56 @@ LABELS = {
 }
 
 
-def _train(job: dict[str, Any]):
+@dataclass(frozen=True)
+class WorldJob:
+    """One world and seed of an :class:`ElicitationStudy`: the world's data-module arguments,
+    targets and candidates (empty: all but the targets), and the study's questioning, model and
+    meta-training settings (``epochs``: the world's)."""
+
+    world: str
+    seed: int
+    data: dict[str, Any]
+    targets: list[int]
+    candidates: list[int]
+    policies: list[str]
+    steps: int
+    entities: int
+    depth: int
+    size: dict[str, int]
+    epochs: int
+    lr: float
+    optimizer: dict[str, Any]
+    model: str
+    model_kwargs: dict[str, Any]
+    lora: dict[str, Any] | None
+    trainer: dict[str, Any]
+    predictive_batch: int
+    threads: int
+    root: str | None
+
+
+def _train(job: WorldJob):
     """The data module, the meta-trained LM of one world and seed (on the device it trained on)
     and its test scores."""
-    import torch
-
-    from lightning_info.lm.tiny_lm import load_causal_lm, sized_causal_lm, train_bpe_tokenizer
-    from lightning_info.methods.adaptive_elicitation.datamodule import (
-        DigitQuestionOptions,
-        ElicitationDataModule,
-        LatentWorldOptions,
-    )
-    from lightning_info.methods.adaptive_elicitation.entities import latent_world_questions
-    from lightning_info.methods.adaptive_elicitation.module import ElicitationLM
-
-    torch.set_num_threads(job["threads"])
-    settings = dict(job["data"], source=job["world"], seed=job["seed"])
+    torch.set_num_threads(job.threads)
+    settings = dict(job.data, source=job.world, seed=job.seed)
     latent = settings["latent"] = LatentWorldOptions(**settings.get("latent", {}))
     digits = settings["digits"] = DigitQuestionOptions(**settings.get("digits", {}))
-    if job["world"] == "latent":
+    if job.world == "latent":
         texts = latent_world_questions(latent.num_questions)
     else:
         texts = digits.questions()
-    if job.get("model"):  # a pretrained LM: the data module adds its tokens to the tokenizer
-        model, tokenizer = load_causal_lm(job["model"], **job.get("model_kwargs", {}))
+    if job.model:  # a pretrained LM: the data module adds its tokens to the tokenizer
+        model, tokenizer = load_causal_lm(job.model, **job.model_kwargs)
         data = ElicitationDataModule(tokenizer, **settings)
         model.resize_token_embeddings(len(tokenizer))
     else:
         tokenizer = train_bpe_tokenizer(texts * 5, vocab_size=300)
         data = ElicitationDataModule(tokenizer, **settings)
-        model = sized_causal_lm(tokenizer, job["size"], seed=job["seed"])
-    optimizer = AdamWOptions(**{"lr": job["lr"], "warmup_fraction": 0.05, **job["optimizer"]})
-    module = ElicitationLM(model, data.bank.answer_ids, optimizer=optimizer, lora=job["lora"])
-    trainer = seeded_trainer(job, check_val_every_n_epoch=job["epochs"], **job["trainer"])
+        model = sized_causal_lm(tokenizer, job.size, seed=job.seed)
+    optimizer = AdamWOptions(**{"lr": job.lr, "warmup_fraction": 0.05, **job.optimizer})
+    module = ElicitationLM(model, data.bank.answer_ids, optimizer=optimizer, lora=job.lora)
+    trainer = seeded_trainer(job, check_val_every_n_epoch=job.epochs, **job.trainer)
     trainer.fit(module, datamodule=data)
     scores = trainer.test(module, datamodule=data, verbose=False)[0]
     # the trainer hands the model back on the CPU; the questioning runs where it trained
@@ -83,8 +117,6 @@ def _train(job: dict[str, Any]):
 def _predictive_kl(exact, lm, answers, targets, candidates, steps, seed) -> list[float]:
     """Mean ``KL(exact || LM)`` of the targets' predictive after ``0 .. steps`` random answered
     candidates per entity."""
-    import torch
-
     rng = random.Random(seed)
     orders = [rng.sample(candidates, len(candidates)) for _ in range(answers.shape[0])]
     out = []
@@ -96,42 +128,33 @@ def _predictive_kl(exact, lm, answers, targets, candidates, steps, seed) -> list
     return out
 
 
-def run_world(job: dict[str, Any]) -> dict[str, Any]:
+def run_world(job: WorldJob) -> dict[str, Any]:
     """One world and seed: meta-train, then every policy's curves on the test entities."""
-    import torch
-
-    from lightning_info.methods.adaptive_elicitation.evaluation import elicitation_curves
-    from lightning_info.methods.adaptive_elicitation.sequences import LMPredictive
-    from lightning_info.methods.adaptive_elicitation.world import (
-        EmpiricalPredictiveModel,
-        ExactPosteriorModel,
-    )
-
     data, model, scores = _train(job)
-    lm = LMPredictive(model, data.bank, batch_size=job["predictive_batch"])
-    entities = data.test_entities[: job["entities"]]
+    lm = LMPredictive(model, data.bank, batch_size=job.predictive_batch)
+    entities = data.test_entities[: job.entities]
     answers = data.table.answers[entities]
-    targets = list(job["targets"])
-    candidates = list(job["candidates"]) or [
+    targets = list(job.targets)
+    candidates = list(job.candidates) or [
         q for q in range(len(data.table.questions)) if q not in targets
     ]
     out = {
-        "world": job["world"],
-        "seed": job["seed"],
+        "world": job.world,
+        "seed": job.seed,
         "test_nll": scores["test/loss"],
         "test_accuracy": scores["test/accuracy"],
         "curves": {},
     }
-    for policy in job["policies"]:
+    for policy in job.policies:
         curves = elicitation_curves(
             policy,
             lm,
             answers,
             candidates,
             targets,
-            job["steps"],
-            rng=random.Random(job["seed"]),
-            depth=job["depth"],
+            job.steps,
+            rng=random.Random(job.seed),
+            depth=job.depth,
         )
         out["curves"][policy] = {k: v.mean(0).tolist() for k, v in curves.items()}
     if data.world is not None:
@@ -139,17 +162,15 @@ def run_world(job: dict[str, Any]) -> dict[str, Any]:
     else:
         training = data.table.answers[data.train_entities]
         reference = EmpiricalPredictiveModel(training, data.table.num_answers)
-    curves = elicitation_curves("eig", reference, answers, candidates, targets, job["steps"])
+    curves = elicitation_curves("eig", reference, answers, candidates, targets, job.steps)
     out["curves"]["reference"] = {k: v.mean(0).tolist() for k, v in curves.items()}
     if not torch.equal(data.train_entities, data.train_originals):  # shifted digits
         unshifted = EmpiricalPredictiveModel(
             data.table.answers[data.train_originals], data.table.num_answers
         )
-        curves = elicitation_curves("eig", unshifted, answers, candidates, targets, job["steps"])
+        curves = elicitation_curves("eig", unshifted, answers, candidates, targets, job.steps)
         out["curves"]["reference_unshifted"] = {k: v.mean(0).tolist() for k, v in curves.items()}
-    out["kl"] = _predictive_kl(
-        reference, lm, answers, targets, candidates, job["steps"], job["seed"]
-    )
+    out["kl"] = _predictive_kl(reference, lm, answers, targets, candidates, job.steps, job.seed)
     return out
 
 
@@ -207,8 +228,6 @@ class ElicitationStudy(Study):
     threads: int = 1
 
     def __post_init__(self) -> None:
-        from lightning_info.methods.adaptive_elicitation.functional import POLICIES
-
         if not self.worlds or any(w not in ("latent", "digits") for w in self.worlds):
             raise ValueError(f"worlds must be some of ['latent', 'digits'], got {self.worlds}")
         if not self.policies or any(p not in POLICIES for p in self.policies):
@@ -224,28 +243,28 @@ class ElicitationStudy(Study):
     def run(self, cli=None) -> StudyResult:
         root = str(cli.output_dir) if cli is not None else None
         jobs = [
-            {
-                "world": w,
-                "seed": s,
-                "data": getattr(self, w),
-                "targets": self.targets[w],
-                "candidates": self.candidates.get(w, []),
-                "policies": self.policies,
-                "steps": self.steps,
-                "entities": self.entities,
-                "depth": self.depth,
-                "size": self.size,
-                "epochs": self.epochs[w],
-                "lr": self.lr,
-                "optimizer": self.optimizer,
-                "model": self.model,
-                "model_kwargs": self.model_kwargs,
-                "lora": self.lora,
-                "trainer": self.trainer,
-                "predictive_batch": self.predictive_batch,
-                "threads": self.threads,
-                "root": root,
-            }
+            WorldJob(
+                world=w,
+                seed=s,
+                data=getattr(self, w),
+                targets=self.targets[w],
+                candidates=self.candidates.get(w, []),
+                policies=self.policies,
+                steps=self.steps,
+                entities=self.entities,
+                depth=self.depth,
+                size=self.size,
+                epochs=self.epochs[w],
+                lr=self.lr,
+                optimizer=self.optimizer,
+                model=self.model,
+                model_kwargs=self.model_kwargs,
+                lora=self.lora,
+                trainer=self.trainer,
+                predictive_batch=self.predictive_batch,
+                threads=self.threads,
+                root=root,
+            )
             for w in self.worlds
             for s in self.seeds
         ]

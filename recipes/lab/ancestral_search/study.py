@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -49,27 +49,55 @@ def search_from(skeleton: np.ndarray, codes: np.ndarray, method: str) -> np.ndar
     return edge_step(node_step(skeleton, score), score)
 
 
-def run_setting(job: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SearchJob:
+    """One (network, hidden fraction, N, seed) of an :class:`AncestralSearchStudy`, with FCI's
+    ``alpha`` and the scores' ``method``."""
+
+    network: str
+    hidden_fraction: float
+    num_samples: int
+    seed: int
+    alpha: float
+    method: str
+
+
+@dataclass(frozen=True)
+class ToyJob:
+    """One (toy graph, N, seed) of an :class:`AncestralSearchStudy`, with the skeleton's
+    ``alpha`` and the scores' ``method``."""
+
+    toy: str
+    num_samples: int
+    seed: int
+    alpha: float
+    method: str
+
+
+def run_setting(job: SearchJob) -> dict[str, Any]:
     """FCI and the search on one (network, hidden fraction, N, seed)."""
     warnings.filterwarnings("ignore")
     data = BayesianNetworkDataModule(
-        job["network"],
-        num_samples=job["num_samples"],
-        hidden_fraction=job["hidden_fraction"],
-        data_seed=job["seed"],
+        job.network,
+        num_samples=job.num_samples,
+        hidden_fraction=job.hidden_fraction,
+        data_seed=job.seed,
         constant_columns="hide",
     )
     start = time.perf_counter()
-    pag = fci_pag(data.codes, job["alpha"])
+    pag = fci_pag(data.codes, job.alpha)
     fci_seconds = time.perf_counter() - start
-    found = search_from(initial_graph(data.codes, pag=pag), data.codes, job["method"])
+    found = search_from(initial_graph(data.codes, pag=pag), data.codes, job.method)
     search_seconds = time.perf_counter() - start
     scores = {
         "fci": graph_scores(pag, data.truth),
         "search": graph_scores(marks_from_types(found), data.truth),
     }
     return {
-        **{k: job[k] for k in ("network", "hidden_fraction", "num_samples", "seed")},
+        "network": job.network,
+        "hidden_fraction": job.hidden_fraction,
+        "num_samples": job.num_samples,
+        "seed": job.seed,
         "observed": len(data.names),
         "hidden": len(data.hidden),
         "constant_hidden": len(data.constant_hidden),
@@ -78,14 +106,15 @@ def run_setting(job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_toy(job: dict[str, Any]) -> dict[str, Any]:
-    """The search on one toy graph's samples: whether it finds the toy's MAG."""
+def run_toy(job: ToyJob) -> dict[str, Any]:
+    """The search on one toy graph's samples: the job's fields and whether it finds the toy's
+    MAG."""
     warnings.filterwarnings("ignore")
-    dag, hidden = TOY_GRAPHS[job["toy"]]
+    dag, hidden = TOY_GRAPHS[job.toy]
     observed = [v for v in range(len(dag)) if v not in hidden]
-    codes = monotone_binary_samples(dag, job["num_samples"], job["seed"])[:, observed]
-    found = marks_from_types(search_from(initial_graph(codes, job["alpha"]), codes, job["method"]))
-    return {**job, "recovered": bool(np.array_equal(found, mag_from_dag(dag, hidden)))}
+    codes = monotone_binary_samples(dag, job.num_samples, job.seed)[:, observed]
+    found = marks_from_types(search_from(initial_graph(codes, job.alpha), codes, job.method))
+    return {**asdict(job), "recovered": bool(np.array_equal(found, mag_from_dag(dag, hidden)))}
 
 
 @dataclass
@@ -129,9 +158,15 @@ class AncestralSearchStudy(Study):
         ]
 
     def run(self, cli=None) -> StudyResult:
-        common = {"alpha": self.alpha, "method": self.method}
         jobs = [
-            {"network": w, "hidden_fraction": f, "num_samples": n, "seed": s, **common}
+            SearchJob(
+                network=w,
+                hidden_fraction=f,
+                num_samples=n,
+                seed=s,
+                alpha=self.alpha,
+                method=self.method,
+            )
             for w, f, n in self._settings()
             for s in self.seeds
         ]
@@ -146,7 +181,7 @@ class AncestralSearchStudy(Study):
 
         records = run_jobs(run_setting, jobs, self.workers, describe)
         toy_jobs = [
-            {"toy": toy, "num_samples": n, "seed": s, **common}
+            ToyJob(toy=toy, num_samples=n, seed=s, alpha=self.alpha, method=self.method)
             for toy in TOY_GRAPHS
             for n in self.toy_sample_sizes
             for s in self.seeds

@@ -23,6 +23,8 @@ from typing import Any
 import lightning.pytorch as pl
 import numpy as np
 import torch
+from sklearn.experimental import enable_iterative_imputer  # noqa: F401 (enables IterativeImputer)
+from sklearn.impute import IterativeImputer, KNNImputer, SimpleImputer
 
 from lab.study import Study, StudyResult, run_jobs
 from lightning_info.core.logging import mean_std
@@ -51,9 +53,6 @@ REMASKER_SETTINGS = {"mask_ratio": 0.5}
 def baseline_imputer(method: str, seed: int, settings: dict[str, Any] | None = None):
     """A scikit-learn imputer by name; ``settings`` are its keyword arguments over
     :data:`BASELINE_SETTINGS`."""
-    from sklearn.experimental import enable_iterative_imputer  # noqa: F401
-    from sklearn.impute import IterativeImputer, KNNImputer, SimpleImputer
-
     settings = {**BASELINE_SETTINGS.get(method, {}), **(settings or {})}
     if method == "mean":
         return SimpleImputer(strategy="mean", **settings)
@@ -100,47 +99,65 @@ def train_cacti(
     return module.eval()
 
 
-def run_setting(job: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ImputationJob:
+    """One ``(table, mechanism, rate, seed)`` of an :class:`ImputationStudy`: the methods run on
+    it (the no-context ablation only under its mechanisms) and the study's settings of them."""
+
+    table: str
+    mechanism: str
+    seed: int
+    rate: float
+    methods: list[str]
+    model: dict[str, Any]
+    remasker: dict[str, Any]
+    baselines: dict[str, dict[str, Any]]
+    max_epochs: int
+    max_steps: int | None
+    context: str
+    batch_size: int
+
+
+def run_setting(job: ImputationJob) -> dict[str, Any]:
     """Every method on one ``(table, mechanism, rate, seed)``: scores and fit-and-impute
     seconds."""
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore", module="sklearn")
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)  # no per-fit banners
     warnings.filterwarnings("ignore", message=".*(no `val_dataloader`|LeafSpec).*")
-    table, mechanism, seed = job["table"], job["mechanism"], job["seed"]
     data = TabularImputationDataModule(
-        table,
-        mechanism=mechanism,
-        missingness=MissingnessOptions(rate=job["rate"], drop_empty_rows=True),
-        data_seed=seed,
-        context=job["context"],
-        batch_size=job.get("batch_size", 128),
+        job.table,
+        mechanism=job.mechanism,
+        missingness=MissingnessOptions(rate=job.rate, drop_empty_rows=True),
+        data_seed=job.seed,
+        context=job.context,
+        batch_size=job.batch_size,
     )
     train, _, _ = data.arrays("train")
     test, truth, target = data.arrays("test")
     scores, seconds = {}, {}
-    for method in job["methods"]:
+    for method in job.methods:
         start = time.perf_counter()
         if method in BASELINES:
-            settings = job.get("baselines", {}).get(method)
-            imputed = baseline_imputer(method, seed, settings).fit(train).transform(test)
+            settings = job.baselines.get(method)
+            imputed = baseline_imputer(method, job.seed, settings).fit(train).transform(test)
         else:
-            model = job["model"]
+            model = job.model
             if method == "remasker":
-                model = {**model, **REMASKER_SETTINGS, **job.get("remasker", {})}
+                model = {**model, **REMASKER_SETTINGS, **job.remasker}
                 model["masking"] = "random"
             module = train_cacti(
-                data, method == "cacti", seed, model, job["max_epochs"], job.get("max_steps")
+                data, method == "cacti", job.seed, model, job.max_epochs, job.max_steps
             )
             rows = data.dataset("test").tensors
             imputed = module.impute(rows["values"], rows["observed"]).double().numpy()
         seconds[method] = time.perf_counter() - start
         scores[method] = imputation_scores(truth, imputed, target)
     return {
-        "table": table,
-        "mechanism": mechanism,
-        "rate": job["rate"],
-        "seed": seed,
+        "table": job.table,
+        "mechanism": job.mechanism,
+        "rate": job.rate,
+        "seed": job.seed,
         "scores": scores,
         "seconds": seconds,
         "rows": int(data.table.shape[0]),
@@ -212,7 +229,7 @@ class ImputationStudy(Study):
             if name not in BASELINES:
                 raise ValueError(f"`baselines` has settings for {name!r}: choose from {BASELINES}.")
 
-    def _jobs(self) -> list[dict[str, Any]]:
+    def _jobs(self) -> list[ImputationJob]:
         jobs = []
         for table in self.tables:
             for mechanism, rate in [(m, r) for m in self.mechanisms for r in self.rates]:
@@ -225,24 +242,24 @@ class ImputationStudy(Study):
                 ]
                 for seed in self.seeds:
                     jobs.append(
-                        {
-                            "table": table,
-                            "mechanism": mechanism,
-                            "seed": seed,
-                            "rate": rate,
-                            "methods": methods,
-                            "model": self.model,
-                            "remasker": self.remasker,
-                            "baselines": self.baselines,
-                            "max_epochs": self.max_epochs,
-                            "max_steps": self.max_steps,
-                            "context": self.context,
-                            "batch_size": self.batch_size,
-                        }
+                        ImputationJob(
+                            table=table,
+                            mechanism=mechanism,
+                            seed=seed,
+                            rate=rate,
+                            methods=methods,
+                            model=self.model,
+                            remasker=self.remasker,
+                            baselines=self.baselines,
+                            max_epochs=self.max_epochs,
+                            max_steps=self.max_steps,
+                            context=self.context,
+                            batch_size=self.batch_size,
+                        )
                     )
         # the largest tables first, so that the workers finish together; records keep job order
         sizes = {table: int(np.prod(load_table(table)[0].shape)) for table in self.tables}
-        order = sorted(range(len(jobs)), key=lambda k: -sizes[jobs[k]["table"]])
+        order = sorted(range(len(jobs)), key=lambda k: -sizes[jobs[k].table])
         return [jobs[k] for k in order]
 
     def run(self, cli=None) -> StudyResult:

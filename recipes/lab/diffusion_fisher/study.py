@@ -18,8 +18,9 @@ log-likelihoods, first seed), which ``ComparisonCLI`` prints, writes and logs.
 
 from __future__ import annotations
 
+import copy
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -29,6 +30,7 @@ from lab.study import Study, StudyResult, run_jobs, seeded_trainer
 from lightning_info.core.logging import mean_std
 from lightning_info.core.optional import import_object
 from lightning_info.core.plotting import pyplot
+from lightning_info.data.synthetic import GaussianMixtureDataModule
 from lightning_info.diffusion.noise_schedules import noise_schedule
 from lightning_info.diffusion.ode import odeint_fixed
 from lightning_info.methods.diffusion_fisher.flow import (
@@ -37,8 +39,15 @@ from lightning_info.methods.diffusion_fisher.flow import (
     pf_ode_flow_jacobian,
     pf_ode_log_likelihood,
 )
+from lightning_info.methods.diffusion_fisher.module import DiffusionModel
 
-__all__ = ["LikelihoodStudy", "likelihood_tables", "measure_likelihoods", "run_seed"]
+__all__ = [
+    "LikelihoodJob",
+    "LikelihoodStudy",
+    "likelihood_tables",
+    "measure_likelihoods",
+    "run_seed",
+]
 
 
 @dataclass
@@ -87,9 +96,9 @@ class LikelihoodStudy(Study):
 
     def run(self, cli=None) -> StudyResult:
         root = str(cli.output_dir) if cli is not None else None
-        settings = asdict(self)
+        settings = copy.deepcopy(self)
         jobs = [
-            {"seed": s, "settings": settings, "figure": i == 0, "epochs": -1, "root": root}
+            LikelihoodJob(seed=s, settings=settings, figure=i == 0, root=root)
             for i, s in enumerate(self.seeds)
         ]
 
@@ -110,14 +119,27 @@ class LikelihoodStudy(Study):
         )
 
 
-def run_seed(job: dict[str, Any]) -> dict[str, Any]:
-    """One seed: draw the data, train and test the model, then :func:`measure_likelihoods`."""
-    from lightning_info.data.synthetic import GaussianMixtureDataModule
-    from lightning_info.methods.diffusion_fisher.module import DiffusionModel
+@dataclass(frozen=True)
+class LikelihoodJob:
+    """One seed of a :class:`LikelihoodStudy`: the seed, (a copy of) the study's settings,
+    whether to keep the figure's data, and the folder of the run's files."""
 
-    config = LikelihoodStudy(**job["settings"])
+    seed: int
+    settings: LikelihoodStudy
+    figure: bool
+    root: str | None
+
+    @property
+    def epochs(self) -> int:
+        """No bound on the epochs: ``settings.max_steps`` ends the training."""
+        return -1
+
+
+def run_seed(job: LikelihoodJob) -> dict[str, Any]:
+    """One seed: draw the data, train and test the model, then :func:`measure_likelihoods`."""
+    config = job.settings
     torch.set_num_threads(config.threads)
-    seed = job["seed"]
+    seed = job.seed
     trainer = seeded_trainer(
         job, accelerator="cpu", max_steps=config.max_steps, limit_val_batches=0
     )
@@ -129,7 +151,7 @@ def run_seed(job: dict[str, Any]) -> dict[str, Any]:
     model = DiffusionModel(**model_args, seed=seed)
     trainer.fit(model, datamodule=data)
     (losses,) = trainer.test(model, datamodule=data, verbose=False)
-    measured = measure_likelihoods(config, model, data, seed, figure=job["figure"])
+    measured = measure_likelihoods(config, model, data, seed, figure=job.figure)
     return {
         "seed": seed,
         "test_denoising": float(losses["test/denoising"]),

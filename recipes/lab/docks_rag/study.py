@@ -19,13 +19,30 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import torch
+from torch.utils.data import DataLoader
+
+from lab.lm_training import fit_causal_lm
 from lab.study import Study, StudyResult, run_jobs, seeded_trainer
 from lightning_info.core.logging import mean_std
 from lightning_info.core.options import AdamWOptions
 from lightning_info.core.plotting import pyplot
+from lightning_info.lm.tiny_lm import load_causal_lm, sized_causal_lm, train_bpe_tokenizer
+from lightning_info.methods.docks_rag.datamodule import (
+    DocKGOptions,
+    DocREDDataModule,
+    DocREDSource,
+    HybridPromptOptions,
+)
+from lightning_info.methods.docks_rag.functional import (
+    docred_scores,
+    document_text,
+    serialise_triples,
+)
+from lightning_info.methods.docks_rag.module import DocKSRAG
 
 VARIANTS = {
     "plain": ("plain document", False, False),
@@ -38,9 +55,30 @@ VARIANTS = {
 PROMPT_WORDS = ("Document:", "Graph:", "Related:", "Question:", "Relation:", "nothing", "none")
 
 
-def _pretraining_texts(documents, relations) -> list[str]:
-    from lightning_info.methods.docks_rag.functional import document_text, serialise_triples
+@dataclass(frozen=True)
+class VariantJob:
+    """One prompt variant and seed of a :class:`DocKSRAGStudy`, with the study's data, model,
+    pretraining and tuning settings (``data`` holds ``max_length`` unless it sets its own)."""
 
+    variant: str
+    seed: int
+    data: dict[str, Any]
+    model: str
+    model_kwargs: dict[str, Any]
+    size: dict[str, int]
+    vocab_size: int
+    pretrain_epochs: int
+    pretrain_lr: float
+    lora: dict[str, Any] | None
+    epochs: int
+    lr: float
+    max_length: int
+    threads: int
+    trainer: dict[str, Any]
+    root: str | None
+
+
+def _pretraining_texts(documents, relations) -> list[str]:
     texts = []
     for d in documents:
         facts = [(label["h"], label["r"], label["t"]) for label in d.get("labels", [])]
@@ -56,16 +94,14 @@ _PRETRAINED: dict[str, tuple[Any, Any]] = {}
 _PRETRAINING_KEYS = ("vocab_size", "size", "max_length", "pretrain_epochs", "pretrain_lr")
 
 
-def _language_model(job: dict[str, Any]) -> tuple[Any, Any]:
-    """``(model, tokenizer)``: the named model (loaded with ``job["model_kwargs"]``), or a copy
+def _language_model(job: VariantJob) -> tuple[Any, Any]:
+    """``(model, tokenizer)``: the named model (loaded with ``job.model_kwargs``), or a copy
     of the small GPT-2 pretrained on the training documents (module docstring), deterministic
     given the job's settings and pretrained once per process."""
-    from lightning_info.lm.tiny_lm import load_causal_lm
-
-    if job["model"]:
-        return load_causal_lm(job["model"], **job.get("model_kwargs", {}))
-    settings = {k: job[k] for k in _PRETRAINING_KEYS}
-    settings["source"] = job["data"].get("source", {})
+    if job.model:
+        return load_causal_lm(job.model, **job.model_kwargs)
+    settings = {k: getattr(job, k) for k in _PRETRAINING_KEYS}
+    settings["source"] = job.data.get("source", {})
     key = json.dumps(settings, sort_keys=True)
     if key not in _PRETRAINED:
         _PRETRAINED.clear()  # one study's model at a time
@@ -73,20 +109,14 @@ def _language_model(job: dict[str, Any]) -> tuple[Any, Any]:
     return copy.deepcopy(_PRETRAINED[key])
 
 
-def _pretrained_model(job: dict[str, Any]) -> tuple[Any, Any]:
-    from torch.utils.data import DataLoader
-
-    from lab.lm_training import fit_causal_lm
-    from lightning_info.lm.tiny_lm import sized_causal_lm, train_bpe_tokenizer
-    from lightning_info.methods.docks_rag.datamodule import DocREDSource
-
-    train, _, relations = DocREDSource(**job["data"].get("source", {})).load()
+def _pretrained_model(job: VariantJob) -> tuple[Any, Any]:
+    train, _, relations = DocREDSource(**job.data.get("source", {})).load()
     texts = _pretraining_texts(train, relations)
     words = " | ".join([*PROMPT_WORDS, *relations.values()])
-    tokenizer = train_bpe_tokenizer(texts + [words] * 20, vocab_size=job["vocab_size"])
-    model = sized_causal_lm(tokenizer, job["size"], n_positions=job["max_length"], seed=0)
+    tokenizer = train_bpe_tokenizer(texts + [words] * 20, vocab_size=job.vocab_size)
+    model = sized_causal_lm(tokenizer, job.size, n_positions=job.max_length, seed=0)
     encoded = tokenizer(
-        texts, padding=True, truncation=True, max_length=job["max_length"], return_tensors="pt"
+        texts, padding=True, truncation=True, max_length=job.max_length, return_tensors="pt"
     )
     labels = encoded["input_ids"].masked_fill(encoded["attention_mask"] == 0, -100)
     rows = [
@@ -94,41 +124,28 @@ def _pretrained_model(job: dict[str, Any]) -> tuple[Any, Any]:
         for i, a, y in zip(encoded["input_ids"], encoded["attention_mask"], labels)
     ]
     loader = DataLoader(rows, batch_size=8, shuffle=True)
-    model = fit_causal_lm(
-        model, loader, epochs=job["pretrain_epochs"], lr=job["pretrain_lr"], seed=0
-    )
+    model = fit_causal_lm(model, loader, epochs=job.pretrain_epochs, lr=job.pretrain_lr, seed=0)
     return model, tokenizer
 
 
-def run_variant(job: dict[str, Any]) -> dict[str, Any]:
+def run_variant(job: VariantJob) -> dict[str, Any]:
     """One prompt variant and seed: tune, then the held-out F1 and Ign F1 (and, for the hybrid
-    variant, the DocKG scorer's own scores)."""
-    import torch
-
-    from lightning_info.methods.docks_rag.datamodule import (
-        DocKGOptions,
-        DocREDDataModule,
-        DocREDSource,
-        HybridPromptOptions,
-    )
-    from lightning_info.methods.docks_rag.functional import docred_scores
-    from lightning_info.methods.docks_rag.module import DocKSRAG
-
-    torch.set_num_threads(job["threads"])
-    _, use_kg, use_set_rag = VARIANTS[job["variant"]]
-    settings = dict(job["data"], seed=job["seed"])
+    variant, the DocKG scorer's own scores); the job's fields with them."""
+    torch.set_num_threads(job.threads)
+    _, use_kg, use_set_rag = VARIANTS[job.variant]
+    settings = dict(job.data, seed=job.seed)
     settings["source"] = DocREDSource(**settings.get("source", {}))
     parts = {**settings.get("prompt", {}), "use_kg": use_kg, "use_set_rag": use_set_rag}
     settings["prompt"] = HybridPromptOptions(**parts)
     settings["knowledge"] = DocKGOptions(**settings.get("knowledge", {}))
     model, tokenizer = _language_model(job)
     data = DocREDDataModule(tokenizer, **settings)
-    module = DocKSRAG(model, tokenizer, lora=job["lora"], optimizer=AdamWOptions(lr=job["lr"]))
-    trainer = seeded_trainer(job, limit_val_batches=0, **job.get("trainer", {}))
+    module = DocKSRAG(model, tokenizer, lora=job.lora, optimizer=AdamWOptions(lr=job.lr))
+    trainer = seeded_trainer(job, limit_val_batches=0, **job.trainer)
     trainer.fit(module, datamodule=data)
     scores = trainer.test(module, datamodule=data, verbose=False)[0]
     out = {
-        **job,
+        **asdict(job),
         "f1": scores["test/f1"],
         "ign_f1": scores["test/ign_f1"],
         "precision": scores["test/precision"],
@@ -199,24 +216,24 @@ class DocKSRAGStudy(Study):
         root = str(cli.output_dir) if cli is not None else None
         data = {"max_length": self.max_length, **self.data}
         jobs = [
-            {
-                "variant": v,
-                "seed": s,
-                "data": data,
-                "model": self.model,
-                "model_kwargs": self.model_kwargs,
-                "size": self.size,
-                "vocab_size": self.vocab_size,
-                "pretrain_epochs": self.pretrain_epochs,
-                "pretrain_lr": self.pretrain_lr,
-                "lora": self.lora,
-                "epochs": self.epochs,
-                "lr": self.lr,
-                "max_length": self.max_length,
-                "threads": self.threads,
-                "trainer": self.trainer,
-                "root": root,
-            }
+            VariantJob(
+                variant=v,
+                seed=s,
+                data=data,
+                model=self.model,
+                model_kwargs=self.model_kwargs,
+                size=self.size,
+                vocab_size=self.vocab_size,
+                pretrain_epochs=self.pretrain_epochs,
+                pretrain_lr=self.pretrain_lr,
+                lora=self.lora,
+                epochs=self.epochs,
+                lr=self.lr,
+                max_length=self.max_length,
+                threads=self.threads,
+                trainer=self.trainer,
+                root=root,
+            )
             for v in self.variants
             for s in self.seeds
         ]
@@ -281,4 +298,4 @@ class DocKSRAGStudy(Study):
         return figure
 
 
-__all__ = ["VARIANTS", "DocKSRAGStudy", "run_variant"]
+__all__ = ["VARIANTS", "DocKSRAGStudy", "VariantJob", "run_variant"]

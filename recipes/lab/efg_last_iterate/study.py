@@ -26,10 +26,11 @@ each with its fitted line, whose slope (the legend's) is the mean of the seeds' 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+import torch
 
 from lab.study import Study, StudyResult, run_jobs
 from lightning_info.core.logging import mean_std
@@ -89,30 +90,53 @@ def crossing(episodes: list[int], ours: list[float], theirs: list[float]) -> flo
     return float(np.exp(x0 + share * (x1 - x0)))
 
 
-def run_learner(job: dict[str, Any]) -> dict[str, Any]:
-    """One method on one game and seed: NashConv of the last iterate at the evaluations."""
-    import torch
+@dataclass(frozen=True)
+class LearnerJob:
+    """One run of a :class:`LastIterateStudy`: a method on a game and seed, its tuning setting
+    (``multiplier``, ``tau``, ``gamma_factor``), the episodes per update and the episode counts
+    of the NashConv evaluations."""
 
+    game: str
+    method: str
+    seed: int
+    multiplier: float
+    tau: float
+    gamma_factor: float
+    batch_size: int
+    points: list[int]
+
+
+@dataclass(frozen=True)
+class CFRJob:
+    """OpenSpiel's CFR on a game for ``iterations`` iterations (the reference line)."""
+
+    game: str
+    iterations: int
+
+
+def run_learner(job: LearnerJob) -> dict[str, Any]:
+    """One method on one game and seed: the job's fields and the NashConv of the last iterate
+    at the evaluations."""
     torch.set_num_threads(1)
-    rates = DEFAULT_RATES[job["method"]]
+    rates = DEFAULT_RATES[job.method]
     solver = TabularSolver(
-        game_tree(job["game"]),
-        job["method"],
-        eta=rates["eta"] * job["multiplier"],
-        gamma=rates["gamma"] * job["multiplier"] * job["gamma_factor"],
-        tau=job["tau"],
-        seed=job["seed"],
+        game_tree(job.game),
+        job.method,
+        eta=rates["eta"] * job.multiplier,
+        gamma=rates["gamma"] * job.multiplier * job.gamma_factor,
+        tau=job.tau,
+        seed=job.seed,
     )
     curve, diverged = [], None
-    for target in job["points"]:
+    for target in job.points:
         while solver.episodes < target:
-            solver.step(job["batch_size"])
+            solver.step(job.batch_size)
         if not on_simplex(solver):
             diverged = solver.episodes
-            curve += [math.inf] * (len(job["points"]) - len(curve))
+            curve += [math.inf] * (len(job.points) - len(curve))
             break
         curve.append(solver.nash_conv())
-    return {**job, "nash_conv": curve, "diverged": diverged}
+    return {**asdict(job), "nash_conv": curve, "diverged": diverged}
 
 
 def on_simplex(solver: TabularSolver) -> bool:
@@ -125,16 +149,17 @@ def on_simplex(solver: TabularSolver) -> bool:
     return True
 
 
-def run_cfr(job: dict[str, Any]) -> dict[str, Any]:
-    """OpenSpiel's CFR (C++) for ``iterations``: NashConv of its average and current policy."""
+def run_cfr(job: CFRJob) -> dict[str, Any]:
+    """OpenSpiel's CFR (C++) for ``iterations``: the job's fields and the NashConv of its average
+    and current policy."""
     import pyspiel
 
-    game = load_game(job["game"])
+    game = load_game(job.game)
     solver = pyspiel.CFRSolver(game)
-    for _ in range(job["iterations"]):
+    for _ in range(job.iterations):
         solver.evaluate_and_update_policy()
     return {
-        **job,
+        **asdict(job),
         "average": float(pyspiel.nash_conv(game, solver.average_policy())),
         "current": float(pyspiel.nash_conv(game, solver.current_policy())),
     }
@@ -239,18 +264,19 @@ class LastIterateStudy(Study):
     def _batch(self, game: str) -> int:
         return self.batch_size[game] if isinstance(self.batch_size, dict) else self.batch_size
 
-    def _job(self, game: str, method: str, seed: int, setting: Setting):
+    def _job(self, game: str, method: str, seed: int, setting: Setting) -> LearnerJob:
         points = evaluation_points(self.episodes[game], self._batch(game), self.evaluations)
-        return {
-            "game": game,
-            "method": method,
-            "seed": seed,
-            "multiplier": setting[0],
-            "tau": setting[1],
-            "gamma_factor": setting[2],
-            "batch_size": self._batch(game),
-            "points": points,
-        }
+        multiplier, tau, gamma_factor = setting
+        return LearnerJob(
+            game=game,
+            method=method,
+            seed=seed,
+            multiplier=multiplier,
+            tau=tau,
+            gamma_factor=gamma_factor,
+            batch_size=self._batch(game),
+            points=points,
+        )
 
     def grid(self, method: str) -> list[Setting]:
         """``method``'s tuning settings ``(multiplier, tau, gamma_factor)``: every multiplier
@@ -307,7 +333,7 @@ class LastIterateStudy(Study):
 
         records = run_jobs(run_learner, jobs, self.workers, describe)
         cfr_jobs = [
-            {"game": g, "iterations": self.cfr_iterations[g]}
+            CFRJob(game=g, iterations=self.cfr_iterations[g])
             for g in self.games
             if self.cfr_iterations.get(g, 0) > 0
         ]
@@ -480,7 +506,9 @@ class LastIterateStudy(Study):
 
 
 __all__ = [
+    "CFRJob",
     "LastIterateStudy",
+    "LearnerJob",
     "crossing",
     "evaluation_points",
     "fitted_line",

@@ -22,12 +22,21 @@ from __future__ import annotations
 import statistics
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+import torch
+from lightning.pytorch import Callback
+from scipy.stats import wilcoxon
 
 from lab.study import Study, StudyResult, run_jobs, seeded_trainer
 from lightning_info.core.logging import mean_std
+from lightning_info.core.options import AdamWOptions
 from lightning_info.core.trainers import lightning_notices_hidden
+from lightning_info.methods.fic_tsc.callback import FisherConstraint, Lookahead
+from lightning_info.methods.fic_tsc.datamodule import UCRUEADataModule
+from lightning_info.methods.fic_tsc.functional import empirical_fisher_trace
+from lightning_info.methods.fic_tsc.module import InceptionTimeClassifier
 from lightning_info.methods.fic_tsc.shift import ShiftOptions
 
 ARMS = {"baseline": "InceptionTime", "fic": "InceptionTime + FIC"}
@@ -44,77 +53,83 @@ DEFAULT_SHIFTS = (
 )
 
 
-def _callbacks():
-    """The two bookkeeping callbacks of a run: the Fisher trace of every step, taken before any
-    constraint rescales it, and the weights of the best validation accuracy."""
-    import torch
-    from lightning.pytorch import Callback
+class TraceRecorder(Callback):
+    """The empirical Fisher trace ``tr F = ||g||^2`` of every optimizer step, taken before any
+    constraint rescales the gradients (``traces``: one per step)."""
 
-    from lightning_info.methods.fic_tsc.functional import empirical_fisher_trace
+    def __init__(self) -> None:
+        self.traces: list[float] = []
 
-    class TraceRecorder(Callback):
-        def __init__(self) -> None:
-            self.traces: list[float] = []
+    def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        self.traces.append(float(empirical_fisher_trace(params)))
 
-        def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
-            params = [p for group in optimizer.param_groups for p in group["params"]]
-            self.traces.append(float(empirical_fisher_trace(params)))
 
-    class BestValidationWeights(Callback):
-        """In memory, as ``ModelCheckpoint(monitor="val/acc", mode="max")`` on disk: the first
-        epoch of the highest validation accuracy."""
+class BestValidationWeights(Callback):
+    """In memory, as ``ModelCheckpoint(monitor="val/acc", mode="max")`` on disk: the first
+    epoch of the highest validation accuracy."""
 
-        def __init__(self) -> None:
-            self.best = -float("inf")
-            self.epoch = -1
-            self.state: dict[str, torch.Tensor] | None = None
+    def __init__(self) -> None:
+        self.best = -float("inf")
+        self.epoch = -1
+        self.state: dict[str, torch.Tensor] | None = None
 
-        def on_validation_end(self, trainer, pl_module) -> None:
-            if trainer.sanity_checking:
-                return
-            value = float(trainer.callback_metrics["val/acc"])
-            if value > self.best:
-                self.best, self.epoch = value, trainer.current_epoch
-                self.state = {k: v.detach().clone() for k, v in pl_module.state_dict().items()}
+    def on_validation_end(self, trainer, pl_module) -> None:
+        if trainer.sanity_checking:
+            return
+        value = float(trainer.callback_metrics["val/acc"])
+        if value > self.best:
+            self.best, self.epoch = value, trainer.current_epoch
+            self.state = {k: v.detach().clone() for k, v in pl_module.state_dict().items()}
 
-    return TraceRecorder(), BestValidationWeights()
+
+@dataclass(frozen=True)
+class ShiftJob:
+    """One (data set, seed, arm) of a :class:`FisherShiftStudy`, with the study's settings
+    (:func:`run_arm` trains in a temporary folder in place of ``root``, so that no run leaves
+    files behind)."""
+
+    dataset: str
+    seed: int
+    arm: str
+    shifts: list[ShiftOptions]
+    epochs: int
+    max_fisher: float
+    lookahead: dict[str, Any] | None
+    model: dict[str, Any]
+    data: dict[str, Any]
+    threads: int
+    root: str | None
 
 
 def _fraction(flags: list[bool]) -> float:
     return sum(flags) / len(flags) if flags else float("nan")
 
 
-def run_arm(job: dict[str, Any]) -> dict[str, Any]:
+def run_arm(job: ShiftJob) -> dict[str, Any]:
     """One (data set, seed, arm): train, keep the best-validation weights, test under each
     shift; the binding counts of the run."""
-    import torch
-
-    torch.set_num_threads(job["threads"])
+    torch.set_num_threads(job.threads)
     with lightning_notices_hidden():  # hidden in the parent already; spawned workers too
         return _run_arm(job)
 
 
-def _run_arm(job: dict[str, Any]) -> dict[str, Any]:
-    from lightning_info.core.options import AdamWOptions
-    from lightning_info.methods.fic_tsc.callback import FisherConstraint, Lookahead
-    from lightning_info.methods.fic_tsc.datamodule import UCRUEADataModule
-    from lightning_info.methods.fic_tsc.module import InceptionTimeClassifier
-
+def _run_arm(job: ShiftJob) -> dict[str, Any]:
     start = time.perf_counter()
-    data_args = dict(job["data"], seed=job["seed"])
-    recorder, best = _callbacks()
+    data_args = dict(job.data, seed=job.seed)
+    recorder, best = TraceRecorder(), BestValidationWeights()
     callbacks = [recorder]
     constraint = None
-    if job["arm"] == "fic":
-        constraint = FisherConstraint(max_fisher=job["max_fisher"])
+    if job.arm == "fic":
+        constraint = FisherConstraint(max_fisher=job.max_fisher)
         callbacks.append(constraint)
-    if job["lookahead"] is not None:
-        callbacks.append(Lookahead(**job["lookahead"]))
+    if job.lookahead is not None:
+        callbacks.append(Lookahead(**job.lookahead))
     callbacks.append(best)
     with tempfile.TemporaryDirectory() as root:
-        trainer = seeded_trainer(dict(job, root=root), callbacks=callbacks, log_every_n_steps=1)
-        data = UCRUEADataModule(job["dataset"], **data_args)
-        model_args = dict(job["model"])
+        trainer = seeded_trainer(replace(job, root=root), callbacks=callbacks, log_every_n_steps=1)
+        data = UCRUEADataModule(job.dataset, **data_args)
+        model_args = dict(job.model)
         optimizer = AdamWOptions(**model_args.pop("optimizer", {}))
         model = InceptionTimeClassifier(
             data.num_channels, data.num_classes, optimizer=optimizer, **model_args
@@ -123,16 +138,16 @@ def _run_arm(job: dict[str, Any]) -> dict[str, Any]:
         if best.state is not None:
             model.load_state_dict(best.state)
         accuracy = {}
-        for shift in job["shifts"]:
-            shifted = UCRUEADataModule(job["dataset"], test_shift=shift, **data_args)
+        for shift in job.shifts:
+            shifted = UCRUEADataModule(job.dataset, test_shift=shift, **data_args)
             scores = trainer.test(model, datamodule=shifted, verbose=False)[0]
             accuracy[shift.name] = float(scores["test/acc"])
-    over = [t > job["max_fisher"] for t in recorder.traces]
+    over = [t > job.max_fisher for t in recorder.traces]
     tenth = max(1, len(over) // 10)
     return {
-        "dataset": job["dataset"],
-        "seed": job["seed"],
-        "arm": job["arm"],
+        "dataset": job.dataset,
+        "seed": job.seed,
+        "arm": job.arm,
         "accuracy": accuracy,
         "steps": len(over),
         "best_epoch": best.epoch,
@@ -153,8 +168,6 @@ def paired_wilcoxon(baseline: list[float], method: list[float]) -> tuple[int, in
     lowered = sum(d < 0 for d in differences)
     p = "n/a"
     if raised + lowered:
-        from scipy.stats import wilcoxon
-
         p = f"{wilcoxon(method, baseline).pvalue:.3g}"
     return raised, lowered, len(differences) - raised - lowered, p
 
@@ -214,22 +227,22 @@ class FisherShiftStudy(Study):
         if reserved:
             raise ValueError(f"data sets {sorted(reserved)} itself; leave them out")
 
-    def jobs(self, root: str | None = None) -> list[dict[str, Any]]:
+    def jobs(self, root: str | None = None) -> list[ShiftJob]:
         """One job per (data set, seed, arm), in the order of ``datasets`` and ``seeds``."""
         return [
-            {
-                "dataset": d,
-                "seed": s,
-                "arm": arm,
-                "shifts": self.shifts,
-                "epochs": self.epochs,
-                "max_fisher": self.max_fisher,
-                "lookahead": self.lookahead,
-                "model": self.model,
-                "data": self.data,
-                "threads": self.threads,
-                "root": root,
-            }
+            ShiftJob(
+                dataset=d,
+                seed=s,
+                arm=arm,
+                shifts=self.shifts,
+                epochs=self.epochs,
+                max_fisher=self.max_fisher,
+                lookahead=self.lookahead,
+                model=self.model,
+                data=self.data,
+                threads=self.threads,
+                root=root,
+            )
             for d in self.datasets
             for s in self.seeds
             for arm in ARMS
@@ -331,4 +344,13 @@ class FisherShiftStudy(Study):
         return columns, rows
 
 
-__all__ = ["ARMS", "DEFAULT_SHIFTS", "FisherShiftStudy", "paired_wilcoxon", "run_arm"]
+__all__ = [
+    "ARMS",
+    "DEFAULT_SHIFTS",
+    "BestValidationWeights",
+    "FisherShiftStudy",
+    "ShiftJob",
+    "TraceRecorder",
+    "paired_wilcoxon",
+    "run_arm",
+]

@@ -13,6 +13,7 @@ from torch.utils.data import DataLoader
 
 from lightning_info.core.validation import require_int
 from lightning_info.lm.corpus import instruction_dataset, split_corpus, stdlib_docstrings
+from lightning_info.lm.tiny_lm import load_tokenizer
 from lightning_info.methods.fisher_sft import FisherSubsetDataModule, SubsetSelectionOptions
 
 EMBED_32 = SubsetSelectionOptions(embed_batch_size=32)
@@ -83,8 +84,6 @@ class DocstringSFTDataModule(FisherSubsetDataModule):
         seed: int = 0,
         progress: bool = True,
     ) -> None:
-        from lightning_info.lm.tiny_lm import load_tokenizer
-
         _, pool_pairs, held_out_pairs = docstring_splits(split_seed)
         if pool_size is not None:
             pool_pairs = pool_pairs[: require_int(pool_size, "pool_size", 1)]

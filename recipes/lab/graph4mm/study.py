@@ -22,15 +22,35 @@ centre's digit (accuracy). Every number is mean ± std over seeds; validation ev
 
 from __future__ import annotations
 
+import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+import torch
+from lightning.pytorch import Callback
+from torch.utils.data import DataLoader
+
+from lab.lm_training import fit_causal_lm
 from lab.study import Study, StudyResult, run_jobs, seeded_trainer
 from lightning_info.core.logging import mean_std
+from lightning_info.core.options import AdamWOptions
 from lightning_info.core.plotting import pyplot
+from lightning_info.lm.features import pad_token_rows
+from lightning_info.lm.tiny_lm import sized_causal_lm
+from lightning_info.methods.graph4mm.datamodule import (
+    DigitGraphOptions,
+    MultimodalGraphDataModule,
+)
+from lightning_info.methods.graph4mm.encoders import SmallConvEncoder
+from lightning_info.methods.graph4mm.graphs import DIGIT_WORDS
+from lightning_info.methods.graph4mm.module import Graph4MM, variant_qformer
 
 __all__ = [
+    "ArmJob",
     "Graph4MMStudy",
+    "ValidationCurves",
     "build_data",
     "build_model",
     "merge_settings",
@@ -62,10 +82,6 @@ def bayes_label_accuracy(graphs, captioned_only: bool = False) -> float:
     the neighbours; ties are broken uniformly (1 / ties when the true digit is among them), and
     no visible neighbour leaves the uniform guess (1 / 10). The ceiling of the node-label
     accuracy for a model that reads every neighbour perfectly (or only the captions)."""
-    from collections import Counter
-
-    from lightning_info.methods.graph4mm.graphs import DIGIT_WORDS
-
     total = 0.0
     for graph in graphs:
         if captioned_only:
@@ -91,11 +107,6 @@ def bayes_label_accuracy(graphs, captioned_only: bool = False) -> float:
 def build_data(settings: dict[str, Any], seed: int):
     """The ``MultimodalGraphDataModule`` of ``settings`` (its arguments; ``digits`` as a dict of
     ``DigitGraphOptions`` fields)."""
-    from lightning_info.methods.graph4mm.datamodule import (
-        DigitGraphOptions,
-        MultimodalGraphDataModule,
-    )
-
     settings = dict(settings)
     if isinstance(settings.get("digits"), dict):
         settings["digits"] = DigitGraphOptions(**settings["digits"])
@@ -117,9 +128,6 @@ def model_options(settings: dict[str, Any]) -> dict[str, Any]:
     ``AdamWOptions`` fields and ``qformer`` the arguments of ``variant_qformer`` (sizes, and
     ``hop`` for the graph4mm variant), both as dicts; builds no parameters (an
     ``image_encoder`` dict is left to :func:`build_model`)."""
-    from lightning_info.core.options import AdamWOptions
-    from lightning_info.methods.graph4mm.module import variant_qformer
-
     settings = dict(settings)
     if isinstance(settings.get("optimizer"), dict):
         settings["optimizer"] = AdamWOptions(**settings["optimizer"])
@@ -134,9 +142,6 @@ def build_model(lm, data, settings: dict[str, Any]):
     """The ``Graph4MM`` of one arm over ``lm`` and ``data``'s tokenizer and classes:
     ``settings`` as for :func:`model_options`, plus ``image_encoder`` as a dict of
     ``SmallConvEncoder`` arguments (built only for variants that read images)."""
-    from lightning_info.methods.graph4mm.encoders import SmallConvEncoder
-    from lightning_info.methods.graph4mm.module import Graph4MM
-
     settings = model_options(settings)
     encoder = settings.get("image_encoder")
     if isinstance(encoder, dict):
@@ -148,8 +153,6 @@ def build_model(lm, data, settings: dict[str, Any]):
 def domain_corpus(data, count: int, seed: int) -> list[tuple[str, str]]:
     """``(prompt, target)`` pairs of ``count`` fully captioned digit graphs (every non-centre
     node a text node), drawn with ``data``'s graph settings from its training images."""
-    from lightning_info.methods.graph4mm.datamodule import MultimodalGraphDataModule
-
     captioned = MultimodalGraphDataModule(
         tokenizer=data.tokenizer,
         num_train=count,
@@ -162,17 +165,22 @@ def domain_corpus(data, count: int, seed: int) -> list[tuple[str, str]]:
     return [(captioned.prompt_text(g), " " + g.target) for g in captioned.train_graphs]
 
 
-def pretrain_language_model(data, job: dict[str, Any]):
-    """A GPT-2 trained on the domain corpus (``domain_corpus``), in eval mode."""
-    from torch.utils.data import DataLoader
-
-    from lab.lm_training import fit_causal_lm
-    from lightning_info.lm.features import pad_token_rows
-    from lightning_info.lm.tiny_lm import sized_causal_lm
-
+def pretrain_language_model(
+    data,
+    *,
+    lm: dict[str, int],
+    corpus: int,
+    epochs: int,
+    lr: float,
+    seed: int,
+    root: str | None = None,
+):
+    """A GPT-2 of size ``lm`` (``layers``, ``width``, ``heads``) trained for ``epochs`` at
+    ``lr`` on ``corpus`` graphs of the domain corpus (``domain_corpus``, drawn with seed
+    ``1000 + seed``), in eval mode."""
     tokenizer = data.tokenizer
     rows = []
-    for prompt, target in domain_corpus(data, job["corpus"], seed=1000 + job["seed"]):
+    for prompt, target in domain_corpus(data, corpus, seed=1000 + seed):
         p = tokenizer(prompt, add_special_tokens=False)["input_ids"]
         t = tokenizer(target, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
         rows.append((p, t))
@@ -182,42 +190,68 @@ def pretrain_language_model(data, job: dict[str, Any]):
         labels, _ = pad_token_rows([[-100] * len(p) + t for p, t in batch], -100)
         return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 
-    model = sized_causal_lm(tokenizer, job["lm"], seed=job["seed"])
+    model = sized_causal_lm(tokenizer, lm, seed=seed)
     loader = DataLoader(rows, batch_size=32, shuffle=True, collate_fn=collate)
-    return fit_causal_lm(
-        model, loader, epochs=job["lm_epochs"], lr=job["lm_lr"], seed=job["seed"], root=job["root"]
-    )
+    return fit_causal_lm(model, loader, epochs=epochs, lr=lr, seed=seed, root=root)
 
 
-def run_arm(job: dict[str, Any]) -> dict[str, Any]:
+class ValidationCurves(Callback):
+    """After every validation epoch (and after the module logged), ``(epoch, ROUGE-L,
+    node-label accuracy)`` of the validation graphs (``points``)."""
+
+    def __init__(self) -> None:
+        self.points: list[tuple[int, float, float]] = []
+
+    def on_validation_end(self, trainer, module) -> None:
+        if not trainer.sanity_checking:
+            m = trainer.callback_metrics
+            self.points.append(
+                (trainer.current_epoch + 1, float(m["val/rougeL"]), float(m["val/accuracy"]))
+            )
+
+
+@dataclass(frozen=True)
+class ArmJob:
+    """One arm and seed of a :class:`Graph4MMStudy`: the arm's name and ``Graph4MM`` arguments,
+    and the study's data, model, language-model and training settings (``clip``: its
+    ``gradient_clip_val``)."""
+
+    arm: str
+    arm_settings: dict[str, Any]
+    seed: int
+    data: dict[str, Any]
+    model: dict[str, Any]
+    lm: dict[str, int]
+    lm_epochs: int
+    lm_lr: float
+    corpus: int
+    epochs: int
+    val_every: int
+    clip: float | None
+    threads: int
+    root: str | None
+
+
+def run_arm(job: ArmJob) -> dict[str, Any]:
     """One arm and seed: build the data and the domain LM, train the arm, test it."""
-    import time
-
-    import torch
-    from lightning.pytorch import Callback
-
-    torch.set_num_threads(job["threads"])
-    data = build_data(job["data"], job["seed"])
-    lm = pretrain_language_model(data, job)
-    model = build_model(lm, data, merge_settings(job["model"], job["arm_settings"]))
-
-    class Curves(Callback):
-        def __init__(self):
-            self.points = []
-
-        def on_validation_end(self, trainer, module):  # after the module logged ROUGE-L
-            if not trainer.sanity_checking:
-                m = trainer.callback_metrics
-                self.points.append(
-                    (trainer.current_epoch + 1, float(m["val/rougeL"]), float(m["val/accuracy"]))
-                )
-
-    curves = Curves()
+    torch.set_num_threads(job.threads)
+    data = build_data(job.data, job.seed)
+    lm = pretrain_language_model(
+        data,
+        lm=job.lm,
+        corpus=job.corpus,
+        epochs=job.lm_epochs,
+        lr=job.lm_lr,
+        seed=job.seed,
+        root=job.root,
+    )
+    model = build_model(lm, data, merge_settings(job.model, job.arm_settings))
+    curves = ValidationCurves()
     trainer = seeded_trainer(
         job,
-        check_val_every_n_epoch=job["val_every"],
+        check_val_every_n_epoch=job.val_every,
         callbacks=[curves],
-        gradient_clip_val=job["clip"],
+        gradient_clip_val=job.clip,
     )
     start = time.perf_counter()
     trainer.fit(model, datamodule=data)
@@ -229,8 +263,8 @@ def run_arm(job: dict[str, Any]) -> dict[str, Any]:
         "captioned": bayes_label_accuracy(data.test_graphs, captioned_only=True),
     }
     return {
-        "arm": job["arm"],
-        "seed": job["seed"],
+        "arm": job.arm,
+        "seed": job.seed,
         "fit_seconds": seconds,
         "bayes": bayes,
         "scores": {k: float(v) for k, v in scores.items()},
@@ -293,22 +327,22 @@ class Graph4MMStudy(Study):
     def run(self, cli=None) -> StudyResult:
         root = str(cli.output_dir) if cli is not None else None
         jobs = [
-            {
-                "arm": name,
-                "arm_settings": settings,
-                "seed": seed,
-                "data": self.data,
-                "model": self.model,
-                "lm": self.lm,
-                "lm_epochs": self.lm_epochs,
-                "lm_lr": self.lm_lr,
-                "corpus": self.corpus,
-                "epochs": self.epochs,
-                "val_every": self.val_every,
-                "clip": self.gradient_clip_val,
-                "threads": self.threads,
-                "root": root,
-            }
+            ArmJob(
+                arm=name,
+                arm_settings=settings,
+                seed=seed,
+                data=self.data,
+                model=self.model,
+                lm=self.lm,
+                lm_epochs=self.lm_epochs,
+                lm_lr=self.lm_lr,
+                corpus=self.corpus,
+                epochs=self.epochs,
+                val_every=self.val_every,
+                clip=self.gradient_clip_val,
+                threads=self.threads,
+                root=root,
+            )
             for seed in self.seeds
             for name, settings in self.arms.items()
         ]
@@ -367,8 +401,6 @@ class Graph4MMStudy(Study):
         return plots
 
     def _figure(self, records):
-        import numpy as np
-
         plt = pyplot()
         figure, axis = plt.subplots(figsize=(8, 3.5))
         width = 0.8 / len(self.arms)

@@ -14,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lab.digits_mlp import DigitsMLPStudy, fit_digits_mlp
+from lab.digits_mlp import DigitsMLPStudy, SeedJob, fit_digits_mlp
 from lab.study import StudyResult, run_jobs
 from lightning_info.core.logging import mean_std_rows
+from lightning_info.methods.ood_shaping.callback import OODShapingReport
 
 __all__ = ["OODShapingStudy", "run_seed"]
 
@@ -56,22 +57,20 @@ class OODShapingStudy(DigitsMLPStudy):
         return StudyResult({title: mean_std_rows(records)}, records=records)
 
 
-def run_seed(job: dict[str, Any]) -> dict[str, Any]:
+def run_seed(job: SeedJob) -> dict[str, Any]:
     """One seed: train the MLP with ``OODShapingReport`` attached, test it; the callback's rows."""
-    from lightning_info.methods.ood_shaping.callback import OODShapingReport
-
-    config = OODShapingStudy(**job["settings"])
+    config = job.settings
     report = OODShapingReport(
         shapers=config.shapers,
         fit_on=config.fit_on,
         evaluate_on=config.evaluate_on,
         tune_trials=config.tune_trials,
-        seed=job["seed"],
+        seed=job.seed,
     )
-    data, logged = fit_digits_mlp(job, config, [report])
+    data, logged = fit_digits_mlp(job, [report])
     columns, rows = report.tables["ood"]
     return {
-        "seed": job["seed"],
+        "seed": job.seed,
         "test_acc": float(logged["test/acc"]),
         "columns": columns,
         "rows": {row[0]: dict(zip(columns[1:], map(float, row[1:]))) for row in rows},

@@ -14,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lab.digits_mlp import DigitsMLPStudy, fit_digits_mlp
+from lab.digits_mlp import DigitsMLPStudy, SeedJob, fit_digits_mlp
 from lab.study import StudyResult, run_jobs
 from lightning_info.core.logging import mean_std, mean_std_rows
+from lightning_info.methods.pointwise_confidence.callback import PosthocScoring
 
 __all__ = ["FailurePredictionStudy", "run_seed"]
 
@@ -55,16 +56,14 @@ class FailurePredictionStudy(DigitsMLPStudy):
         return StudyResult(tables, records=records)
 
 
-def run_seed(job: dict[str, Any]) -> dict[str, Any]:
+def run_seed(job: SeedJob) -> dict[str, Any]:
     """One seed: train the MLP with ``PosthocScoring`` attached, test it; the callback's rows."""
-    from lightning_info.methods.pointwise_confidence.callback import PosthocScoring
-
-    config = FailurePredictionStudy(**job["settings"])
+    config = job.settings
     report = PosthocScoring(fit_on=config.fit_on, evaluate_on=config.evaluate_on, bins=config.bins)
-    data, logged = fit_digits_mlp(job, config, [report])
+    data, logged = fit_digits_mlp(job, [report])
     columns, rows = report.tables["failure"]
     return {
-        "seed": job["seed"],
+        "seed": job.seed,
         "test_acc": float(logged["test/acc"]),
         "test_size": len(data.test_images),
         "columns": columns,

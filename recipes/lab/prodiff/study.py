@@ -172,44 +172,59 @@ def generate(module: ProDiff, data: TrajectoryDataModule, seed: int) -> torch.Te
     return torch.cat(parts)
 
 
-def run_setting(job: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class TrajectoryJob:
+    """One ``(window_length, seed)`` of a :class:`TrajectoryStudy`, with the study's methods,
+    city and ProDiff settings."""
+
+    window_length: int
+    seed: int
+    methods: list[str]
+    num_trajectories: int
+    synthetic: dict[str, Any]
+    model: dict[str, Any]
+    max_epochs: int
+    batch_size: int
+    sharp_temperature: float
+
+
+def run_setting(job: TrajectoryJob) -> dict[str, Any]:
     """Every method on one ``(window_length, seed)``: scores, seconds and example windows."""
     torch.set_num_threads(1)
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", message=".*(no `val_dataloader`|LeafSpec).*")
-    length, seed = job["window_length"], job["seed"]
     data = TrajectoryDataModule(
         "synthetic",
-        window_length=length,
-        synthetic=SyntheticCity(num_trajectories=job["num_trajectories"], **job["synthetic"]),
-        data_seed=seed,
-        batch_size=job["batch_size"],
+        window_length=job.window_length,
+        synthetic=SyntheticCity(num_trajectories=job.num_trajectories, **job.synthetic),
+        data_seed=job.seed,
+        batch_size=job.batch_size,
     )
     truth = data.windows["test"]
     scores, seconds, examples = {}, {}, {"truth": truth[:EXAMPLES].tolist()}
     diagnostics: dict[str, dict[str, Any]] = {}
-    for method in job["methods"]:
+    for method in job.methods:
         start = time.perf_counter()
         if method in BASELINES:
             generated = BASELINES[method](truth)
         else:
-            model = job["model"]
+            model = job.model
             if method == "prodiff_sharp":
                 options = dict(model.get("prototype_options", {}))
-                options["attention_temperature"] = job["sharp_temperature"]
+                options["attention_temperature"] = job.sharp_temperature
                 model = {**model, "prototype_options": options}
             prototypes = method in PROTOTYPE_METHODS
             found: dict[str, Any] = {}
-            module = train_prodiff(data, prototypes, seed, model, job["max_epochs"], found)
-            generated = generate(module, data, seed)
+            module = train_prodiff(data, prototypes, job.seed, model, job.max_epochs, found)
+            generated = generate(module, data, job.seed)
             if prototypes:
                 diagnostics[method] = {**found, **prototype_diagnostics(module, data)}
         seconds[method] = time.perf_counter() - start
         scores[method] = trajectory_scores(generated.numpy(), truth.numpy())
         examples[method] = generated[:EXAMPLES].tolist()
     return {
-        "window_length": length,
-        "seed": seed,
+        "window_length": job.window_length,
+        "seed": job.seed,
         "scores": scores,
         "seconds": seconds,
         "examples": examples,
@@ -257,18 +272,19 @@ class TrajectoryStudy(Study):
         if self.workers < 1:
             raise ValueError(f"`workers` must be at least 1, got {self.workers}.")
 
-    def _jobs(self) -> list[dict[str, Any]]:
-        common = {
-            "methods": self.methods,
-            "num_trajectories": self.num_trajectories,
-            "synthetic": self.synthetic,
-            "model": self.model,
-            "max_epochs": self.max_epochs,
-            "batch_size": self.batch_size,
-            "sharp_temperature": self.sharp_temperature,
-        }
+    def _jobs(self) -> list[TrajectoryJob]:
         return [
-            {"window_length": length, "seed": seed, **common}
+            TrajectoryJob(
+                window_length=length,
+                seed=seed,
+                methods=self.methods,
+                num_trajectories=self.num_trajectories,
+                synthetic=self.synthetic,
+                model=self.model,
+                max_epochs=self.max_epochs,
+                batch_size=self.batch_size,
+                sharp_temperature=self.sharp_temperature,
+            )
             for length in self.window_lengths
             for seed in self.seeds
         ]

@@ -23,6 +23,7 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 from lightning.pytorch import Callback
+from sklearn.cluster import KMeans
 
 from lab.study import Study, StudyResult, run_jobs
 from lightning_info.core.logging import mean_std
@@ -50,8 +51,6 @@ def build_data_module(spec: dict[str, Any]) -> MultiViewDataModule:
 
 def kmeans_scores(data: MultiViewDataModule, seed: int) -> dict[str, float]:
     """sklearn's k-means (10 restarts) on the concatenated views, ``K`` = the number of classes."""
-    from sklearn.cluster import KMeans
-
     joined = torch.cat(data.views, dim=1).numpy()
     labels = KMeans(n_clusters=data.num_classes, n_init=10, random_state=seed).fit_predict(joined)
     return clustering_scores(torch.from_numpy(labels), data.labels)
@@ -267,26 +266,41 @@ class EpochScores(Callback):
         )
 
 
-def reference_run(job: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ReferenceJob:
+    """One run of a :class:`ReferenceProtocolStudy`: the data set's name and spec, the row
+    label, SDCIB's arguments (``None``: k-means), the seed and the training settings."""
+
+    data: str
+    source: dict[str, Any]
+    method: str
+    model: dict[str, Any] | None
+    seed: int
+    epochs: int
+    threads: int
+    root: str
+
+
+def reference_run(job: ReferenceJob) -> dict[str, Any]:
     """One run of :class:`ReferenceProtocolStudy`: k-means (one record) or SDCIB with the
     per-epoch records of :class:`EpochScores`."""
-    torch.set_num_threads(job["threads"])
-    data = build_data_module(job["source"])
-    outcome = {k: job[k] for k in ("data", "method", "seed")}
-    if job["model"] is None:
-        return {**outcome, "epochs": [{"epoch": 0, **kmeans_scores(data, job["seed"])}]}
-    model_args = dict(job["model"])
+    torch.set_num_threads(job.threads)
+    data = build_data_module(job.source)
+    outcome = {"data": job.data, "method": job.method, "seed": job.seed}
+    if job.model is None:
+        return {**outcome, "epochs": [{"epoch": 0, **kmeans_scores(data, job.seed)}]}
+    model_args = dict(job.model)
     if isinstance(model_args.get("loss"), Mapping):
         model_args["loss"] = SDCIBLossOptions(**model_args["loss"])
-    pl.seed_everything(job["seed"], verbose=False)
-    model = SDCIB(data.view_dims, data.num_classes, seed=job["seed"], **model_args)
+    pl.seed_everything(job.seed, verbose=False)
+    model = SDCIB(data.view_dims, data.num_classes, seed=job.seed, **model_args)
     recorder = EpochScores(data.views, data.labels)
     trainer = quiet_trainer(
-        max_epochs=job["epochs"],
+        max_epochs=job.epochs,
         accelerator="cpu",
         limit_val_batches=0,
         callbacks=[recorder],
-        default_root_dir=job["root"],
+        default_root_dir=job.root,
     )
     trainer.fit(model, datamodule=data)
     return {**outcome, "epochs": recorder.records}
@@ -359,16 +373,16 @@ class ReferenceProtocolStudy(Study):
         if self.kmeans:
             methods[KMEANS] = None
         jobs = [
-            {
-                "data": source,
-                "source": spec,
-                "method": label,
-                "model": model,
-                "seed": seed,
-                "epochs": self.max_epochs,
-                "threads": self.threads,
-                "root": root,
-            }
+            ReferenceJob(
+                data=source,
+                source=spec,
+                method=label,
+                model=model,
+                seed=seed,
+                epochs=self.max_epochs,
+                threads=self.threads,
+                root=root,
+            )
             for source, spec in self.sources.items()
             for seed in self.seeds
             for label, model in methods.items()

@@ -38,28 +38,32 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
+from lightning.pytorch import Callback, seed_everything
 from torch import Tensor
 
 from lab.study import Study, StudyResult, run_jobs
 from lightning_info.core.logging import mean_std
 from lightning_info.core.plotting import pyplot
 from lightning_info.core.threads import torch_threads
-from lightning_info.core.trainers import lightning_notices_hidden
+from lightning_info.core.trainers import lightning_notices_hidden, quiet_trainer
 from lightning_info.core.validation import (
     require_choice,
     require_int,
     require_non_negative,
     require_positive,
 )
+from lightning_info.data.digits import DigitsDataModule
+from lightning_info.methods.smoothed_information.callback import SmoothedInformationMonitor
 from lightning_info.methods.smoothed_information.functional import (
     SmoothedEstimatorOptions,
     smoothed_information,
 )
+from lightning_info.nn.mlp import MLPClassifier
 
 DISTRIBUTIONS = ("gaussian", "mixture")
 MIXTURE_INTERVALS = ((-2.0, -0.5), (0.5, 2.0))
@@ -158,17 +162,33 @@ def job_seed(seed: int, size: int, dim: int) -> int:
     return 1_000_000 * seed + 10 * size + dim
 
 
-def estimate(job: dict[str, Any]) -> dict[str, Any]:
-    """Both estimators at every ``t`` on one sample: values, errors and seconds (one thread)."""
+@dataclass(frozen=True)
+class RateJob:
+    """One sample of a :class:`RateStudy`: its ``(distribution, d, n, seed)``, the noise
+    variances ``times``, the Monte Carlo draws and the truths at each ``t``
+    (``{"J": [...], "h": [...]}``)."""
+
+    distribution: str
+    dim: int
+    size: int
+    seed: int
+    times: list[float]
+    num_mc: int
+    truth: dict[str, list[float]]
+
+
+def estimate(job: RateJob) -> dict[str, Any]:
+    """Both estimators at every ``t`` on one sample: the job's fields, values, errors and
+    seconds (one thread)."""
     with torch_threads(1):
         return _estimate(job)
 
 
-def _estimate(job: dict[str, Any]) -> dict[str, Any]:
-    seed = job_seed(job["seed"], job["size"], job["dim"])
-    x = draw(job["distribution"], job["size"], job["dim"], torch.Generator().manual_seed(seed))
-    options = SmoothedEstimatorOptions(num_mc=job["num_mc"])
-    times = job["times"]
+def _estimate(job: RateJob) -> dict[str, Any]:
+    seed = job_seed(job.seed, job.size, job.dim)
+    x = draw(job.distribution, job.size, job.dim, torch.Generator().manual_seed(seed))
+    options = SmoothedEstimatorOptions(num_mc=job.num_mc)
+    times = job.times
     bandwidth = silverman_bandwidth(x)
     levels = {"plug_in": times, "kde": [t + bandwidth**2 for t in times]}
     values, seconds = {}, {}
@@ -178,10 +198,16 @@ def _estimate(job: dict[str, Any]) -> dict[str, Any]:
         seconds[name] = time.perf_counter() - start
         values[name] = {"J": info.fisher.tolist(), "h": info.entropy.tolist()}
     errors = {
-        name: {q: [v - job["truth"][q][k] for k, v in enumerate(vs[q])] for q in QUANTITIES}
+        name: {q: [v - job.truth[q][k] for k, v in enumerate(vs[q])] for q in QUANTITIES}
         for name, vs in values.items()
     }
-    return {**job, "bandwidth": bandwidth, "values": values, "errors": errors, "seconds": seconds}
+    return {
+        **asdict(job),
+        "bandwidth": bandwidth,
+        "values": values,
+        "errors": errors,
+        "seconds": seconds,
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -259,15 +285,15 @@ class RateStudy(Study):
                 values = [true_information(dist, dim, t) for t in self.times]
             truths[dist, dim] = {q: [v[i] for v in values] for i, q in enumerate(QUANTITIES)}
         jobs = [
-            {
-                "distribution": dist,
-                "dim": dim,
-                "size": size,
-                "seed": seed,
-                "times": list(self.times),
-                "num_mc": max(self.num_mc, math.ceil(self.mc_per_sample * size)),
-                "truth": truths[dist, dim],
-            }
+            RateJob(
+                distribution=dist,
+                dim=dim,
+                size=size,
+                seed=seed,
+                times=list(self.times),
+                num_mc=max(self.num_mc, math.ceil(self.mc_per_sample * size)),
+                truth=truths[dist, dim],
+            )
             for dist, dim in self.settings
             for size in self.sizes_for(dim)
             for seed in self.seeds
@@ -424,7 +450,57 @@ class RateStudy(Study):
 # --------------------------------------------------------------------------------------------
 
 
-def monitor_run(job: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class MonitorJob:
+    """One seed of a :class:`MonitorStudy`, with the study's network, training and monitor
+    settings."""
+
+    seed: int
+    epochs: int
+    hidden: list[int]
+    times: list[float]
+    num_mc: int
+    lr: float
+    batch_size: int
+
+
+class EpochRecorder(Callback):
+    """After every validation epoch (and after the monitor logged), the epoch, the validation
+    accuracy and every logged ``info/...`` value (``epochs``: one dict per epoch)."""
+
+    def __init__(self) -> None:
+        self.epochs: list[dict[str, float]] = []
+
+    def on_validation_end(self, trainer, module) -> None:
+        if not trainer.sanity_checking:
+            m = trainer.callback_metrics
+            row = {k: float(v) for k, v in m.items() if k.startswith("info/")}
+            self.epochs.append(
+                {"epoch": trainer.current_epoch + 1, "acc": float(m["val/acc"]), **row}
+            )
+
+
+def _fit_classifier(job: MonitorJob, options: SmoothedEstimatorOptions, with_monitor: bool):
+    """The digits MLP of ``job``'s seed fitted (``SmoothedInformationMonitor`` attached when
+    ``with_monitor``): the model in eval mode, the data, the recorded epochs and the fit's
+    seconds."""
+    data = DigitsDataModule(classes=10, batch_size=job.batch_size, split_seed=job.seed)
+    seed_everything(job.seed, verbose=False)
+    model = MLPClassifier(64, data.num_classes, hidden=job.hidden, lr=job.lr)
+    recorder = EpochRecorder()
+    callbacks = [recorder]
+    if with_monitor:
+        monitor = SmoothedInformationMonitor(t=job.times, options=options, seed=job.seed)
+        callbacks.insert(0, monitor)
+    trainer = quiet_trainer(
+        max_epochs=job.epochs, accelerator="cpu", devices=1, callbacks=callbacks
+    )
+    start = time.perf_counter()
+    trainer.fit(model, datamodule=data)
+    return model.eval(), data, recorder.epochs, time.perf_counter() - start
+
+
+def monitor_run(job: MonitorJob) -> dict[str, Any]:
     """One seed: the digits classifier fitted with and without the monitor; the logged values
     after every validation epoch and the functional recomputed on the trained features (one
     thread)."""
@@ -434,47 +510,11 @@ def monitor_run(job: dict[str, Any]) -> dict[str, Any]:
         return _monitor_run(job)
 
 
-def _monitor_run(job: dict[str, Any]) -> dict[str, Any]:
-    from lightning.pytorch import Callback, seed_everything
-
-    from lightning_info.core.trainers import quiet_trainer
-    from lightning_info.data.digits import DigitsDataModule
-    from lightning_info.methods.smoothed_information.callback import SmoothedInformationMonitor
-    from lightning_info.nn.mlp import MLPClassifier
-
-    seed, times = job["seed"], job["times"]
-    options = SmoothedEstimatorOptions(num_mc=job["num_mc"])
-
-    class Recorder(Callback):
-        def __init__(self) -> None:
-            self.epochs: list[dict[str, float]] = []
-
-        def on_validation_end(self, trainer, module) -> None:  # after the monitor logged
-            if not trainer.sanity_checking:
-                m = trainer.callback_metrics
-                row = {k: float(v) for k, v in m.items() if k.startswith("info/")}
-                self.epochs.append(
-                    {"epoch": trainer.current_epoch + 1, "acc": float(m["val/acc"]), **row}
-                )
-
-    def fit(with_monitor: bool):
-        data = DigitsDataModule(classes=10, batch_size=job["batch_size"], split_seed=seed)
-        seed_everything(seed, verbose=False)
-        model = MLPClassifier(64, data.num_classes, hidden=job["hidden"], lr=job["lr"])
-        recorder = Recorder()
-        callbacks = [recorder]
-        if with_monitor:
-            monitor = SmoothedInformationMonitor(t=times, options=options, seed=seed)
-            callbacks.insert(0, monitor)
-        trainer = quiet_trainer(
-            max_epochs=job["epochs"], accelerator="cpu", devices=1, callbacks=callbacks
-        )
-        start = time.perf_counter()
-        trainer.fit(model, datamodule=data)
-        return model.eval(), data, recorder.epochs, time.perf_counter() - start
-
-    _, _, _, plain_seconds = fit(False)
-    model, data, epochs, seconds = fit(True)
+def _monitor_run(job: MonitorJob) -> dict[str, Any]:
+    seed, times = job.seed, job.times
+    options = SmoothedEstimatorOptions(num_mc=job.num_mc)
+    _, _, _, plain_seconds = _fit_classifier(job, options, with_monitor=False)
+    model, data, epochs, seconds = _fit_classifier(job, options, with_monitor=True)
     with torch.no_grad():
         features = model.body(data.val_images).double()  # the input of `head`, the last Linear
     start = time.perf_counter()
@@ -545,15 +585,15 @@ class MonitorStudy(Study):
 
     def run(self, cli=None) -> StudyResult:
         jobs = [
-            {
-                "seed": seed,
-                "epochs": self.epochs,
-                "hidden": list(self.hidden),
-                "times": list(self.times),
-                "num_mc": self.num_mc,
-                "lr": self.lr,
-                "batch_size": self.batch_size,
-            }
+            MonitorJob(
+                seed=seed,
+                epochs=self.epochs,
+                hidden=list(self.hidden),
+                times=list(self.times),
+                num_mc=self.num_mc,
+                lr=self.lr,
+                batch_size=self.batch_size,
+            )
             for seed in self.seeds
         ]
 
@@ -666,7 +706,10 @@ class MonitorStudy(Study):
 __all__ = [
     "DISTRIBUTIONS",
     "MIXTURE_INTERVALS",
+    "EpochRecorder",
+    "MonitorJob",
     "MonitorStudy",
+    "RateJob",
     "RateStudy",
     "draw",
     "estimate",

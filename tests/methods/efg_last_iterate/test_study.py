@@ -11,6 +11,7 @@ pytest.importorskip("pyspiel")
 
 from lab.efg_last_iterate.study import (  # noqa: E402
     LastIterateStudy,
+    LearnerJob,
     _final,
     crossing,
     evaluation_points,
@@ -142,16 +143,16 @@ def test_crossing_of_two_power_laws():
 
 def test_a_setting_whose_steps_leave_the_simplex_is_recorded_as_diverged():
     # ten times the default rates in batches of 1024 on Leduc: float64 rows stop summing to 1
-    job = {
-        "game": "leduc_poker",
-        "method": "virtual_transition",
-        "seed": 0,
-        "multiplier": 10.0,
-        "tau": 0.1,
-        "gamma_factor": 1.0,
-        "batch_size": 1024,
-        "points": [4096, 16384, 32768],
-    }
+    job = LearnerJob(
+        game="leduc_poker",
+        method="virtual_transition",
+        seed=0,
+        multiplier=10.0,
+        tau=0.1,
+        gamma_factor=1.0,
+        batch_size=1024,
+        points=[4096, 16384, 32768],
+    )
     run = run_learner(job)
     assert run["diverged"] == 16384
     assert np.isfinite(run["nash_conv"][0]) and run["nash_conv"][1:] == [np.inf, np.inf]

@@ -9,7 +9,7 @@ import sys
 import pytest
 from scipy.stats import wilcoxon
 
-from lab.fic_tsc.study import FisherShiftStudy, paired_wilcoxon, run_arm
+from lab.fic_tsc.study import FisherShiftStudy, ShiftJob, paired_wilcoxon, run_arm
 from lightning_info.methods.fic_tsc.shift import ShiftOptions
 
 TOY_MODEL = {"num_filters": 4, "depth": 3, "optimizer": {"lr": 0.005}}
@@ -96,7 +96,7 @@ def test_bad_settings_are_refused(kwargs, match) -> None:
         FisherShiftStudy(**kwargs)
 
 
-def _job(arm: str, max_fisher: float, lookahead=None) -> dict:
+def _job(arm: str, max_fisher: float, lookahead=None) -> ShiftJob:
     study = FisherShiftStudy(
         datasets=["UnitTest"],
         seeds=[0],
@@ -107,7 +107,7 @@ def _job(arm: str, max_fisher: float, lookahead=None) -> dict:
         model=TOY_MODEL,
         data={"batch_size": 8},
     )
-    return next(j for j in study.jobs() if j["arm"] == arm)
+    return next(j for j in study.jobs() if j.arm == arm)
 
 
 @pytest.mark.parametrize("max_fisher, expected", [(1e-8, 1.0), (1e8, 0.0)])
