@@ -168,7 +168,14 @@ def test_every_exported_callback_has_a_table_row():
         if inspect.isclass(obj := getattr(lightning_info, name)) and issubclass(obj, Callback)
     }
     in_table = {case.expected_callback for case in PLUGINS}
-    assert exported <= in_table, f"callbacks without a row: {exported - in_table}"
+    bases_of_rows = {base for cls in in_table if cls is not None for base in cls.__mro__[1:]}
+    # a base class is exercised through its subclasses' rows; EXEMPT says why a class has none
+    missing = {
+        cls
+        for cls in exported - in_table
+        if cls not in bases_of_rows and cls.__qualname__ not in EXEMPT
+    }
+    assert not missing, f"callbacks without a row: {missing}"
 
 
 def test_every_lightning_class_of_the_package_has_a_row_or_an_exemption():
