@@ -19,8 +19,7 @@ from lightning_info._public_names import TOP_LEVEL
 
 __version__ = "0.1.0"
 
-_EXPORTS = TOP_LEVEL
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+_MODULE_OF = {name: module for module, names in TOP_LEVEL.items() for name in names}
 
 __all__ = sorted(_MODULE_OF)
 

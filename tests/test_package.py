@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import lightning_info
+from lightning_info._public_names import TOP_LEVEL
 from lightning_info.core.optional import EXTRAS
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -125,7 +126,7 @@ def test_without_an_extra_only_its_users_fail_and_the_error_names_it(
     # (building one needs it, below) and plots are drawn on demand
     # and the graph extra only the PyG transform
     needs = {
-        "control": set(lightning_info._EXPORTS["lightning_info.methods.asymmetric_ac"]),
+        "control": set(TOP_LEVEL["lightning_info.methods.asymmetric_ac"]),
         "graph": {"NeighbourhoodDifferentiation"},
     }
     assert set(failures) == needs.get(extra, set())

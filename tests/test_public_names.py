@@ -14,7 +14,7 @@ import jedi
 import pytest
 
 import lightning_info
-import lightning_info.functional as F
+from lightning_info._public_names import TOP_LEVEL
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,18 +85,12 @@ def test_a_package_without_a_literal_all_is_refused(package_copy):
         generator.top_level()
 
 
-@pytest.mark.parametrize("module", sorted(lightning_info._EXPORTS))
+@pytest.mark.parametrize("module", sorted(TOP_LEVEL))
 def test_every_name_of_a_package_s_all_is_the_same_object_at_the_top_level(module):
     package = importlib.import_module(module)
-    assert set(lightning_info._EXPORTS[module]) == set(package.__all__)
+    assert set(TOP_LEVEL[module]) == set(package.__all__)
     for name in package.__all__:
         assert getattr(lightning_info, name) is getattr(package, name)
-
-
-def test_the_functional_namespace_is_each_core_s_all():
-    for method, names in F.CORES.items():
-        core = importlib.import_module(f"lightning_info.methods.{method}.functional")
-        assert set(names) == set(core.__all__)
 
 
 @pytest.mark.parametrize(

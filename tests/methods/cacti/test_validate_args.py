@@ -91,3 +91,23 @@ def test_an_empty_term_of_the_loss_is_zero(case):
         (a,) = torch.autograd.grad(ours, prediction)
         (b,) = torch.autograd.grad(theirs, prediction)
         assert torch.equal(a, b)
+
+
+def test_a_user_script_fitting_cacti_beside_a_data_module_shows_no_transfer_hook_notice():
+    """The module filters Lightning's notice about its transfer hook (that message only) for a
+    script that imports it; a pytest test cannot see the filter, which pytest resets per test."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = (
+        "import lightning.pytorch as pl\n"
+        "from tests.plugin_table import tiny_cacti, tiny_tabular_imputation\n"
+        "pl.Trainer(max_steps=1, logger=False, enable_checkpointing=False, "
+        "enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0)"
+        ".fit(tiny_cacti(), datamodule=tiny_tabular_imputation(8))\n"
+    )
+    root = Path(__file__).resolve().parents[3]
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stderr.count("You have overridden `on_before_batch_transfer`") == 0
