@@ -1,24 +1,18 @@
-"""``python -m lightning_info.configs [NAME]``: the path of a shipped callback YAML, or all."""
+"""``python -m lightning_info.configs [NAME]``: the path of a shipped callback YAML, or all of them
+(the same as ``lightning-info callbacks [--name NAME]``)."""
 
 from __future__ import annotations
 
 import sys
 
-from lightning_info.configs import callback_config, callback_configs
+from lightning_info.cli import main as cli_main
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if args:
-        try:
-            print(callback_config(args[0]))
-        except ValueError as err:
-            print(err, file=sys.stderr)
-            return 2
-        return 0
-    for name, path in callback_configs().items():
-        print(f"{name:28} {path}")
-    return 0
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args and not args[0].startswith("-"):
+        args = ["--name", *args]
+    return cli_main(["callbacks", *args])
 
 
 if __name__ == "__main__":
