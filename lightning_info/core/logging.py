@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import netrc
 import os
+import re
 import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -12,6 +13,32 @@ from urllib.parse import urlparse
 from lightning.pytorch.loggers import Logger, WandbLogger
 
 OFFLINE_MODES = {"offline", "dryrun", "disabled"}
+
+METRIC_NAME = re.compile(r"[a-z0-9_/.-]+")
+"""What every logged metric name matches: sortable, filterable and plottable in any logger."""
+
+_SPELLED_OUT = (("%", "pct_"), ("@", "_at_"), ("±", "_pm_"), ("+", "plus"))
+
+
+def metric_key(*parts: object) -> str:
+    """The logged name of a figure: ``parts`` joined with ``/``, each lowercased, with ``%``,
+    ``@`` and ``+`` spelled out and any other character outside ``[a-z0-9_.-]`` (spaces,
+    parentheses, commas) as one ``_`` (none at a part's ends). The one rule every report
+    follows: ``metric_key("failure", "MSP (temperature)", "AUROC")`` is
+    ``"failure/msp_temperature/auroc"``, ``metric_key("audit", "target", "tpr@1%fpr")`` is
+    ``"audit/target/tpr_at_1pct_fpr"``. A part may itself hold ``/``-separated parts."""
+    names = []
+    for part in parts:
+        for piece in str(part).split("/"):
+            text = piece.lower()
+            for symbol, word in _SPELLED_OUT:
+                text = text.replace(symbol, word)
+            text = re.sub(r"[^a-z0-9_.-]+", "_", text)
+            text = re.sub(r"_+", "_", text).strip("_")
+            if not text:
+                raise ValueError(f"{piece!r} in {parts!r} names nothing a logger can show.")
+            names.append(text)
+    return "/".join(names)
 
 
 def wandb_is_configured() -> bool:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from lightning_info.core.logging import (
+    METRIC_NAME,
     default_wandb_logger_config,
     markdown_table,
+    metric_key,
     wandb_is_configured,
     wandb_offline_by_default,
 )
@@ -115,3 +117,24 @@ def test_log_wandb_line_plots_writes_each_series(tmp_path, monkeypatch):
     assert len(files) == 1
     text = files[0].read_text()
     assert "0.65" in text and '"eig"' in text and '"random"' in text
+
+
+@pytest.mark.parametrize(
+    ("parts", "expected"),
+    [
+        (("failure", "MSP (temperature)", "AUROC"), "failure/msp_temperature/auroc"),
+        (("audit", "target", "tpr@1%fpr"), "audit/target/tpr_at_1pct_fpr"),
+        (("audit", "target", "tpr@0.1%fpr"), "audit/target/tpr_at_0.1pct_fpr"),
+        (("posthoc/ood", "energy", "digits789 AUROC"), "posthoc/ood/energy/digits789_auroc"),
+        (("test/loss",), "test/loss"),
+        (("+ decontaminate",), "plus_decontaminate"),
+    ],
+)
+def test_metric_key_spells_out_and_joins_one_way(parts, expected):
+    assert metric_key(*parts) == expected
+    assert METRIC_NAME.fullmatch(expected)
+
+
+def test_metric_key_refuses_a_part_that_names_nothing():
+    with pytest.raises(ValueError, match="names nothing"):
+        metric_key("posthoc", " () ")
