@@ -1,4 +1,5 @@
-"""Logging helpers: W&B defaults that never need the network, and result tables."""
+"""Logging helpers: W&B defaults that never need the network, logger-friendly names, and result
+tables as numbers."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import re
 import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
-from lightning.pytorch.loggers import Logger, WandbLogger
+from lightning.pytorch.loggers import Logger
+from lightning.pytorch.loggers import WandbLogger as LightningWandbLogger
 
 OFFLINE_MODES = {"offline", "dryrun", "disabled"}
 
@@ -74,10 +77,30 @@ def wandb_offline_by_default() -> bool:
     return not wandb_is_configured()
 
 
+class WandbLogger(LightningWandbLogger):
+    """Lightning's ``WandbLogger``, every argument and behaviour kept, without the two warnings
+    that its defaults make W&B 0.19+ print on every run:
+
+    - ``The anonymous setting has no effect``: Lightning passes ``anonymous=None`` to
+      ``wandb.init`` when the argument is not given, and W&B warns for any value; it is passed
+      only when given;
+    - ``git root <save_dir> does not exist``: W&B looks for a git repository in ``save_dir``
+      before creating it; ``save_dir`` is created first.
+    """
+
+    def __init__(self, *args: Any, anonymous: bool | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, anonymous=anonymous, **kwargs)
+        if anonymous is None:
+            self._wandb_init.pop("anonymous", None)
+        if self._save_dir is not None:
+            Path(self._save_dir).mkdir(parents=True, exist_ok=True)
+
+
 def default_wandb_logger_config(project: str = "lightning-info", save_dir: str = "lightning_logs"):
-    """A LightningCLI ``trainer.logger`` entry: W&B, offline unless the user configured W&B."""
+    """A LightningCLI ``trainer.logger`` entry: :class:`WandbLogger`, offline unless the user
+    configured W&B."""
     return {
-        "class_path": "lightning.pytorch.loggers.WandbLogger",
+        "class_path": "lightning_info.core.logging.WandbLogger",
         "init_args": {
             "project": project,
             "save_dir": save_dir,
@@ -88,22 +111,75 @@ def default_wandb_logger_config(project: str = "lightning-info", save_dir: str =
 
 def finish_wandb_runs(loggers: Sequence[Logger]) -> None:
     """Close the W&B run of every ``WandbLogger`` so that the next run starts a new one."""
-    if any(isinstance(logger, WandbLogger) for logger in loggers):
+    if any(isinstance(logger, LightningWandbLogger) for logger in loggers):
         import wandb
 
         wandb.finish()
 
 
+_MEAN_STD = re.compile(r"^\s*([-+]?[0-9.eE+-]+|nan|inf|-inf)\s*±\s*([0-9.eE+-]+|nan|inf)\s*$")
+
+
+def _number(value: object) -> float | int | None:
+    """``value`` as a number when it is one (a bool, ``"-"`` or text is not)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+        return value.item()
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def numeric_table(
+    columns: Sequence[str], rows: Sequence[Sequence[object]]
+) -> tuple[list[str], list[list]]:
+    """A printed table as numbers a logger can sort, filter and plot.
+
+    A column whose every cell is a number (or a numeric string) holds numbers; one whose every
+    cell is ``"mean ± std"`` becomes two columns, ``<name>/mean`` and ``<name>/std``; any other
+    column (names, ``"-"``, notes, a column mixing numbers and text) is text. Rows keep their
+    order.
+    """
+    columns = [str(c) for c in columns]
+    rows = [list(row) for row in rows]
+    out_columns: list[str] = []
+    out_cells: list[list[list]] = []  # per column, its output columns' cells
+    for i, name in enumerate(columns):
+        cells = [row[i] if i < len(row) else None for row in rows]
+        numbers = [_number(c) for c in cells]
+        pairs = [_MEAN_STD.match(c) if isinstance(c, str) else None for c in cells]
+        if rows and all(n is not None for n in numbers):
+            out_columns.append(name)
+            out_cells.append([numbers])
+        elif rows and all(pairs):
+            out_columns += [f"{name}/mean", f"{name}/std"]
+            out_cells.append(
+                [[float(m.group(1)) for m in pairs], [float(m.group(2)) for m in pairs]]
+            )
+        else:
+            out_columns.append(name)
+            out_cells.append([[str(c) for c in cells]])  # one type per column, as W&B needs
+    flat = [column for group in out_cells for column in group]
+    return out_columns, [[column[r] for column in flat] for r in range(len(rows))]
+
+
 def log_wandb_tables(
     loggers: Sequence[Logger], tables: Mapping[str, tuple[Sequence[str], Sequence[Sequence]]]
 ) -> None:
-    """Log ``{key: (columns, rows)}`` as W&B tables (cells as strings) to every ``WandbLogger``
-    in ``loggers``; other loggers have no tables and are skipped."""
+    """Log ``{key: (columns, rows)}`` as W&B tables of numbers (:func:`numeric_table`) to every
+    ``WandbLogger`` in ``loggers``, each key built by :func:`metric_key`; other loggers have no
+    tables and are skipped."""
     for logger in loggers:
-        if isinstance(logger, WandbLogger):
+        if isinstance(logger, LightningWandbLogger):
             for key, (columns, rows) in tables.items():
-                data = [[str(v) for v in row] for row in rows]
-                logger.log_table(key=key, columns=list(columns), data=data)
+                names, data = numeric_table(columns, rows)
+                logger.log_table(key=metric_key(key), columns=names, data=data)
 
 
 LinePlot = tuple[str, Sequence[float], Mapping[str, Sequence[float]]]
@@ -115,7 +191,7 @@ def log_wandb_line_plots(loggers: Sequence[Logger], plots: Mapping[str, LinePlot
     (``wandb.plot.line_series``, interactive in the W&B UI, their data kept as a table) to every
     ``WandbLogger`` in ``loggers``; other loggers are skipped."""
     for logger in loggers:
-        if isinstance(logger, WandbLogger):
+        if isinstance(logger, LightningWandbLogger):
             import wandb
 
             for key, (x_name, xs, series) in plots.items():

@@ -44,7 +44,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import statistics
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -52,10 +55,16 @@ from typing import Any
 from jsonargparse import Namespace
 from lightning.pytorch import Callback, seed_everything
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
-from lightning.pytorch.loggers import WandbLogger
 from scipy.stats import wilcoxon
 
 from lab.study import Study, StudyResult
+from lab.wandb_runs import (
+    cell_run_config,
+    invocation_group,
+    log_grid_summary,
+    run_tags,
+    study_run_config,
+)
 from lightning_info.core.files import atomic_savefig, atomic_write_text
 from lightning_info.core.logging import (
     announce_wandb_runs,
@@ -65,6 +74,7 @@ from lightning_info.core.logging import (
     log_wandb_tables,
     markdown_table,
     mean_std,
+    metric_key,
 )
 from lightning_info.core.optional import import_object
 from lightning_info.core.threads import deterministic_algorithms, run_environment, torch_threads
@@ -140,6 +150,38 @@ def summarize(
     return columns, rows
 
 
+WIDE_AFTER = 4
+"""With more metrics than this, the printed table has one row per grid value and arm and one
+column per metric (a metric per row would run to dozens of lines)."""
+
+
+def _cell(values: list[float]) -> str:
+    """A wide table's cell: an integer count as an integer, one seed's value alone, several as
+    ``mean ± std``."""
+    if not values:
+        return "-"
+    if len(values) == 1:
+        value = values[0]
+        return str(int(value)) if float(value).is_integer() else f"{value:.4f}"
+    return mean_std(values)
+
+
+def wide_table(
+    results: list[RunResult], arm_names: dict[str, str], grid_label: str = "dataset"
+) -> tuple[list[str], list[list]]:
+    """Rows ``grid value | arm | one cell per metric | seeds``; each cell as :func:`_cell`."""
+    metrics = list(dict.fromkeys(r.metric for r in results))
+    rows = []
+    for grid_value in dict.fromkeys(r.grid_value for r in results):
+        for arm, name in arm_names.items():
+            mine = [r for r in results if r.grid_value == grid_value and r.arm == arm]
+            if not mine:
+                continue
+            cells = [_cell([r.value for r in mine if r.metric == m]) for m in metrics]
+            rows.append([grid_value, name, *cells, len({r.seed for r in mine})])
+    return [grid_label, "arm", *metrics, "seeds"], rows
+
+
 def _paired_row(results, arms, grid_values, metric, several) -> list:
     """The pooled row of :func:`summarize`: arms over grid values, with the Wilcoxon test."""
     means = {
@@ -167,6 +209,46 @@ def _paired_row(results, arms, grid_values, metric, several) -> list:
 
 SILENT_WANDB = {"settings": {"silent": True}}
 """``wandb.init`` arguments of a run without banner or run summary."""
+
+
+DEFAULT_THREADS = 2
+"""torch threads of a recipe when neither ``compare.threads`` nor ``OMP_NUM_THREADS`` says."""
+
+
+def recipe_threads(threads: int | None) -> int:
+    """``threads`` when given, else ``OMP_NUM_THREADS`` (the variable every BLAS and torch read),
+    else :data:`DEFAULT_THREADS`."""
+    if threads is not None:
+        return threads
+    value = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if not value:
+        return DEFAULT_THREADS
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(
+            f"OMP_NUM_THREADS={value!r} is not a positive integer; set it to a thread count "
+            "(e.g. 2) or unset it, or pass --compare.threads."
+        )
+    return int(value)
+
+
+@contextmanager
+def hub_progress_bars_off() -> Iterator[None]:
+    """No Hugging Face (transformers, datasets) progress bars inside the block: a recipe prints
+    one line per cell, and loading a model or mapping a data set per cell would add bars."""
+    import datasets
+    from transformers.utils import logging as transformers_logging
+
+    datasets_on = not datasets.are_progress_bars_disabled()
+    transformers_on = transformers_logging.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if datasets_on:
+            datasets.enable_progress_bars()
+        if transformers_on:
+            transformers_logging.enable_progress_bar()
 
 
 def merge_override(section: Namespace, key: str, value: Any) -> None:
@@ -243,6 +325,7 @@ class ComparisonCLI(LightningCLI):
         )
         self.results: list[RunResult] = []
         self._wandb_silent = False
+        self._group = invocation_group(self.config.compare.name)
         self.study_results: dict[str, StudyResult] = {}
 
     def add_core_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
@@ -322,11 +405,12 @@ class ComparisonCLI(LightningCLI):
         add("--compare.output_dir", type=str, default="results")
         add(
             "--compare.threads",
-            type=int,
-            default=2,
-            help="torch threads for the whole recipe (0: torch's default, the core count). A "
-            "float reduction's order follows the thread count, so the same seeds give the same "
-            "table only at the same count; it is printed above the table.",
+            type=int | None,
+            default=None,
+            help="torch threads for the whole recipe; none: OMP_NUM_THREADS when it is set, "
+            "else 2 (0: torch's default, the core count). A float reduction's order follows the "
+            "thread count, so the same seeds give the same table only at the same count; it is "
+            "printed above the table.",
         )
         add(
             "--compare.deterministic",
@@ -388,9 +472,10 @@ class ComparisonCLI(LightningCLI):
         ``compare.threads`` torch threads and with deterministic algorithms."""
         compare = self.config.compare
         with (
-            torch_threads(compare.threads),
+            torch_threads(recipe_threads(compare.threads)),
             deterministic_algorithms(compare.deterministic),
             lightning_notices_hidden(),
+            hub_progress_bars_off(),
         ):
             self._wandb_silent = announce_wandb_runs(*self._wandb_settings())
             self.environment = run_environment(compare.deterministic)
@@ -542,11 +627,19 @@ class ComparisonCLI(LightningCLI):
         if isinstance(logger, Namespace) and str(logger.get("class_path", "")).endswith(
             "WandbLogger"
         ):
-            label = f"{config.compare.grid_field}={grid_value}"
+            compare = config.compare
+            label = f"{compare.grid_field}={grid_value}"
             logger.init_args.name = f"{label}-{arm.name}-seed{seed}"
-            logger.init_args.group = config.compare.name
+            logger.init_args.group = logger.init_args.get("group") or self._group
+            identity = {"grid_field": compare.grid_field, "grid_value": grid_value, "seed": seed}
+            run = {
+                "config": cell_run_config(config, recipe=compare.name, arm=arm.name, **identity),
+                "job_type": arm.name[:64],
+                "tags": run_tags(compare.name, arm.name, **identity),
+            }
             if self._wandb_silent:  # per run: W&B ignores its environment once it has started
-                logger.dict_kwargs = {**(logger.get("dict_kwargs") or {}), **SILENT_WANDB}
+                run.update(SILENT_WANDB)
+            logger.dict_kwargs = {**(logger.get("dict_kwargs") or {}), **run}
         self.config = config
         # LightningCLI caches the config it records as hyperparameters (`config_dump`) on first
         # use; drop it so that every cell logs its own arguments, not the first cell's.
@@ -577,6 +670,8 @@ class ComparisonCLI(LightningCLI):
         compare = self.config.compare
         columns, rows = summarize(self.results, self._arm_names, compare.grid_field)
         table = markdown_table(columns, rows)
+        if len(compare.metrics) > WIDE_AFTER:
+            table = markdown_table(*wide_table(self.results, self._arm_names, compare.grid_field))
         out = self.output_dir
         text = f"{self.environment}\n\n{table}"
         atomic_write_text(out / f"{compare.name}.md", text + "\n")
@@ -590,9 +685,21 @@ class ComparisonCLI(LightningCLI):
         print(text, flush=True)
 
     def _log_table_to_wandb(self, columns: list[str], rows: list[list]) -> None:
+        """The summary run: the printed table, the per-cell and mean/std tables as numbers, the
+        charts (:func:`~lab.wandb_runs.log_grid_summary`)."""
         summary = self.wandb_run("summary")
         if summary is not None:
+            compare = self.config.compare
             log_wandb_tables([summary], {"results": (columns, rows)})
+            log_grid_summary(
+                summary,
+                self.results,
+                self._arm_names,
+                compare.grid_field,
+                list(compare.metrics) or [compare.metric],
+                self.output_dir,
+                compare.name,
+            )
             finish_wandb_runs([summary])
 
     def _report_study(self, name: str, result: StudyResult) -> None:
@@ -616,7 +723,7 @@ class ComparisonCLI(LightningCLI):
         if run is not None:
             for key, path in paths.items():
                 run.log_image(key=f"{name}/{key}", images=[str(path)])
-            keyed = {f"{name}/table_{i}": table for i, table in enumerate(result.tables.values())}
+            keyed = {metric_key(name, title): table for title, table in result.tables.items()}
             log_wandb_tables([run], keyed)
             plots = {f"{name}/{key}": plot for key, plot in result.line_plots.items()}
             log_wandb_line_plots([run], plots)
@@ -640,9 +747,12 @@ class ComparisonCLI(LightningCLI):
             **vars(logger.init_args),
             **(SILENT_WANDB if self._wandb_silent else {}),
             "name": f"{self.config.compare.name}-{suffix}",
-            "group": self.config.compare.name,
+            "group": logger.init_args.get("group") or self._group,
+            "job_type": "summary" if suffix == "summary" else "study",
+            "config": study_run_config(self.config, recipe=self.config.compare.name, study=suffix),
         }
-        return WandbLogger(**{k: v for k, v in init_args.items() if v is not None})
+        logger_class = import_object(str(logger.class_path))
+        return logger_class(**{k: v for k, v in init_args.items() if v is not None})
 
 
 def run_study_recipe(recipe_file: str | Path, args: Any = None) -> ComparisonCLI:

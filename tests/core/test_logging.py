@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from lightning_info.core.logging import (
@@ -9,6 +11,7 @@ from lightning_info.core.logging import (
     default_wandb_logger_config,
     markdown_table,
     metric_key,
+    numeric_table,
     wandb_is_configured,
     wandb_offline_by_default,
 )
@@ -97,7 +100,7 @@ def test_log_wandb_tables_writes_to_wandb_loggers_only(tmp_path, monkeypatch):
     finish_wandb_runs([wandb_logger])
     files = list((tmp_path / "wandb").glob("offline-run-*/files/media/table/demo/table*.json"))
     assert len(files) == 1
-    assert '"1"' in files[0].read_text() and '"0.5"' in files[0].read_text()
+    assert json.loads(files[0].read_text())["data"] == [[1, 0.5]]  # numbers, not strings
 
 
 def test_log_wandb_line_plots_writes_each_series(tmp_path, monkeypatch):
@@ -138,3 +141,24 @@ def test_metric_key_spells_out_and_joins_one_way(parts, expected):
 def test_metric_key_refuses_a_part_that_names_nothing():
     with pytest.raises(ValueError, match="names nothing"):
         metric_key("posthoc", " () ")
+
+
+def test_numeric_table_splits_mean_std_and_keeps_text_columns_as_text():
+    columns, rows = numeric_table(
+        ["data set", "acc", "loss", "note"],
+        [["a", "0.5000 ± 0.1000", 1, "-"], ["b", "nan ± nan", "2.5", 3]],
+    )
+    assert columns == ["data set", "acc/mean", "acc/std", "loss", "note"]
+    assert rows[0] == ["a", 0.5, 0.1, 1, "-"]
+    assert rows[1][:2] == ["b", pytest.approx(float("nan"), nan_ok=True)]
+    assert rows[1][3:] == [2.5, "3"]  # a column mixing numbers and text is text
+
+
+def test_the_wandb_logger_passes_no_anonymous_setting_and_creates_its_folder(tmp_path):
+    from lightning_info.core.logging import WandbLogger
+
+    logger = WandbLogger(save_dir=tmp_path / "logs", offline=True, project="p", job_type="arm")
+    assert "anonymous" not in logger._wandb_init
+    assert logger._wandb_init["job_type"] == "arm"
+    assert (tmp_path / "logs").is_dir()
+    assert WandbLogger(save_dir=tmp_path, anonymous=True)._wandb_init["anonymous"] == "allow"

@@ -96,7 +96,7 @@ def test_a_study_logs_its_tables_and_figures_to_its_own_wandb_run(tmp_path, monk
     assert len(runs) == 3  # the cell, the results summary, the study
     study_runs = [run for run in runs if list(run.glob("files/media/images/study/curve_*.png"))]
     assert len(study_runs) == 1
-    assert list(study_runs[0].glob("files/media/table/study/table_0_*.table.json"))
+    assert list(study_runs[0].glob("files/media/table/study/scaled_accuracy_*.table.json"))
 
 
 def test_a_recipe_without_a_model_class_runs_only_its_studies(tmp_path, capsys):
