@@ -94,8 +94,8 @@ def test_smoothed_information_reads_the_last_linear_input_by_default():
     )
     assert attached(run, lightning_info.SmoothedInformationMonitor).layers is None
     logged = fit(run).callback_metrics
-    for symbol in ("J", "h", "I"):  # BoringModel's last (and only) Linear is `layer`
-        assert math.isfinite(float(logged[f"info/input_of_layer/{symbol}_t=0.1"]))
+    for symbol in ("j", "h", "i"):  # BoringModel's last (and only) Linear is `layer`
+        assert math.isfinite(float(logged[f"info/input_of_layer/{symbol}_t_0.1"]))
 
 
 def test_posthoc_scoring_refuses_unlabelled_batches_then_scores_a_classifier():

@@ -3,12 +3,13 @@
 :class:`PosthocReport` is a Callback that, at the end of ``trainer.fit`` (or when :meth:`run` is
 called), reads the classifier's penultimate features and logits through a forward hook on its
 final linear layer (``head``) on the data module's ``fit_on`` and ``evaluate_on`` splits, asks the
-subclass for its tables, prints them, logs their cells as scalars to every logger (and the tables
-to W&B), and writes them to ``output_dir``. Every process computes the same numbers from the full
-(unsharded) loaders; only global rank 0 prints, logs and writes. What a report needs from the run
-(the head, a data module, non-empty and labelled splits, a writable ``output_dir``, the ``plots``
-extra where figures are made) is checked in ``setup``, before any training; a figure that still
-cannot be made at the end is skipped with a warning.
+subclass for its tables, prints them, logs their cells as scalars to every logger (named
+``metric_key("posthoc", table, row, column)``: ``posthoc/failure/msp_temperature/auroc``; the
+tables to W&B), and writes them to ``output_dir``. Every process computes the same numbers from
+the full (unsharded) loaders; only global rank 0 prints, logs and writes. What a report needs
+from the run (the head, a data module, non-empty and labelled splits, a writable ``output_dir``,
+the ``plots`` extra where figures are made) is checked in ``setup``, before any training; a
+figure that still cannot be made at the end is skipped with a warning.
 
 Without ``head=``, ``setup`` runs the model once (eval mode, no gradients) on the first batch of
 ``fit_on`` and takes the ``nn.Linear`` whose output the model returns (:func:`find_head`); when
@@ -29,7 +30,7 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader
 
 from lightning_info.core.files import atomic_savefig, atomic_write_text
-from lightning_info.core.logging import log_wandb_tables, markdown_table
+from lightning_info.core.logging import log_wandb_tables, markdown_table, metric_key
 from lightning_info.core.optional import require_extra
 
 SPLITS = ("train", "val", "test")
@@ -223,6 +224,27 @@ def same_inputs(a: Any, b: Any) -> bool:
     )
 
 
+def table_scalars(tables: dict[str, Table]) -> dict[str, float]:
+    """The cells of ``{name: (columns, rows)}`` as logged scalars, each named
+    ``metric_key("posthoc", name, row name, column)`` (the row name is a row's first cell).
+    Raises when two cells would be logged under one name."""
+    scalars: dict[str, float] = {}
+    cells: dict[str, tuple[str, str, str]] = {}
+    for name, (columns, rows) in tables.items():
+        for row in rows:
+            for column, value in zip(columns[1:], row[1:]):
+                key = metric_key("posthoc", name, row[0], column)
+                if key in cells:
+                    raise ValueError(
+                        f"the cells {cells[key]} and {(name, row[0], column)} of the report would "
+                        f"both be logged as {key!r}; give the rows (scorers, shapers) and columns "
+                        "names that differ in more than case and punctuation."
+                    )
+                cells[key] = (name, str(row[0]), str(column))
+                scalars[key] = float(value)
+    return scalars
+
+
 class PosthocReport(pl.Callback):
     """Base of the end-of-fit post-hoc reports; subclasses implement :meth:`build_tables`.
 
@@ -237,7 +259,7 @@ class PosthocReport(pl.Callback):
     """
 
     kind = "posthoc"
-    """File name and logging prefix of the report."""
+    """File name of the report (``<kind>.md``)."""
     needs_labels = True
     makes_figures = False
     """Whether :meth:`figures` draws (then ``setup`` requires the ``plots`` extra whenever the
@@ -394,11 +416,7 @@ class PosthocReport(pl.Callback):
             f"{title}\n\n{markdown_table(*table)}" for title, table in titled.values()
         )
         rank_zero_info(f"\n{text}\n")
-        scalars = {}
-        for name, (columns, rows) in self.tables.items():
-            for row in rows:
-                for column, value in zip(columns[1:], row[1:]):
-                    scalars[f"posthoc/{name}/{row[0]}/{column}"] = float(value)
+        scalars = table_scalars(self.tables)
         for logger in trainer.loggers:
             logger.log_metrics(scalars, step=trainer.global_step)
         out = None if self.output_dir is None else Path(self.output_dir)
@@ -419,5 +437,6 @@ class PosthocReport(pl.Callback):
                 if out is not None:
                     atomic_savefig(figure, out / f"posthoc_{name}.png", dpi=120)
                 for logger in wandb_loggers:
-                    logger.log_image(key=f"posthoc/{name}", images=[figure])
-        log_wandb_tables(trainer.loggers, {f"posthoc/{k}": t for k, t in self.tables.items()})
+                    logger.log_image(key=metric_key("posthoc", name), images=[figure])
+        tables = {metric_key("posthoc", k): t for k, t in self.tables.items()}
+        log_wandb_tables(trainer.loggers, tables)

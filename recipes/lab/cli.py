@@ -43,6 +43,7 @@ cell grouped under ``compare.name``. The table is printed and written to ``compa
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 import statistics
@@ -249,6 +250,22 @@ def hub_progress_bars_off() -> Iterator[None]:
             datasets.enable_progress_bars()
         if transformers_on:
             transformers_logging.enable_progress_bar()
+
+
+TABLE_KEY_LENGTH = 64
+"""The longest W&B key of a study's table or chart (W&B names the artifact that holds a table
+after its key, and refuses names over 128 characters)."""
+
+
+def table_key(study: str, title: str) -> str:
+    """The W&B key of a study's table or chart: :func:`metric_key` of the study and the title;
+    a key past :data:`TABLE_KEY_LENGTH` is cut, with a digest of the whole title to keep two
+    long titles apart."""
+    key = metric_key(study, title)
+    if len(key) <= TABLE_KEY_LENGTH:
+        return key
+    digest = hashlib.sha1(key.encode()).hexdigest()[:6]
+    return f"{key[: TABLE_KEY_LENGTH - 7].rstrip('_/.-')}_{digest}"
 
 
 def merge_override(section: Namespace, key: str, value: Any) -> None:
@@ -723,9 +740,9 @@ class ComparisonCLI(LightningCLI):
         if run is not None:
             for key, path in paths.items():
                 run.log_image(key=f"{name}/{key}", images=[str(path)])
-            keyed = {metric_key(name, title): table for title, table in result.tables.items()}
+            keyed = {table_key(name, title): table for title, table in result.tables.items()}
             log_wandb_tables([run], keyed)
-            plots = {f"{name}/{key}": plot for key, plot in result.line_plots.items()}
+            plots = {table_key(name, key): plot for key, plot in result.line_plots.items()}
             log_wandb_line_plots([run], plots)
             finish_wandb_runs([run])
         print(f"\n{self.config.compare.name}: {name}\n\n{text}\n", flush=True)

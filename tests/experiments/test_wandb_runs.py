@@ -215,3 +215,13 @@ def test_many_metrics_print_as_one_row_per_arm_counts_as_integers_one_seed_witho
     two_seeds = results + [RunResult(64, 1, r.arm, r.metric, r.value + 1) for r in results]
     _, rows = wide_table(two_seeds, {"base": "random", "full": "full pipeline"}, "budget")
     assert rows[0][2] == "3.0000 ± 0.7071" and rows[0][-1] == 2
+
+
+def test_a_long_study_title_gets_a_short_key_that_keeps_two_titles_apart():
+    from lab.cli import TABLE_KEY_LENGTH, table_key
+
+    assert table_key("rates", "RMSE of J (Gaussian, 1-d)") == "rates/rmse_of_j_gaussian_1-d"
+    long = "h error: KDE (Silverman h), t + h^2 against the smoothed estimator, per sample size"
+    first, second = table_key("rates", long + " A"), table_key("rates", long + " B")
+    assert len(first) <= TABLE_KEY_LENGTH and len(second) <= TABLE_KEY_LENGTH
+    assert first != second and first.startswith("rates/h_error_kde_silverman_h")

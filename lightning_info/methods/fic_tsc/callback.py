@@ -12,6 +12,7 @@ from lightning.pytorch import Callback, LightningModule, Trainer
 from torch.optim import Optimizer
 from torch.utils.hooks import RemovableHandle
 
+from lightning_info.core.logging import metric_key
 from lightning_info.core.schedules import (
     ConstantSchedule,
     CosineSchedule,
@@ -72,7 +73,7 @@ class FisherConstraint(Callback):
             ``Schedule`` is checked here at step 0 and once more when training starts, at every
             step the run will take (``trainer.estimated_stepping_batches``; a run of unknown
             length: its next 100,000 steps). Never per step.
-        log_prefix: prefix of the logged metric names.
+        log_prefix: prefix of the logged metric names (lowercased, punctuation as ``_``).
         skip_non_finite: skip steps whose gradient is not finite, one host read per step
             (above); default ``False``.
     """
@@ -87,6 +88,7 @@ class FisherConstraint(Callback):
         self._checked_every_step = self._check_schedule(self.max_fisher)
         if not isinstance(log_prefix, str) or not log_prefix:
             raise TypeError(f"`log_prefix` must be a non-empty str, got {log_prefix!r}.")
+        metric_key(log_prefix)  # raises for a prefix with nothing a logger can show
         if not isinstance(skip_non_finite, bool):
             raise TypeError(f"`skip_non_finite` must be a bool, got {skip_non_finite!r}.")
         self.log_prefix = log_prefix
@@ -185,12 +187,13 @@ class FisherConstraint(Callback):
         )
 
     def _prefix_for(self, trainer: Trainer, optimizer: Optimizer) -> str:
-        """``log_prefix``, or ``log_prefix/opt{i}`` when the module has several optimizers."""
+        """``log_prefix``, or ``log_prefix/opt{i}`` when the module has several optimizers, as
+        :func:`~lightning_info.core.logging.metric_key` writes it."""
         optimizers = trainer.optimizers
         if len(optimizers) <= 1:
-            return self.log_prefix
+            return metric_key(self.log_prefix)
         index = next(i for i, o in enumerate(optimizers) if o is optimizer)
-        return f"{self.log_prefix}/opt{index}"
+        return metric_key(self.log_prefix, f"opt{index}")
 
     @property
     def constrained_fraction(self) -> float:

@@ -19,7 +19,7 @@ no queries, the LM reads the prompt alone (the neighbours' texts). The LM stays 
 eval mode; ``lora`` (``peft.LoraConfig`` arguments) adds trainable adapters.
 
 Validation and test log ``{stage}/loss`` (target NLL per token), ``{stage}/token_accuracy``
-(teacher-forced argmax), ``{stage}/rougeL`` and ``{stage}/exact_match`` of the greedy decoding
+(teacher-forced argmax), ``{stage}/rougel`` and ``{stage}/exact_match`` of the greedy decoding
 against the target (ROUGE-L F1 by torchmetrics), and ``{stage}/accuracy`` of the node label.
 
 The forward pass checks shapes only and reads no value back from the device: the queries are
@@ -41,6 +41,7 @@ from torch import Tensor, nn
 from torchmetrics import MeanMetric
 from torchmetrics.text.rouge import ROUGEScore
 
+from lightning_info.core.logging import metric_key
 from lightning_info.core.options import AdamWOptions
 from lightning_info.core.validation import (
     require_bool,
@@ -373,7 +374,7 @@ class Graph4MM(LightningModule):
     def _log_rouge(self, stage: str) -> None:
         rouge = self.metrics[stage]["rougeL"]
         if rouge.update_count:
-            self.log(f"{stage}/rougeL", rouge.compute()["rougeL_fmeasure"])
+            self.log(metric_key(stage, "rougeL"), rouge.compute()["rougeL_fmeasure"])
             rouge.reset()
 
     def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:

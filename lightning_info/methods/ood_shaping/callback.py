@@ -15,6 +15,7 @@ import lightning.pytorch as pl
 import torch
 from torch import Tensor, nn
 
+from lightning_info.core.logging import metric_key
 from lightning_info.core.validation import require_int, require_string_sequence
 from lightning_info.methods.ood_shaping.functional import SHAPERS
 from lightning_info.methods.ood_shaping.metrics import fpr_at_95_tpr, ood_auroc
@@ -86,6 +87,14 @@ class OODShapingReport(PosthocReport):
                 )
             for name, loader in loaders.items():
                 first_batch(loader, f"OOD {split} {name}", "OODShapingReport")
+            logged = [metric_key(name) for name in loaders]
+            repeated = sorted({n for n, key in zip(loaders, logged) if logged.count(key) > 1})
+            if repeated:
+                raise ValueError(
+                    f"the OOD sets {repeated} of `{type(data).__name__}.ood_dataloaders({split!r})`"
+                    " differ only in case or punctuation, so their logged columns would be one; "
+                    "name them apart."
+                )
 
     def build_tables(
         self,

@@ -16,6 +16,7 @@ import torch
 from lightning.pytorch.utilities import rank_zero_warn
 from torch import Tensor, nn
 
+from lightning_info.core.logging import metric_key
 from lightning_info.core.plotting import pyplot
 from lightning_info.core.validation import require_int
 from lightning_info.measures.ranking import UndefinedMetricError
@@ -121,11 +122,13 @@ class PosthocScoring(PosthocReport):
         if missing:
             raise TypeError(f"scorers {missing} have no `class_probabilities(features, logits)`.")
         names = [s.name for s in self.scorers]
-        repeated = sorted({n for n in names if names.count(n) > 1})
+        logged = [metric_key(n) for n in names]
+        repeated = sorted({n for n, key in zip(names, logged) if logged.count(key) > 1})
         if repeated:
             raise ValueError(
-                f"`scorers` holds several scorers named {repeated}; their rows and logged values "
-                "would be indistinguishable: keep one of each, or set `name` on each copy."
+                f"`scorers` holds several scorers named {repeated} (logged names are lowercase, "
+                "punctuation as `_`); their rows and logged values would be indistinguishable: "
+                "keep one of each, or set `name` on each copy."
             )
         self.bins = require_int(bins, "bins", 1)
 

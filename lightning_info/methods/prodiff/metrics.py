@@ -418,7 +418,9 @@ def trajectory_metrics(
     ``tc@{t}km`` per threshold and ``tc_mean`` (plus ``prefix`` / ``postfix``).
     ``metric_kwargs`` (e.g. ``sync_on_compute``) go to each Metric. In a LightningModule:
     ``metrics.update(unscale(pred), batch["raw"])`` per step, then
-    ``self.log_dict(metrics.compute())`` and ``metrics.reset()`` at the epoch's end.
+    ``self.log_dict({metric_key(k): v for k, v in metrics.compute().items()})`` (logged names:
+    ``tc_at_1km``, :func:`~lightning_info.core.logging.metric_key`) and ``metrics.reset()`` at
+    the epoch's end.
     """
     return MetricCollection(
         {

@@ -46,7 +46,8 @@ All randomness of a training step (steps, noise, condition dropout, k-means seed
 ``keyed_generator(seed, global_step, rank)``, so a resumed run repeats it. Validation and test
 sample with DDIM (seeded per batch), unscale with the data module's training-split scaling
 (stored in the module and its checkpoints) and log ``{val,test}/mtd``, ``maxtd``,
-``time_mae``, ``tc@{t}km`` and ``tc_mean`` in metres (:func:`trajectory_metrics`).
+``time_mae``, ``tc_at_{t}km`` (the score ``tc@{t}km`` of :func:`trajectory_metrics` through
+:func:`~lightning_info.core.logging.metric_key`) and ``tc_mean``, distances in metres.
 
 **Host reads.** A training step checks the window's shape and dtype (metadata); with
 ``validate_args=True`` also that the windows and the encoder's features are finite (host reads
@@ -68,6 +69,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from lightning_info.core.logging import metric_key
 from lightning_info.core.options import AdamWOptions
 from lightning_info.core.sampling import keyed_generator
 from lightning_info.core.validation import (
@@ -750,7 +752,7 @@ class ProDiff(pl.LightningModule):
     def _log_metrics(self, metrics, usage: _PrototypeUsage | None, stage: str) -> None:
         """The scores, and with prototypes their usage as ``{stage}/prototype_{entropy,
         effective,sample_effective,hard_effective,max_weight}``."""
-        self.log_dict({k: v.float() for k, v in metrics.compute().items()})
+        self.log_dict({metric_key(k): v.float() for k, v in metrics.compute().items()})
         metrics.reset()
         if usage is not None:
             values = usage.compute()

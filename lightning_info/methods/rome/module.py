@@ -14,6 +14,7 @@ from lightning.pytorch.loggers import WandbLogger
 from torch import Tensor, nn
 from torch.utils.data import DataLoader
 
+from lightning_info.core.logging import metric_key
 from lightning_info.core.validation import (
     require_bool,
     require_choice,
@@ -185,7 +186,9 @@ class RobustEvaluationOptions:
             ``"pgd_l2"`` (radius ``eps_l2``).
         eps_l2: the L2 radius.
         target_shifts: each shift repeats the attacks targeted at ``(y + shift) mod K`` (BEARD's
-            protocol is ``1``), logged as ``test/targeted+1/pgd``, ..., ``test/targeted+1/i_rr``.
+            protocol is ``1``), logged as ``metric_key("test", "targeted+1/pgd")``, that is
+            ``test/targetedplus1/pgd``, ..., ``test/targetedplus1/i_rr`` (``-1``:
+            ``test/targeted-1/pgd``).
     """
 
     epochs: int = 300
@@ -642,9 +645,9 @@ class ROMEDistillation(pl.LightningModule):
         for prefix, scores in self._score_sets():
             _, accs = scores.accuracies()
             for name, acc in zip(self.evaluation_options.attacks, accs):
-                self.log(f"test/{prefix}{name}", acc.float())
-            self.log(f"test/{prefix}rr", robustness_ratio(clean, accs).float())
-            self.log(f"test/{prefix}i_rr", scores.compute().float())
+                self.log(metric_key("test", f"{prefix}{name}"), acc.float())
+            self.log(metric_key("test", f"{prefix}rr"), robustness_ratio(clean, accs).float())
+            self.log(metric_key("test", f"{prefix}i_rr"), scores.compute().float())
 
     # ---------------------------------------------------------------- checkpoints
 

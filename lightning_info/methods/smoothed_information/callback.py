@@ -7,11 +7,12 @@ not read from the registration order), one flattened row per sample, optionally 
 a fixed random ``max_dim``-dimensional subspace. At the end of the epoch the rows of all
 processes are gathered (torchmetrics ``cat`` states) and, for every noise variance ``t``, the
 plug-in estimates of
-:mod:`lightning_info.methods.smoothed_information.functional` are logged:
+:mod:`lightning_info.methods.smoothed_information.functional` are logged, each under
+``metric_key(prefix, layer, f"{symbol}_t={t:g}")`` (``info/net.1/j_t_0.1`` for ``J_t=0.1``):
 
-- ``{prefix}/{layer}/J_t={t}``: Fisher information ``J(f * phi_t)`` of the smoothed output law;
-- ``{prefix}/{layer}/h_t={t}``: its differential entropy (de Bruijn, nats);
-- ``{prefix}/{layer}/I_t={t}``: ``I(X; X + sqrt(t) Z)``, what a Gaussian channel of noise
+- ``{prefix}/{layer}/j_t_{t}``: Fisher information ``J(f * phi_t)`` of the smoothed output law;
+- ``{prefix}/{layer}/h_t_{t}``: its differential entropy (de Bruijn, nats);
+- ``{prefix}/{layer}/i_t_{t}``: ``I(X; X + sqrt(t) Z)``, what a Gaussian channel of noise
   variance ``t`` carries about the representation ``X`` (nats, at most ``log n``).
 
 The projection has orthonormal columns, so ``P^T (X + sqrt(t) Z) = P^T X + sqrt(t) Z'`` with
@@ -34,6 +35,7 @@ from lightning.pytorch.utilities.model_helpers import is_overridden
 from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
+from lightning_info.core.logging import metric_key
 from lightning_info.core.validation import require_int
 from lightning_info.methods.smoothed_information.functional import (
     SmoothedEstimatorOptions,
@@ -70,7 +72,7 @@ class SmoothedInformationMonitor(Callback):
             :func:`~lightning_info.methods.smoothed_information.functional.smoothed_information`.
         seed: seed of the projection, of the subsample and of the Monte Carlo draws.
         every_n_epochs: measure on validation epochs whose ``current_epoch`` is a multiple of it.
-        log_prefix: first part of the logged names.
+        log_prefix: first part of the logged names (lowercased, punctuation as ``_``).
     """
 
     def __init__(
@@ -108,6 +110,9 @@ class SmoothedInformationMonitor(Callback):
         self.options = check_estimator_options(options)
         self.seed = require_int(seed, "seed", 0)
         self.every_n_epochs = require_int(every_n_epochs, "every_n_epochs", 1)
+        if not isinstance(log_prefix, str):
+            raise TypeError(f"`log_prefix` must be a str, got {log_prefix!r}.")
+        metric_key(log_prefix)  # raises for a prefix with nothing a logger can show
         self.log_prefix = log_prefix
         self._names = names
         self._times = times
@@ -191,7 +196,7 @@ class SmoothedInformationMonitor(Callback):
                     ("I", info.mutual_information),
                 ):
                     pl_module.log(
-                        f"{self.log_prefix}/{name}/{symbol}_t={t:g}",
+                        metric_key(self.log_prefix, name, f"{symbol}_t={t:g}"),
                         float(values[k]),
                         on_step=False,
                         on_epoch=True,

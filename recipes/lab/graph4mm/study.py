@@ -60,7 +60,7 @@ __all__ = [
 
 METRICS = {
     "test/token_accuracy": "token accuracy",
-    "test/rougeL": "ROUGE-L",
+    "test/rougel": "ROUGE-L",
     "test/exact_match": "exact match",
     "test/accuracy": "node-label accuracy",
 }
@@ -206,7 +206,7 @@ class ValidationCurves(Callback):
         if not trainer.sanity_checking:
             m = trainer.callback_metrics
             self.points.append(
-                (trainer.current_epoch + 1, float(m["val/rougeL"]), float(m["val/accuracy"]))
+                (trainer.current_epoch + 1, float(m["val/rougel"]), float(m["val/accuracy"]))
             )
 
 
@@ -350,7 +350,7 @@ class Graph4MMStudy(Study):
         def describe(r: dict[str, Any]) -> str:
             s = r["scores"]
             return (
-                f"{r['arm']} seed={r['seed']}: ROUGE-L {s['test/rougeL']:.3f}, exact "
+                f"{r['arm']} seed={r['seed']}: ROUGE-L {s['test/rougel']:.3f}, exact "
                 f"{s['test/exact_match']:.3f}, label accuracy {s['test/accuracy']:.3f}; "
                 f"'{r['example']['generated']}' for '{r['example']['target']}'"
             )
@@ -389,7 +389,7 @@ class Graph4MMStudy(Study):
 
     def _line_plots(self, records):
         plots = {}
-        for index, key in ((1, "val_rougeL"), (2, "val_accuracy")):
+        for index, key in ((1, "val_rougel"), (2, "val_accuracy")):
             series, epochs = {}, []
             for arm in self.arms:
                 runs = self._runs(records, arm)

@@ -47,7 +47,7 @@ from lightning.pytorch import Callback, seed_everything
 from torch import Tensor
 
 from lab.study import Study, StudyResult, run_jobs
-from lightning_info.core.logging import mean_std
+from lightning_info.core.logging import mean_std, metric_key
 from lightning_info.core.plotting import pyplot
 from lightning_info.core.threads import torch_threads
 from lightning_info.core.trainers import lightning_notices_hidden, quiet_trainer
@@ -480,6 +480,12 @@ class EpochRecorder(Callback):
             )
 
 
+def logged_key(symbol: str, t: float) -> str:
+    """The name under which the monitor logs ``symbol`` (``"J"``, ``"h"``, ``"I"``) at noise
+    variance ``t`` for the digits MLP's penultimate features: ``info/input_of_head/i_t_0.1``."""
+    return metric_key("info", "input_of_head", f"{symbol}_t={t:g}")
+
+
 def _fit_classifier(job: MonitorJob, options: SmoothedEstimatorOptions, with_monitor: bool):
     """The digits MLP of ``job``'s seed fitted (``SmoothedInformationMonitor`` attached when
     ``with_monitor``): the model in eval mode, the data, the recorded epochs and the fit's
@@ -529,7 +535,7 @@ def _monitor_run(job: MonitorJob) -> dict[str, Any]:
             ("h", info.entropy),
             ("I", info.mutual_information),
         ):
-            recomputed[f"info/input_of_head/{symbol}_t={t:g}"] = float(values[k])
+            recomputed[logged_key(symbol, t)] = float(values[k])
     return {
         "seed": seed,
         "epochs": epochs,
@@ -599,9 +605,7 @@ class MonitorStudy(Study):
 
         def describe(r: dict[str, Any]) -> str:
             last = r["epochs"][-1]
-            shown = ", ".join(
-                f"I_t={t:g} {last[f'info/input_of_head/I_t={t:g}']:.3f}" for t in self.times
-            )
+            shown = ", ".join(f"I_t={t:g} {last[logged_key('I', t)]:.3f}" for t in self.times)
             return f"digits MLP seed={r['seed']}: val acc {last['acc']:.3f}, {shown}"
 
         records = run_jobs(monitor_run, jobs, self.workers, describe)
@@ -625,9 +629,7 @@ class MonitorStudy(Study):
 
     def _keys(self, symbols: tuple[str, ...] = ("I", "J", "h")) -> list[tuple[str, str]]:
         return [
-            (f"{symbol}_t={t:g}", f"info/input_of_head/{symbol}_t={t:g}")
-            for symbol in symbols
-            for t in self.times
+            (f"{symbol}_t={t:g}", logged_key(symbol, t)) for symbol in symbols for t in self.times
         ]
 
     def _logged(self, records):
@@ -680,10 +682,7 @@ class MonitorStudy(Study):
             "monitor_I": (
                 "epoch",
                 epochs,
-                {
-                    f"I_t={t:g}": self._mean_curve(records, f"info/input_of_head/I_t={t:g}")
-                    for t in self.times
-                },
+                {f"I_t={t:g}": self._mean_curve(records, logged_key("I", t)) for t in self.times},
             ),
             "monitor_acc": ("epoch", epochs, {"val acc": self._mean_curve(records, "acc")}),
         }
@@ -694,7 +693,7 @@ class MonitorStudy(Study):
         epochs = list(range(1, self.epochs + 1))
         for t in self.times:
             for symbol, axis in (("I", left), ("J", right)):
-                key = f"info/input_of_head/{symbol}_t={t:g}"
+                key = logged_key(symbol, t)
                 axis.plot(epochs, self._mean_curve(records, key), marker="o", label=f"t={t:g}")
         left.set(xlabel="epoch", ylabel="I(X; X + sqrt(t) Z) (nats)", title="logged I_t")
         right.set(xlabel="epoch", ylabel="J(f * phi_t)", yscale="log", title="logged J_t")
@@ -715,6 +714,7 @@ __all__ = [
     "estimate",
     "fitted_slope",
     "job_seed",
+    "logged_key",
     "monitor_run",
     "silverman_bandwidth",
     "true_information",

@@ -142,7 +142,7 @@ def test_logged_metrics_equal_a_hand_computation():
     exact = sum(p == r for p, r in zip(predictions, references)) / len(references)
     assert logged["test/exact_match"] == pytest.approx(exact, abs=1e-7)
     rouge = float(rouge_score(predictions, references, rouge_keys="rougeL")["rougeL_fmeasure"])
-    assert logged["test/rougeL"] == pytest.approx(rouge, rel=1e-6)
+    assert logged["test/rougel"] == pytest.approx(rouge, rel=1e-6)
 
 
 def test_generations_are_the_greedy_continuation_of_queries_and_prompt():

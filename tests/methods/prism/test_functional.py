@@ -9,6 +9,7 @@ import torch
 from lightning.pytorch.loggers import Logger
 from sklearn.metrics import roc_auc_score, roc_curve
 
+from lightning_info.core.logging import METRIC_NAME, metric_key
 from lightning_info.core.options import AdamWOptions
 from lightning_info.lm.fine_tuner import CausalLMFineTuner
 from lightning_info.lm.tiny_lm import tiny_causal_lm, train_bpe_tokenizer
@@ -391,8 +392,11 @@ def test_callback_audits_the_trained_model_at_fit_end(frag_tokenizer, records):
     trainer.fit(CausalLMFineTuner(_lm(frag_tokenizer, 0), optimizer=AdamWOptions(lr=1e-2)), loader)
     assert callback.report is not None
     for attack_name in ATTACKS:
-        assert 0.0 <= logger.metrics[f"prism/{attack_name}/auc"] <= 1.0
-        assert f"prism/{attack_name}/tpr@5%fpr" in logger.metrics
+        assert 0.0 <= logger.metrics[metric_key("prism", attack_name, "auc")] <= 1.0
+        assert metric_key("prism", attack_name, "tpr@5%fpr") in logger.metrics
+    # min_k++ and the percent levels, spelled out
+    assert "prism/min_kplusplus/tpr_at_0.1pct_fpr" in logger.metrics
+    assert all(METRIC_NAME.fullmatch(key) for key in logger.metrics)
 
 
 def test_callback_checks_tokenizer_and_target_before_training(frag_tokenizer, records, tmp_path):

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+from lightning_info.core.logging import metric_key
 from lightning_info.methods.rome import (
     AttackOptions,
     DistillationOptions,
@@ -288,14 +289,16 @@ def test_trainer_test_matches_evaluate_distilled(tmp_path):
     accs = [metrics[f"test/{name}"] for name in ("fgsm", "pgd", "pgd_l2")]
     i_rr = improved_robustness_ratio(metrics["test/clean"], accs)
     assert metrics["test/i_rr"] == pytest.approx(float(i_rr), rel=1e-5)
-    # the targeted protocol (shift 1) likewise
-    assert metrics["test/targeted+1/fgsm"] == pytest.approx(expected["targeted+1/fgsm"], abs=1e-6)
+    # the targeted protocol (shift 1) likewise, logged as metric_key("test", <its key>)
+    assert metrics["test/targetedplus1/fgsm"] == pytest.approx(
+        expected["targeted+1/fgsm"], abs=1e-6
+    )
     for name in ("pgd", "pgd_l2"):
         key = f"targeted+1/{name}"
-        assert metrics[f"test/{key}"] == pytest.approx(expected[key], abs=0.05)
-    accs = [metrics[f"test/targeted+1/{name}"] for name in ("fgsm", "pgd", "pgd_l2")]
+        assert metrics[metric_key("test", key)] == pytest.approx(expected[key], abs=0.05)
+    accs = [metrics[f"test/targetedplus1/{name}"] for name in ("fgsm", "pgd", "pgd_l2")]
     i_rr = improved_robustness_ratio(metrics["test/clean"], accs)
-    assert metrics["test/targeted+1/i_rr"] == pytest.approx(float(i_rr), rel=1e-5)
+    assert metrics["test/targetedplus1/i_rr"] == pytest.approx(float(i_rr), rel=1e-5)
 
 
 def test_ddp_keeps_pool_and_images_identical_across_ranks(digits, tmp_path):

@@ -11,6 +11,7 @@ from lightning.pytorch import Trainer
 from scipy.special import ndtr
 from torch import nn
 
+from lightning_info.core.logging import metric_key
 from lightning_info.methods.smoothed_information.callback import SmoothedInformationMonitor
 from lightning_info.methods.smoothed_information.functional import (
     SmoothedEstimatorOptions,
@@ -392,10 +393,10 @@ def test_monitor_logs_fisher_entropy_and_mi_per_layer_and_t():
     for layer in ("net.1", "net.2"):
         for t in ("0.1", "1"):
             for symbol in ("J", "h", "I"):
-                assert torch.isfinite(logged[f"info/{layer}/{symbol}_t={t}"])
-            assert 0 <= float(logged[f"info/{layer}/I_t={t}"]) <= math.log(64) + 1e-4
+                assert torch.isfinite(logged[metric_key("info", layer, f"{symbol}_t={t}")])
+            assert 0 <= float(logged[metric_key("info", layer, f"I_t={t}")]) <= math.log(64) + 1e-4
     # net.1 (16 tanh units) is seen through 4 orthonormal directions: J <= d / t
-    assert float(logged["info/net.1/J_t=0.1"]) <= 4 / 0.1 + 1e-3
+    assert float(logged["info/net.1/j_t_0.1"]) <= 4 / 0.1 + 1e-3
     assert not monitor._handles  # hooks removed after the epoch
 
 
@@ -412,8 +413,8 @@ def test_monitor_on_a_probe_batch_matches_the_functions():
         outputs = model.eval()(probe)
     info = smoothed_information(outputs, 0.5, SmoothedEstimatorOptions(num_mc=256, log_step=0.5))
     logged = trainer.callback_metrics
-    assert float(logged["info/net.2/J_t=0.5"]) == pytest.approx(float(info.fisher), rel=1e-5)
-    assert float(logged["info/net.2/I_t=0.5"]) == pytest.approx(
+    assert float(logged["info/net.2/j_t_0.5"]) == pytest.approx(float(info.fisher), rel=1e-5)
+    assert float(logged["info/net.2/i_t_0.5"]) == pytest.approx(
         float(info.mutual_information), rel=1e-5
     )
 
@@ -445,8 +446,8 @@ def test_monitor_default_reads_the_input_of_the_last_linear():
         trainer.fit(TinyClassifier(), TinyDataModule())
         logged[layers] = trainer.callback_metrics
     for symbol in ("J", "h", "I"):
-        default = logged[None][f"info/input_of_net.2/{symbol}_t=0.5"]
-        assert float(default) == float(logged["net.1"][f"info/net.1/{symbol}_t=0.5"])
+        default = logged[None][metric_key("info/input_of_net.2", f"{symbol}_t=0.5")]
+        assert float(default) == float(logged["net.1"][metric_key("info/net.1", f"{symbol}_t=0.5")])
 
 
 class DictLayer(nn.Module):

@@ -9,6 +9,7 @@ import torch
 from lightning.pytorch import Trainer
 from torch import nn
 
+from lightning_info.core.logging import metric_key
 from lightning_info.methods.smoothed_information.callback import SmoothedInformationMonitor
 from lightning_info.methods.smoothed_information.functional import (
     SmoothedEstimatorOptions,
@@ -62,8 +63,8 @@ def test_the_default_is_the_input_of_the_last_applied_linear(sanity_steps):
     named, _ = _fit("body.1")
     assert not any(key.startswith("info/input_of_body.0") for key in default)
     for symbol in ("J", "h", "I"):
-        assert float(default[f"info/input_of_head/{symbol}_t=0.5"]) == float(
-            named[f"info/body.1/{symbol}_t=0.5"]
+        assert float(default[metric_key("info/input_of_head", f"{symbol}_t=0.5")]) == float(
+            named[metric_key("info/body.1", f"{symbol}_t=0.5")]
         )
     assert list(monitor._targets) == ["input_of_head"]
     assert not monitor._tracers and not monitor._handles  # every hook removed
@@ -79,7 +80,7 @@ def test_the_default_on_a_probe_reads_the_heads_input():
     info = smoothed_information(
         features.double() @ projection, 0.5, SmoothedEstimatorOptions(num_mc=128)
     )
-    assert float(logged["info/input_of_head/J_t=0.5"]) == pytest.approx(
+    assert float(logged["info/input_of_head/j_t_0.5"]) == pytest.approx(
         float(info.fisher), rel=1e-6
     )
 

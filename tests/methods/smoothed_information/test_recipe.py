@@ -176,10 +176,10 @@ def test_monitor_study_reports_what_the_monitor_logged(cli):
     assert dim == 8 and n > 500  # the validation split's penultimate features
     last = record["epochs"][-1]
     for t in (0.1, 1.0):
-        mutual = last[f"info/input_of_head/I_t={t:g}"]
-        fisher = last[f"info/input_of_head/J_t={t:g}"]
+        mutual = last[f"info/input_of_head/i_t_{t:g}"]
+        fisher = last[f"info/input_of_head/j_t_{t:g}"]
         assert 0 <= mutual <= math.log(n) and 0 < fisher <= dim / t
-        entropy = last[f"info/input_of_head/h_t={t:g}"]
+        entropy = last[f"info/input_of_head/h_t_{t:g}"]
         assert entropy == pytest.approx(mutual + 0.5 * dim * math.log(2 * math.pi * math.e * t))
     # the logged values are the functional on the trained network's features
     gap = check_columns.index("max |logged - functional| / |functional|")
@@ -189,7 +189,7 @@ def test_monitor_study_reports_what_the_monitor_logged(cli):
     for key, value in record["recomputed"].items():
         assert last[key] == pytest.approx(value, rel=1e-6)
     assert float(rows[-1][columns.index("I_t=1")].split(" ± ")[0]) == pytest.approx(
-        last["info/input_of_head/I_t=1"], abs=1e-4
+        last["info/input_of_head/i_t_1"], abs=1e-4
     )
 
 
