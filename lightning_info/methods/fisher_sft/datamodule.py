@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -38,6 +37,8 @@ from lightning_info.methods.fisher_sft.functional import (
 from lightning_info.methods.fisher_sft.sampler import (
     STRATEGIES,
     FisherSubsetSampler,
+    describe_model,
+    describe_tokenizer,
     load_selection,
     save_selection,
     select_subset,
@@ -295,8 +296,8 @@ class FisherSubsetDataModule(LightningDataModule):
             settings |= {
                 "max_length": self.max_length,
                 "chat_template": columns.chat_template,
-                "tokenizer": _describe_tokenizer(self.tokenizer),
-                "feature_model": _describe_model(self._feature_model()),
+                "tokenizer": describe_tokenizer(self.tokenizer),
+                "feature_model": describe_model(self._feature_model()),
                 "two_round": self._two_round(),
                 "world_size": trainer.world_size if trainer is not None else 1,
                 "store_shards": options.store_shards if options.feature_dir else None,
@@ -608,29 +609,3 @@ class FisherSubsetDataModule(LightningDataModule):
                 self.selection_options.lam,
                 len(self.pool),
             )
-
-
-def _describe_tokenizer(tokenizer: Any) -> dict[str, Any]:
-    """What a selection depends on of ``tokenizer``: its class and vocabulary."""
-    get_vocab = getattr(tokenizer, "get_vocab", None)
-    vocabulary = sorted(get_vocab().items()) if callable(get_vocab) else len(tokenizer)
-    return {"class": type(tokenizer).__name__, "vocabulary": json.dumps(vocabulary)}
-
-
-def _describe_model(model: torch.nn.Module) -> dict[str, Any]:
-    """What a selection depends on of the feature model, read without touching its weights:
-    class, configuration (less where it was loaded from) and the shape of its input embedding."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    to_dict = getattr(getattr(base, "config", None), "to_dict", None)
-    config = to_dict() if callable(to_dict) else {}
-    kept = {
-        k: v for k, v in config.items() if not k.startswith("_") and k != "transformers_version"
-    }
-    get_embeddings = getattr(base, "get_input_embeddings", None)
-    embeddings = get_embeddings() if callable(get_embeddings) else None
-    weight = getattr(embeddings, "weight", None)
-    return {
-        "class": type(base).__name__,
-        "config": json.dumps(kept, sort_keys=True, default=str),
-        "embedding": None if weight is None else list(weight.shape),
-    }

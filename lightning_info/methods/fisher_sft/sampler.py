@@ -87,6 +87,32 @@ SELECTION_FORMAT = "lightning-info/fisher-sft-selection"
 """The ``format`` field of a file written by :func:`save_selection`."""
 
 
+def describe_tokenizer(tokenizer: Any) -> dict[str, Any]:
+    """What a selection depends on of ``tokenizer``: its class and vocabulary."""
+    get_vocab = getattr(tokenizer, "get_vocab", None)
+    vocabulary = sorted(get_vocab().items()) if callable(get_vocab) else len(tokenizer)
+    return {"class": type(tokenizer).__name__, "vocabulary": json.dumps(vocabulary)}
+
+
+def describe_model(model: Any) -> dict[str, Any]:
+    """What a selection depends on of the feature model, read without touching its weights:
+    class, configuration (less where it was loaded from) and the shape of its input embedding."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    to_dict = getattr(getattr(base, "config", None), "to_dict", None)
+    config = to_dict() if callable(to_dict) else {}
+    kept = {
+        k: v for k, v in config.items() if not k.startswith("_") and k != "transformers_version"
+    }
+    get_embeddings = getattr(base, "get_input_embeddings", None)
+    embeddings = get_embeddings() if callable(get_embeddings) else None
+    weight = getattr(embeddings, "weight", None)
+    return {
+        "class": type(base).__name__,
+        "config": json.dumps(kept, sort_keys=True, default=str),
+        "embedding": None if weight is None else list(weight.shape),
+    }
+
+
 def selection_fingerprint(pool: Any, **settings: Any) -> str:
     """The digest tying a saved selection to the pool and the settings it was made with.
 
