@@ -252,9 +252,9 @@ def test_rome_recipe_compares_five_arms_untargeted_and_targeted(tmp_path, capsys
         "test/pgd",
         "test/pgd_l2",
         "test/i_rr",
-        "test/targeted+1/pgd",
-        "test/targeted+1/i_rr",
-        "test/targeted+2/pgd",
+        "test/targetedplus1/pgd",
+        "test/targetedplus1/i_rr",
+        "test/targetedplus2/pgd",
         "test/targeted-1/pgd",
     ]
     assert [(r.arm, r.metric) for r in results] == [(a, m) for a in arms for m in metrics]
@@ -975,7 +975,7 @@ def test_graph4mm_recipe_tables_every_arm_from_its_runs(tmp_path, monkeypatch):
         ("text_only", 0),
         ("text_only", 1),
     ]
-    rouge = [r["scores"]["test/rougeL"] for r in records if r["arm"] == "graph4mm"]
+    rouge = [r["scores"]["test/rougel"] for r in records if r["arm"] == "graph4mm"]
     mean, std = _mean_std(rows[0][2])
     assert mean == pytest.approx(np.mean(rouge), abs=1e-4)
     assert std == pytest.approx(np.std(rouge, ddof=1), abs=1e-4)
@@ -1016,4 +1016,4 @@ def test_graph4mm_recipe_tables_every_arm_from_its_runs(tmp_path, monkeypatch):
     assert recorded["scores"] == pytest.approx(expected, abs=1e-6)
     assert recorded["bayes"]["all"] == pytest.approx(bayes_label_accuracy(data.test_graphs))
     assert (tmp_path / "graph4mm_graph4mm_scores.png").stat().st_size > 0
-    assert _wandb_table_keys(tmp_path, "graph4mm") == {"val_rougeL", "val_accuracy"}
+    assert _wandb_table_keys(tmp_path, "graph4mm") == {"val_rougel", "val_accuracy"}

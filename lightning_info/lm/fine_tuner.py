@@ -28,8 +28,11 @@ class CausalLMFineTuner(LightningModule):
     ``optimizer`` is AdamW over the trainable weights, with a warmup-cosine schedule when its
     ``warmup_fraction`` is set (:class:`~lightning_info.core.options.AdamWOptions`).
 
-    The wrapped model is available as ``self.model``; :class:`FisherSubsetDataModule` embeds the
-    pool with it when no other feature model is given.
+    The wrapped model is available as ``self.model``, in train mode from construction on (as
+    every module a Trainer fits starts): ``from_pretrained`` returns a model in eval mode, which
+    would leave its dropout off in training. The Trainer switches it to eval mode for validation,
+    testing and prediction, and back. :class:`FisherSubsetDataModule` embeds the pool with it
+    when no other feature model is given.
     """
 
     def __init__(
@@ -64,16 +67,12 @@ class CausalLMFineTuner(LightningModule):
             from peft import LoraConfig, get_peft_model
 
             model = get_peft_model(model, LoraConfig(task_type="CAUSAL_LM", **lora))
-        self.model = model
+        self.model = model.train()
         self.val_nll = MeanMetric()
         self.test_nll = MeanMetric()
 
     def forward(self, **batch: torch.Tensor) -> Any:
         return self.model(**batch)
-
-    def on_train_epoch_start(self) -> None:
-        # Hugging Face models load in eval mode; fine-tuning needs dropout and friends active.
-        self.model.train()
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss = self.model(**batch).loss

@@ -8,7 +8,7 @@ The stages are the suite's plugins, attached as a user attaches them:
    (:func:`~lightning_info.methods.train_test_overlap.functional.contaminated_documents`) and,
    with ``decontaminate=True``, drops them from the pool; the
    :class:`~lightning_info.methods.train_test_overlap.callback.TrainTestOverlap` callback logs
-   the overlap report of the pool it trains from (a W&B table);
+   the overlap report of the examples the train loader draws (a W&B table);
 2. select: the data module is a
    :class:`~lightning_info.methods.fisher_sft.datamodule.FisherSubsetDataModule`, so FisherSFT
    (or the random baseline) picks ``budget`` examples of the decontaminated pool;
@@ -36,6 +36,7 @@ from lightning.pytorch import Callback, LightningModule, Trainer
 from torch.utils.data import DataLoader
 
 from lightning_info.core.files import read_json_or_lines
+from lightning_info.core.logging import metric_key
 from lightning_info.core.validation import require_bool, require_string_sequence
 from lightning_info.methods.fic_tsc.callback import FisherConstraint
 from lightning_info.methods.fisher_sft.datamodule import (
@@ -53,7 +54,13 @@ from lightning_info.methods.train_test_overlap.functional import (
     contaminated_documents,
 )
 
-__all__ = ["ContaminationScan", "SFTPipelineDataModule", "SFTPipelineReport", "load_examples"]
+__all__ = [
+    "ContaminationScan",
+    "SFTPipelineDataModule",
+    "SFTPipelineReport",
+    "audit_metric_name",
+    "load_examples",
+]
 
 TRAINING_SEPARATOR = "\n"
 """What joins prompt and response in training (``tokenize_prompt_response``'s default): the
@@ -332,9 +339,17 @@ AUDIT_FIGURES = {
     "tpr@1%fpr": "tpr@1%fpr",
     "tpr@0.1%fpr": "tpr@0.1%fpr",
 }
-"""The audit's figures logged per attack (logged name: the report's key): ROC-AUC against all
+"""The audit's figures logged per attack (figure: the report's key): ROC-AUC against all
 negatives and against the never-planted records alone (the membership question proper: same
-distribution, not trained on), and the TPR at the field's low FPRs (all negatives)."""
+distribution, not trained on), and the TPR at the field's low FPRs (all negatives). Each is
+logged as :func:`audit_metric_name` of its attack and figure."""
+
+
+def audit_metric_name(attack: str, figure: str) -> str:
+    """The logged name of an attack's figure, by :func:`~lightning_info.core.logging.metric_key`:
+    ``audit_metric_name("min_k++", "tpr@1%fpr")`` is ``"test/audit/min_kplusplus/tpr_at_1pct_fpr"``.
+    """
+    return metric_key("test/audit", attack, figure)
 
 
 @torch.no_grad()
@@ -362,9 +377,13 @@ class SFTPipelineReport(Callback):
     - ``test/constrained_fraction``: the share of optimizer steps ``FisherConstraint`` rescaled
       (0 without the callback: no step was);
     - ``test/audit/<attack>/<figure>`` for each of ``attacks`` (all the audit's, :data:`ATTACKS`,
-      by default) and :data:`AUDIT_FIGURES`, from
-      the ``FragmentExtractionAudit`` callback's report, and ``test/audit/negatives``,
+      by default) and :data:`AUDIT_FIGURES`, from the ``FragmentExtractionAudit`` callback's
+      report, named by :func:`audit_metric_name` (``test/audit/target/tpr_at_1pct_fpr``,
+      ``test/audit/min_kplusplus/auc_vs_non_members``), and ``test/audit/negatives``,
       ``test/audit/members_trained`` (member queries that are training examples).
+
+    Every logged name matches :data:`~lightning_info.core.logging.METRIC_NAME`; ``values`` holds
+    the last test's figures under those names.
 
     Needs an :class:`SFTPipelineDataModule`. Under DDP the audit's figures travel from global
     rank 0 (where the audit runs) with ``trainer.strategy.broadcast``; every rank evaluates the
@@ -411,12 +430,12 @@ class SFTPipelineReport(Callback):
         if audit.report is None:
             raise RuntimeError("FragmentExtractionAudit has no report: it runs at the end of fit.")
         out = {
-            f"test/audit/{attack}/{name}": float(audit.report.metrics[attack][key])
+            audit_metric_name(attack, figure): float(audit.report.metrics[attack][key])
             for attack in self.attacks
-            for name, key in AUDIT_FIGURES.items()
+            for figure, key in AUDIT_FIGURES.items()
             if key in audit.report.metrics[attack]  # no non-members in the set: no such AUC
         }
-        out["test/audit/negatives"] = audit.report.diagnostics["negatives"]
+        out["test/audit/negatives"] = float(audit.report.diagnostics["negatives"])
         queries = audit.attack_set
         trained = set(data.selected_texts())  # prompt, separator, response: a query's text
         out["test/audit/members_trained"] = float(

@@ -518,7 +518,7 @@ class ComparisonCLI(LightningCLI):
                 RunResult(grid_value, seed, arm.id, metric, value)
                 for metric, value in zip(metrics, values)
             ]
-            shown = ", ".join(f"{m}={v:.4f}" for m, v in zip(metrics, values))
+            shown = ", ".join(f"{m}={_cell([v])}" for m, v in zip(metrics, values))
             print(
                 f"[{index}/{len(cells)}] {compare.grid_field}={grid_value} seed={seed} "
                 f"{arm.name}: {shown}",

@@ -13,15 +13,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from lightning.pytorch import Callback
 from sklearn.metrics import roc_auc_score
 
 from lab.sft_corpus import write_planted_sft_corpus
 from lightning_info import FisherConstraint, FragmentExtractionAudit, TrainTestOverlap
+from lightning_info.core.logging import METRIC_NAME, metric_key
 from lightning_info.methods.fisher_sft import Selection
+from lightning_info.methods.prism.auditor import ATTACKS
 from lightning_info.methods.prism.fragments import AttackSet
 from lightning_info.pipelines import SFTPipelineReport
-from lightning_info.pipelines.sft import load_examples
+from lightning_info.pipelines.sft import AUDIT_FIGURES, load_examples
 from tests.benchmark_scripts import load_recipe
 from tests.pipelines import toy
 from tests.resume_points import CheckpointMidEpoch
@@ -69,7 +72,11 @@ def test_every_stage_is_a_plugin_that_ran_and_logged(tmp_path):
     assert data.num_kept_candidates == len(data.candidates) - len(flagged)
     assert not flagged & set(range(len(data.candidates))) - copies  # nothing else flagged
     assert data.scan.test_flags.sum() == len(flagged)  # the contaminated test subset
-    assert overlap.report is not None and overlap.report.num_documents == len(data.pool)
+    # the overlap report reads the examples trained on: the selection and the canaries
+    assert overlap.report is not None
+    assert overlap.report.num_documents == len(data.selection.indices) == 16 + 8
+    leaked = overlap.report.summary["test"]["any_overlap"]
+    assert leaked == pytest.approx(data.leaked_fraction())
     # 2. select: FisherSFT picked the budget from the decontaminated pool; the 8 canaries
     # follow it, trained whatever the selection
     kept = data.num_kept_candidates
@@ -107,10 +114,10 @@ def test_every_stage_is_a_plugin_that_ran_and_logged(tmp_path):
         "fisher/trace_before",  # FisherConstraint
         "fisher/constrained_fraction",
         "prism/reference/auc",  # FragmentExtractionAudit
-        "prism/loss/tpr@0.1%fpr",
+        "prism/loss/tpr_at_0.1pct_fpr",
         "test/loss",  # CausalLMFineTuner
         "test/loss_clean",  # SFTPipelineReport
-        "test/audit/reference/tpr@1%fpr",
+        "test/audit/reference/tpr_at_1pct_fpr",
     ):
         assert name in columns, name
 
@@ -194,10 +201,69 @@ def test_the_recipe_runs_its_arms_on_a_local_model_and_local_data(tmp_path, monk
     assert values["random subset", "test/audit/negatives"] == 16.0
     assert len(cli.results) == 2 * len(cli.config.compare.metrics)
     table = (tmp_path / "results" / "sft_pipeline.md").read_text()
-    assert "random subset" in table and "test/audit/reference/tpr@0.1%fpr" in table
+    assert "random subset" in table and "test/audit/reference/tpr_at_0.1pct_fpr" in table
     callbacks = {type(c) for c in cli.trainer.callbacks}
     assert {TrainTestOverlap, FragmentExtractionAudit, SFTPipelineReport} <= callbacks
     assert FisherConstraint not in callbacks  # the constraint's arms add it
+
+
+QUICK_YAML = toy.RECIPE_YAML.with_name("sft_pipeline_quick.yaml")
+
+
+def test_the_quick_preset_runs_its_two_arms_on_a_corpus_sized_by_its_config(tmp_path, monkeypatch):
+    import yaml
+
+    monkeypatch.setattr(sys, "argv", ["recipe"])
+    base, corpus = toy.base_model(tmp_path / "base"), tmp_path / "corpus"
+    config = yaml.safe_load(QUICK_YAML.read_text())
+    config = toy._replace(config, toy.BASE, str(base))
+    config = toy._replace(config, "results/sft_pipeline_quick/corpus", str(corpus))
+    sizes = {"pool_size": 40, "test_size": 12, "contaminated": 4, "canaries": 8}
+    overrides = {
+        "corpus": {**sizes, "non_members": 12},
+        "model": {"model": str(base)},
+        "data": {"tokenizer": str(base)},
+        "compare": {"output_dir": str(tmp_path / "results")},
+    }
+    config = toy._merge(toy._merge(config, toy.TOY), overrides)
+    config["trainer"]["default_root_dir"] = str(tmp_path / "logs")
+    path = tmp_path / "quick.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    cli = load_recipe("sft_pipeline").main([f"--config={path}"])
+    # the recipe wrote the corpus at the configured sizes
+    kinds = AttackSet.load(corpus / "canaries.json").kinds
+    assert (kinds.count("member"), kinds.count("non_member"), kinds.count("unseen")) == (8, 12, 8)
+    assert cli.datamodule.candidates.num_rows == 44  # 40 docstrings + 4 copies
+    values = {(r.arm, r.metric): r.value for r in cli.results}
+    assert {arm for arm, _ in values} == {"random subset", "full pipeline"}
+    assert len(cli.results) == 2 * len(config["compare"]["metrics"])
+    assert values["random subset", "test/audit/negatives"] == 12.0 + 8.0  # non-members, unseen
+    assert values["full pipeline", "test/audit/members_trained"] == 8.0
+    assert values["full pipeline", "test/leaked_fraction"] == 0.0
+    assert values["random subset", "test/constrained_fraction"] == 0.0
+    (audit,) = [c for c in cli.trainer.callbacks if isinstance(c, FragmentExtractionAudit)]
+    assert "tpr@1%fpr" in audit.report.metrics["loss"]
+    assert "tpr@0.1%fpr" not in audit.report.metrics["loss"]  # too few negatives to report
+
+
+def test_the_recipe_writes_its_corpus_again_only_when_the_sizes_change(tmp_path):
+    recipe = load_recipe("sft_pipeline")
+    out = tmp_path / "corpus"
+    sizes = {"pool_size": 40, "test_size": 12, "contaminated": 4, "canaries": 8}
+    corpus = recipe.PlantedCorpus(str(out), **sizes, non_members=10)
+    recipe.prepare_corpus(corpus, str(tmp_path / "elsewhere" / "pool.jsonl"))
+    assert not out.exists()  # the pool is the user's: nothing written
+    recipe.prepare_corpus(corpus, str(out / "pool.jsonl"))
+    assert AttackSet.load(out / "canaries.json").kinds.count("non_member") == 10
+    written = (out / "pool.jsonl").stat().st_mtime_ns
+    recipe.prepare_corpus(corpus, str(out / "pool.jsonl"))
+    assert (out / "pool.jsonl").stat().st_mtime_ns == written  # same sizes: kept
+    more = recipe.PlantedCorpus(str(out), **sizes, non_members=14)
+    recipe.prepare_corpus(more, str(out / "pool.jsonl"))
+    assert AttackSet.load(out / "canaries.json").kinds.count("non_member") == 14
+    (out / "test.jsonl").unlink()
+    recipe.prepare_corpus(more, str(out / "pool.jsonl"))
+    assert len(load_examples(out / "test.jsonl")) == 12
 
 
 def test_the_recipe_s_constraint_arms_attach_fisher_constraint():
@@ -212,6 +278,116 @@ def test_the_recipe_s_constraint_arms_attach_fisher_constraint():
     }
     assert constrained == {"+ FisherConstraint", "full pipeline"}
     assert list(arms)[0] == "random subset"
+
+
+def test_every_metric_the_report_logs_is_a_metric_name(tmp_path):
+    trainer, _, _, callbacks, tested = toy.fit_and_test(tmp_path)
+    report = callbacks[3]
+    assert report.values and set(report.values) <= set(tested)
+    assert all(METRIC_NAME.fullmatch(name) for name in report.values), sorted(report.values)
+    logged = _logged_columns(tmp_path)
+    assert set(report.values) <= logged
+    assert all(METRIC_NAME.fullmatch(name) for name in logged), sorted(logged)
+    # the audit's figures: every attack's, named by metric_key
+    audit = {name for name in report.values if name.startswith("test/audit/")}
+    expected = {metric_key("test/audit", a, f) for a in ATTACKS for f in AUDIT_FIGURES}
+    assert audit == expected | {"test/audit/negatives", "test/audit/members_trained"}
+    assert "test/audit/min_kplusplus/tpr_at_0.1pct_fpr" in audit
+    assert "test/audit/target/tpr_at_1pct_fpr" in audit
+    assert "test/audit/target/auc_vs_non_members" in audit
+    # the same numbers as the audit's own report, under the report's keys
+    metrics = callbacks[1].report.metrics
+    assert (
+        report.values["test/audit/min_kplusplus/tpr_at_1pct_fpr"] == metrics["min_k++"]["tpr@1%fpr"]
+    )
+    assert (
+        report.values["test/audit/loss/auc_vs_non_members"] == metrics["loss"]["auc vs non-members"]
+    )
+
+
+def test_the_recipe_s_metrics_are_names_the_pipeline_logs():
+    import yaml
+
+    for config in (toy.RECIPE_YAML, toy.RECIPE_YAML.with_name("sft_pipeline_quick.yaml")):
+        metrics = yaml.safe_load(config.read_text())["compare"]["metrics"]
+        assert all(METRIC_NAME.fullmatch(m) for m in metrics), config
+        audit = {m for m in metrics if m.startswith("test/audit/") and m.count("/") == 3}
+        assert audit <= {metric_key("test/audit", a, f) for a in ATTACKS for f in AUDIT_FIGURES}
+
+
+def _audit_parts(root: Path):
+    from lightning_info.lm.tiny_lm import load_causal_lm
+
+    model_dir, files, _ = toy.prepare(root)
+    target, tokenizer = load_causal_lm(str(model_dir))
+    return target, tokenizer, AttackSet.load(files["canaries"]), model_dir
+
+
+def test_the_audit_s_progress_bar_counts_every_query_of_every_model(tmp_path, capsys):
+    from lightning_info.methods.prism.auditor import FragmentAuditOptions, FragmentAuditor
+    from lightning_info.methods.prism.functional import fragment_token_statistics
+
+    target, tokenizer, attack, model_dir = _audit_parts(tmp_path)
+    options = FragmentAuditOptions(batch_size=5, data_aware="logistic")
+    auditor = FragmentAuditor(target, str(model_dir), [str(model_dir)], tokenizer, options)
+    capsys.readouterr()
+    shown = auditor.token_statistics(attack, progress=True)
+    bar = capsys.readouterr().err
+    total = 3 * len(attack)  # target, shadow, one world model
+    assert "fragment extraction audit" in bar and f"{total}/{total}" in bar
+    quiet = auditor.token_statistics(attack)
+    assert capsys.readouterr().err == ""
+    # one batch at a time gives the whole set's values exactly (the same batches)
+    whole = fragment_token_statistics(target, tokenizer, attack.prompts, attack.fragments, 5)
+    for tokens in (shown["target"], quiet["target"]):
+        for field in ("log_probs", "means", "stds"):
+            mine, oracle = getattr(tokens, field), getattr(whole, field)
+            assert len(mine) == len(oracle) == len(attack)
+            assert all(torch.equal(a, b) for a, b in zip(mine, oracle)), field
+    shadow = fragment_token_statistics(
+        target, tokenizer, attack.prompts, attack.fragments, 5, vocabulary_moments=False
+    )
+    assert all(torch.equal(a, b) for a, b in zip(shown["shadow"].log_probs, shadow.log_probs))
+    assert shown["world 0"].means == [] and shown["shadow"].stds == []
+
+
+@pytest.mark.parametrize(
+    ("progress", "trainer_bar", "shown"),
+    [(True, True, True), (True, False, False), (False, True, False)],
+    ids=["bar", "trainer-without-bar", "progress-off"],
+)
+def test_the_audit_callback_shows_progress_only_where_the_trainer_does(
+    tmp_path, capsys, progress, trainer_bar, shown
+):
+    from lightning.pytorch import Trainer
+
+    from lightning_info import CausalLMFineTuner
+    from lightning_info.methods.prism.auditor import FragmentAuditOptions
+
+    _, tokenizer, attack, model_dir = _audit_parts(tmp_path)
+    audit = FragmentExtractionAudit(
+        attack,
+        shadow=str(model_dir),
+        world_models=str(model_dir),
+        tokenizer=tokenizer,
+        options=FragmentAuditOptions(data_aware="logistic"),
+        progress=progress,
+    )
+    trainer = Trainer(logger=False, enable_progress_bar=trainer_bar, default_root_dir=str(tmp_path))
+    capsys.readouterr()
+    audit.on_fit_end(trainer, CausalLMFineTuner(str(model_dir)))
+    assert audit.report is not None
+    assert ("fragment extraction audit" in capsys.readouterr().err) == shown
+
+
+def test_the_audit_report_prints_its_counts_as_integers(tmp_path, lightning_messages):
+    _, _, _, callbacks, _ = toy.fit_and_test(tmp_path)
+    printed = "\n".join(lightning_messages)
+    assert "\nnegatives: 16\n" in printed
+    assert "negatives needed for tpr@0.1%fpr: 1000\n" in printed
+    assert "negatives needed for tpr@5%fpr: 20\n" in printed
+    share = callbacks[1].report.diagnostics["share of queries with p_w > p_s"]
+    assert f"share of queries with p_w > p_s: {share:.4f}" in printed
 
 
 class FirstStep(Callback):

@@ -21,9 +21,11 @@ from typing import Any, Literal
 import numpy as np
 import torch
 from torch import Tensor
+from tqdm.auto import tqdm
 
-from lightning_info.core.logging import markdown_table
+from lightning_info.core.logging import markdown_table, metric_key
 from lightning_info.core.validation import (
+    require_bool,
     require_choice,
     require_equal_lengths,
     require_finite,
@@ -37,6 +39,7 @@ from lightning_info.methods.prism.functional import (
     attack_metrics,
     check_prior,
     data_aware_scores,
+    encode_prompt_fragment,
     fragment_token_statistics,
     likelihood_ratio,
     loss_score,
@@ -151,18 +154,21 @@ class FragmentAuditReport:
         return ["attack", *names], rows
 
     def scalars(self, prefix: str = "prism") -> dict[str, float]:
-        """Flat ``{f"{prefix}/{attack}/{metric}": value}`` for loggers (``prefix`` a string)."""
+        """Flat ``{metric_key(prefix, attack, metric): value}`` for loggers (``prefix`` a
+        string): ``prism/min_kplusplus/tpr_at_0.1pct_fpr`` for ``min_k++``'s ``tpr@0.1%fpr``."""
         if not isinstance(prefix, str):
             raise TypeError(f"`prefix` must be a string, got {prefix!r}.")
         return {
-            f"{prefix}/{attack}/{name}": float(value)
+            metric_key(prefix, attack, name): float(value)
             for attack, metrics in self.metrics.items()
             for name, value in metrics.items()
         }
 
     def __str__(self) -> str:
         lines = [markdown_table(*self.table())]
-        lines += [f"{name}: {value:.4f}" for name, value in self.diagnostics.items()]
+        for name, value in self.diagnostics.items():
+            shown = f"{int(value)}" if _is_count(name) else f"{value:.4f}"
+            lines.append(f"{name}: {shown}")
         return "\n".join(lines)
 
 
@@ -202,26 +208,42 @@ class FragmentAuditor:
             if tokenizer is None and not isinstance(spec, (str, tuple)):
                 raise ValueError("Give `tokenizer` for models passed without their tokenizer.")
 
-    def token_statistics(self, attack_set: AttackSet) -> dict[str, FragmentTokens]:
+    def token_statistics(
+        self, attack_set: AttackSet, progress: bool = False
+    ) -> dict[str, FragmentTokens]:
         """Per-token statistics of every query (one forward pass per batch and model): the
         target's with the vocabulary moments of Min-K%++, the shadow's and each world model's
-        (``"world 0"``, ``"world 1"``, ...) log-probabilities only."""
+        (``"world 0"``, ``"world 1"``, ...) log-probabilities only. ``progress`` shows a bar of
+        the queries scored, over all the models (each batch as
+        :func:`~lightning_info.methods.prism.functional.fragment_token_statistics` forms it,
+        so the values are the same with and without it)."""
         check_attack_set(attack_set)
-        tokens = {
-            "target": self._tokens(self.target, attack_set, True),
-            "shadow": self._tokens(self.shadow, attack_set, False),
-        }
-        for k, model in enumerate(self.world_models):
-            tokens[f"world {k}"] = self._tokens(model, attack_set, False)
-        return tokens
+        progress = require_bool(progress, "progress")
+        models = {"target": self.target, "shadow": self.shadow}
+        models |= {f"world {k}": model for k, model in enumerate(self.world_models)}
+        bar = tqdm(
+            total=len(attack_set) * len(models),
+            desc="fragment extraction audit",
+            unit="query",
+            disable=not progress,
+        )
+        try:
+            return {
+                name: self._tokens(model, attack_set, name == "target", bar, name)
+                for name, model in models.items()
+            }
+        finally:
+            bar.close()
 
-    def log_probabilities(self, attack_set: AttackSet) -> dict[str, Tensor]:
-        """``log p(y | prompt)`` of every query under target, shadow and (the mean of) world."""
-        return _sequence_log_probabilities(self.token_statistics(attack_set))
+    def log_probabilities(self, attack_set: AttackSet, progress: bool = False) -> dict[str, Tensor]:
+        """``log p(y | prompt)`` of every query under target, shadow and (the mean of) world;
+        ``progress`` as for :meth:`token_statistics`."""
+        return _sequence_log_probabilities(self.token_statistics(attack_set, progress))
 
-    def run(self, attack_set: AttackSet) -> FragmentAuditReport:
-        """Score ``attack_set`` with all models and attacks; see :meth:`score`."""
-        tokens = self.token_statistics(attack_set)
+    def run(self, attack_set: AttackSet, progress: bool = False) -> FragmentAuditReport:
+        """Score ``attack_set`` with all models and attacks; see :meth:`score`. ``progress``
+        shows a bar of the queries scored (:meth:`token_statistics`)."""
+        tokens = self.token_statistics(attack_set, progress)
         log_probs = _sequence_log_probabilities(tokens)
         return self.score(
             log_probs, attack_set.labels, attack_set.kinds, tokens, attack_set.fragments
@@ -285,25 +307,48 @@ class FragmentAuditor:
             for name, values in scores.items():
                 metrics[name].update(_auc_by_negative_kind(values, y, kinds))
         diagnostics = _world_shadow_diagnostics(lp["world"], lp["shadow"], kinds)
-        diagnostics["negatives"] = float((y == 0).sum())
+        diagnostics[NEGATIVES] = float((y == 0).sum())
         for level in options.fpr_levels:
-            diagnostics[f"negatives needed for tpr@{100 * level:g}%fpr"] = float(
+            diagnostics[f"{NEGATIVES_NEEDED}tpr@{100 * level:g}%fpr"] = float(
                 negatives_for_fpr(level)
             )
         return FragmentAuditReport(
             y, {k: v.numpy() for k, v in lp.items()}, scores, metrics, diagnostics
         )
 
-    def _tokens(self, spec: ModelSpec, attack_set: AttackSet, moments: bool) -> FragmentTokens:
+    def _tokens(
+        self, spec: ModelSpec, attack_set: AttackSet, moments: bool, bar: Any, name: str
+    ) -> FragmentTokens:
+        """The statistics of ``spec``'s model, one batch at a time (the batches of
+        :func:`fragment_token_statistics`: longest query first), ``bar`` advanced per batch."""
         model, tokenizer = self._resolve(spec)
-        return fragment_token_statistics(
-            model,
-            tokenizer,
-            attack_set.prompts,
-            attack_set.fragments,
-            self.options.batch_size,
-            vocabulary_moments=moments,
-        )
+        prompts, fragments = attack_set.prompts, attack_set.fragments
+        size = self.options.batch_size
+        lengths = [
+            len(encode_prompt_fragment(tokenizer, p, f)[0]) for p, f in zip(prompts, fragments)
+        ]
+        order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+        count = len(order)
+        log_probs: list[Tensor] = [torch.empty(0)] * count
+        means: list[Tensor] = [torch.empty(0)] * count if moments else []
+        stds: list[Tensor] = [torch.empty(0)] * count if moments else []
+        bar.set_postfix_str(name, refresh=False)
+        for first in range(0, count, size):
+            batch = order[first : first + size]
+            part = fragment_token_statistics(
+                model,
+                tokenizer,
+                [prompts[i] for i in batch],
+                [fragments[i] for i in batch],
+                size,
+                vocabulary_moments=moments,
+            )
+            for k, index in enumerate(batch):
+                log_probs[index] = part.log_probs[k]
+                if moments:
+                    means[index], stds[index] = part.means[k], part.stds[k]
+            bar.update(len(batch))
+        return FragmentTokens(log_probs, means, stds)
 
     def _resolve(self, spec: ModelSpec) -> tuple[Any, Any]:
         if isinstance(spec, str):
@@ -350,8 +395,15 @@ def _baseline_scores(
 MODELS = ("target", "shadow", "world")
 """The scored models, in the order of a report's ``log_probs``."""
 NEGATIVE_KINDS = {"non_member": "auc vs non-members", "unseen": "auc vs unseen"}
+NEGATIVES = "negatives"
+NEGATIVES_NEEDED = "negatives needed for "
 SHARE_WORLD_ABOVE_SHADOW = "share of queries with p_w > p_s"
 MEDIAN_LOG_WORLD_OVER_SHADOW = "median log(p_w / p_s), seen fragments"
+
+
+def _is_count(diagnostic: str) -> bool:
+    """Whether a diagnostic of the report counts queries (printed as an integer)."""
+    return diagnostic == NEGATIVES or diagnostic.startswith(NEGATIVES_NEEDED)
 
 
 def _auc_by_negative_kind(scores: np.ndarray, labels: np.ndarray, kinds: Sequence[str]):

@@ -12,6 +12,8 @@ import lightning.pytorch as pl
 from lightning.pytorch.loggers import WandbLogger
 from lightning.pytorch.utilities import rank_zero_info
 
+from lightning_info.core.logging import metric_key
+from lightning_info.core.validation import require_bool
 from lightning_info.lm.features import check_causal_lm
 from lightning_info.methods.prism.auditor import (
     ATTACKS,
@@ -38,12 +40,15 @@ class FragmentExtractionAudit(pl.Callback):
     tokenizer or a name/path for ``AutoTokenizer``, and defaults to
     ``trainer.datamodule.tokenizer``. So a YAML config can name everything on disk.
     ``options`` are the auditor's (:class:`FragmentAuditOptions`: prior, batch size, data-aware
-    classifier); ``prefix`` starts the logged names.
+    classifier); ``prefix`` starts the logged names. ``progress`` shows a bar of the queries
+    scored (the audit runs at fit end, about one forward pass per batch of queries and model) on
+    global rank zero, unless the trainer shows no progress bar (``enable_progress_bar=False``).
 
     ``setup`` checks, before training, that there is a tokenizer and that the target is a causal
     LM whose embedding covers it. Runs on global rank zero only (it uses no collectives): the
-    report (``self.report``) is printed, its scalars ``{prefix}/{attack}/{metric}`` go to every
-    logger and, with a ``WandbLogger``, the metrics table and per-query scores go to W&B tables.
+    report (``self.report``) is printed, its scalars ``metric_key(prefix, attack, metric)``
+    (``prism/min_kplusplus/tpr_at_1pct_fpr``) go to every logger and, with a ``WandbLogger``,
+    the metrics table and per-query scores go to W&B tables.
     """
 
     def __init__(
@@ -54,6 +59,7 @@ class FragmentExtractionAudit(pl.Callback):
         tokenizer: Any = None,
         options: FragmentAuditOptions = FragmentAuditOptions(),
         prefix: str = "prism",
+        progress: bool = True,
     ) -> None:
         if isinstance(attack_set, (str, Path)):
             attack_set = AttackSet.load(attack_set)
@@ -72,6 +78,7 @@ class FragmentExtractionAudit(pl.Callback):
         self.attack_set = attack_set
         self.shadow, self.world_models, self.tokenizer = shadow, world_models, tokenizer
         self.options, self.prefix = options, prefix
+        self.progress = require_bool(progress, "progress")
         self.report: FragmentAuditReport | None = None
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
@@ -103,7 +110,8 @@ class FragmentExtractionAudit(pl.Callback):
             self._tokenizer(trainer),
             self.options,
         )
-        self.report = auditor.run(self.attack_set)
+        shown = self.progress and trainer.progress_bar_callback is not None
+        self.report = auditor.run(self.attack_set, progress=shown)
         rank_zero_info(f"\nfragment extraction audit (PRISM)\n\n{self.report}\n")
         scalars = self.report.scalars(self.prefix)
         for logger in trainer.loggers:
@@ -111,11 +119,11 @@ class FragmentExtractionAudit(pl.Callback):
         for logger in trainer.loggers:
             if isinstance(logger, WandbLogger):
                 logger.log_table(
-                    key=f"{self.prefix}/metrics",
+                    key=metric_key(self.prefix, "metrics"),
                     columns=self.report.table()[0],
                     data=self.report.table()[1],
                 )
-                logger.log_table(key=f"{self.prefix}/queries", **_query_table(self))
+                logger.log_table(key=metric_key(self.prefix, "queries"), **_query_table(self))
 
 
 def _target(pl_module: pl.LightningModule) -> Any:
