@@ -1,13 +1,16 @@
 """``TrainTestOverlap``: report train-test n-gram overlap when ``trainer.fit`` starts.
 
 At fit start the callback reads the training text (files on disk, texts given up front, or the
-train dataloader's dataset) and the test instances (JSON-lines files, instances given up front,
-or the data module's ``val``/``test`` datasets), computes
+items the train dataloader draws: the positions its sampler names in ``indices``, such as
+FisherSFT's selection or a ``SubsetRandomSampler``'s, else every item of its dataset, a
+``Subset``'s own) and the test instances (JSON-lines files, instances given up front, or the
+data module's ``val``/``test`` datasets), computes
 :func:`~lightning_info.methods.train_test_overlap.functional.compute_overlap`, prints a
-per-benchmark summary table,
-logs its means as scalars to every logger (and the table to W&B when a ``WandbLogger`` is
-attached), and writes ``overlap.json`` / ``overlap.md`` to ``output_dir`` when given. The
-instances no n-gram of size ``n`` can find are counted per benchmark
+per-benchmark summary table, logs its means as scalars
+``metric_key("overlap", benchmark, statistic)`` to every logger
+(``overlap/val/input_overlap_at_13`` for ``input_overlap@13``; the table to W&B when a
+``WandbLogger`` is attached), and writes ``overlap.json`` / ``overlap.md`` to ``output_dir``
+when given. The instances no n-gram of size ``n`` can find are counted per benchmark
 (``overlap/<benchmark>/num_undetectable``), named in the printed report and, on W&B, in the
 ``overlap/undetectable`` table; computing the report warns about them.
 
@@ -19,16 +22,21 @@ only rank 0 prints, logs and writes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
-from lightning.pytorch.utilities import rank_zero_info
+from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
+from torch.utils.data import DistributedSampler, RandomSampler, SequentialSampler
 
-from lightning_info.core.logging import log_wandb_tables
+from lightning_info.core.logging import log_wandb_tables, metric_key
 from lightning_info.core.validation import require_bool
-from lightning_info.methods.train_test_overlap.files import iter_training_texts, read_test_instances
+from lightning_info.methods.train_test_overlap.files import (
+    DocumentText,
+    iter_training_texts,
+    read_test_instances,
+)
 from lightning_info.methods.train_test_overlap.functional import (
     OverlapOptions,
     TestInstance,
@@ -40,9 +48,12 @@ from lightning_info.methods.train_test_overlap.functional import (
 from lightning_info.methods.train_test_overlap.report import OverlapReport, write_report
 
 Extractor = str | Callable[[Any], str]
+TextExtractor = str | DocumentText | Callable[[Any], str]
 
 
-def _extract(item: Any, field: Extractor, what: str) -> Any:
+def _extract(item: Any, field: Extractor | DocumentText, what: str) -> Any:
+    if isinstance(field, DocumentText):
+        return field.text(item, f"a train dataset item of type {type(item).__name__}")
     if callable(field):
         return field(item)
     try:
@@ -72,17 +83,54 @@ def _existing_paths(paths: Sequence[str] | None, name: str) -> list[str] | None:
     return paths
 
 
+_WHOLE_DATASET_SAMPLERS = (SequentialSampler, RandomSampler, DistributedSampler)
+
+
+def trained_items(loader: Any) -> Iterator[Any]:
+    """The dataset items a train loader draws, each once: the positions its sampler names in
+    an ``indices`` attribute (``SubsetRandomSampler``, a subset-selecting sampler), in that
+    order; without one, every item of its dataset (a ``Subset`` is its own items). A sampler
+    with neither ``indices`` nor the whole dataset to draw from (not a sequential, random or
+    distributed sampler) is warned about: every item is then read."""
+    dataset = getattr(loader, "dataset", None)
+    if dataset is None:
+        raise ValueError("the train dataloader has no `dataset`; pass `train_texts=`.")
+    batch_sampler = getattr(loader, "batch_sampler", None)
+    sampler = getattr(batch_sampler, "sampler", None)
+    if sampler is None:
+        sampler = getattr(loader, "sampler", None)
+    indices = getattr(sampler, "indices", None)
+    if indices is None:
+        unknown = sampler is not None and not isinstance(sampler, _WHOLE_DATASET_SAMPLERS)
+        if unknown and hasattr(dataset, "__getitem__"):  # a map-style dataset, drawn from
+            rank_zero_warn(
+                f"TrainTestOverlap: the train loader's sampler ({type(sampler).__name__}) "
+                "names no `indices`, so the overlap is measured on every item of its "
+                "dataset; give the sampler an `indices` attribute (the dataset positions "
+                "it draws from) to measure only those."
+            )
+        return iter(dataset)
+    positions = indices.tolist() if hasattr(indices, "tolist") else list(indices)
+    return (dataset[position] for position in dict.fromkeys(int(p) for p in positions))
+
+
 class TrainTestOverlap(pl.Callback):
     """Compute and report exact train-test n-gram overlap (HELM metrics) at fit start.
 
     Args:
-        text_field: field (or callable on an item) giving the text of a training example; also
-            the column read from a saved ``datasets`` dataset in ``train_files``.
+        text_field: which text of a training example is its document: a field name, a
+            :class:`~lightning_info.methods.train_test_overlap.files.DocumentText` (several
+            ``fields`` joined with a newline, or a ``template`` of named fields, e.g.
+            ``"{prompt}\\n{response}"``: prompt/response records without a callable) or a
+            callable on an item; also what is read from the records of ``train_files``
+            (JSON lines, Parquet, saved ``datasets`` datasets), where it cannot be a callable.
         train_texts: training texts (any iterable of strings, e.g. a ``datasets`` column).
         train_files: training text on disk instead: text files (one document each, or one per
             line with ``lines=True``), folders (every file inside) or ``datasets`` datasets saved
-            with ``save_to_disk``. With neither, ``text_field`` is read from every item of the
-            train dataloader's dataset.
+            with ``save_to_disk``, Parquet files. With neither, ``text_field`` is read from the
+            items the train dataloader draws: the positions its sampler names in an ``indices``
+            attribute (FisherSFT's selected subset, a ``SubsetRandomSampler``), else every
+            item of its dataset (a ``Subset``: its own items); each item once.
         test_instances: :class:`TestInstance` objects.
         test_files: JSON-lines files of test instances instead (``input``, ``references`` and
             optional ``id`` / ``benchmark`` fields; the benchmark defaults to the file's stem).
@@ -102,7 +150,7 @@ class TrainTestOverlap(pl.Callback):
 
     def __init__(
         self,
-        text_field: Extractor = "text",
+        text_field: TextExtractor = "text",
         train_texts: Iterable[str] | None = None,
         test_instances: Sequence[TestInstance] | None = None,
         train_files: Sequence[str] | None = None,
@@ -131,8 +179,10 @@ class TrainTestOverlap(pl.Callback):
         if test_instances is not None and test_files is not None:
             raise ValueError("pass `test_instances` or `test_files`, not both.")
         train_files = _existing_paths(train_files, "train_files")
-        if train_files is not None and not isinstance(text_field, str):
-            raise ValueError("with `train_files`, `text_field` must be a column name.")
+        if train_files is not None and not isinstance(text_field, (str, DocumentText)):
+            raise ValueError(
+                "with `train_files`, `text_field` must be a column name or a DocumentText."
+            )
         test_files = _existing_paths(test_files, "test_files")
         if test_instances is None and test_files is None and not splits:
             raise ValueError(
@@ -174,11 +224,8 @@ class TrainTestOverlap(pl.Callback):
         if self.train_files is not None:
             return iter_training_texts(self.train_files, self.text_field, self.lines)
         source = trainer.datamodule if trainer.datamodule is not None else pl_module
-        loader = source.train_dataloader()
-        dataset = getattr(loader, "dataset", None)
-        if dataset is None:
-            raise ValueError("the train dataloader has no `dataset`; pass `train_texts=`.")
-        return (_extract(item, self.text_field, "text") for item in dataset)
+        items = trained_items(source.train_dataloader())
+        return (_extract(item, self.text_field, "text") for item in items)
 
     def _test_instances(self, trainer: pl.Trainer) -> list[TestInstance]:
         if self.test_instances is not None:
@@ -215,7 +262,7 @@ class TrainTestOverlap(pl.Callback):
         report = self.report
         rank_zero_info(f"\n{report.to_markdown()}")
         scalars = {
-            f"overlap/{benchmark}/{key}": float(value)
+            metric_key("overlap", benchmark, key): float(value)
             for benchmark, stats in report.summary.items()
             for key, value in stats.items()
         }

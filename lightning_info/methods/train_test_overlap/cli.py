@@ -7,7 +7,8 @@ Usage::
         [--text-field text] [--output DIR]
 
 ``--train`` takes text files (one document per file, or one per line with ``--lines``),
-JSON-lines files (``*.jsonl``: the ``--text-field`` of each line), folders (every file inside,
+JSON-lines files (``*.jsonl``: the ``--text-field`` of each line), Parquet files
+(``*.parquet``: its ``--text-field`` column), folders (every file inside,
 recursively) or a ``datasets`` dataset saved with ``save_to_disk`` (a folder holding
 ``dataset_info.json``; its ``--text-field`` column is read). The training text is streamed, so
 memory stays bounded by ``--chunk-size`` documents whatever the corpus size; ``--processes``
@@ -15,6 +16,8 @@ counts chunks in worker processes, and ``--num-proc`` instead shards saved datas
 ``datasets.map`` (every ``--train`` path must then be one). ``--test`` takes JSON-lines files
 whose lines have ``input`` and ``references`` fields (optional ``id`` and ``benchmark``). The
 summary table is printed; ``--output`` also writes ``overlap.json`` and ``overlap.md``.
+``lightning-info overlap`` scans the same inputs and also writes the flagged training documents
+and a copy of the corpus without them.
 """
 
 from __future__ import annotations
