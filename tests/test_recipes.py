@@ -14,6 +14,7 @@ import torch
 from lightning_info import FisherConstraint
 from lightning_info.methods.prism.auditor import ATTACKS
 from tests.benchmark_scripts import RECIPES, load_recipe
+from tests.wandb_records import read_offline_run
 
 SMALL = [
     "--compare.grid=[GunPoint]",
@@ -175,6 +176,22 @@ def test_default_logger_is_offline_wandb_with_one_run_per_cell(tmp_path, monkeyp
     assert len(runs) == 3, runs  # baseline, method, summary table
     tables = [list(run.glob("files/media/table/results_*.table.json")) for run in runs]
     assert sorted(map(len, tables)) == [0, 0, 1]  # the summary run holds the results table
+    # read back as W&B would: each cell's arm, seed and config; one group; numbers and a chart
+    cells, summaries = [], []
+    for run in map(read_offline_run, runs):
+        (summaries if run.job_type == "summary" else cells).append(run)
+    assert {run.config["arm"] for run in cells} == {"InceptionTime", "InceptionTime + FIC"}
+    seeds = {(run.config["grid_seed"], run.config["cli"]["seed_everything"]) for run in cells}
+    assert seeds == {(0, 0)}
+    assert len({run.group for run in cells + summaries}) == 1
+    fic = [run for run in cells if run.config["arm"] == "InceptionTime + FIC"]
+    assert fic[0].config["callbacks"][-1].endswith("FisherConstraint")
+    (summary,) = summaries
+    names = {"baseline": "InceptionTime", "method": "InceptionTime + FIC"}
+    logged = {row[0]: row[3] for row in summary.table("results/cells")["data"]}
+    assert logged == {names[r.arm]: pytest.approx(r.value) for r in results}
+    assert {run.config["arm"]: run.summary["test/acc"] for run in cells} == logged
+    assert "results/chart/test/acc" in summary.config["_wandb"]["visualize"]
     printed = capfd.readouterr()
     assert printed.out.count(f"W&B: one run per cell, offline, under {tmp_path / 'wandb'}") == 1
     for banner in ("Tracking run with wandb", "Run history", "Run data is saved locally"):
