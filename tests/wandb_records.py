@@ -105,6 +105,3 @@ def _set(values: dict, item: Any, value: Any) -> None:
 def offline_runs(root: Path) -> list[OfflineRun]:
     """Every offline run under ``root / "wandb"``, oldest first."""
     return [read_offline_run(f) for f in sorted((root / "wandb").glob("offline-run-*"))]
-
-
-
