@@ -1,18 +1,30 @@
 """``python -m lightning_info.configs [NAME]``: the path of a shipped callback YAML, or all of them
-(the same as ``lightning-info callbacks [--name NAME]``)."""
+(as ``lightning-info callbacks [--name NAME]``)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 
-from lightning_info.cli import main as cli_main
+from lightning_info.configs import callback_config, callback_configs
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else list(argv)
-    if args and not args[0].startswith("-"):
-        args = ["--name", *args]
-    return cli_main(["callbacks", *args])
+    parser = argparse.ArgumentParser(
+        prog="python -m lightning_info.configs", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("name", nargs="?", help="a YAML's name; none: list them all")
+    args = parser.parse_args(argv)
+    if args.name is not None:
+        try:
+            print(callback_config(args.name))
+        except ValueError as err:
+            print(err, file=sys.stderr)
+            return 2
+        return 0
+    for name, path in callback_configs().items():
+        print(f"{name:28} {path}")
+    return 0
 
 
 if __name__ == "__main__":

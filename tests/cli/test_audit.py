@@ -13,7 +13,7 @@ import subprocess
 import pytest
 import torch
 
-from tests.cli.test_select import ok, refused, run, write_jsonl
+from tests.cli.entry_point import ok, refused, run, write_jsonl
 
 COLOURS = ["red", "blue", "green", "amber", "violet", "white", "black", "grey", "pink", "teal"]
 SINGLE_MODEL_ATTACKS = ["target", "loss", "zlib", "min_k", "min_k++"]

@@ -8,15 +8,12 @@ naming the file (and line), before anything is written."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import warnings
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 from lightning_info.methods.train_test_overlap.decontaminate import scan_corpus
 from lightning_info.methods.train_test_overlap.files import DocumentText, read_test_instances
@@ -26,6 +23,8 @@ from lightning_info.methods.train_test_overlap.functional import (
     contaminated_documents,
 )
 from lightning_info.methods.train_test_overlap.report import UndetectableInstancesWarning
+from tests.cli import entry_point
+from tests.cli.entry_point import ok, refused
 
 OPTIONS = OverlapOptions(n=5, n_values=(3, 5))
 FLAGS = ["--n", "5", "--n_values", "[3, 5]"]
@@ -55,33 +54,9 @@ TESTS = [
 ]
 
 
-def command() -> Path:
-    """The installed ``lightning-info`` script beside this interpreter."""
-    script = Path(sys.executable).parent / "lightning-info"
-    if not script.is_file():
-        pytest.fail(
-            f"{script} is missing: install the package into this environment "
-            "(pip install -e .) so that its console entry point exists."
-        )
-    return script
-
-
 def run(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """``lightning-info overlap *args`` in a fresh process, one thread."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    return subprocess.run(
-        [str(command()), "overlap", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-    )
-
-
-def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result
+    """``lightning-info overlap *args``."""
+    return entry_point.run("overlap", *args, cwd=cwd)
 
 
 def joined(row: dict) -> str:
@@ -317,14 +292,6 @@ def test_dask_on_a_local_cluster_equals_the_serial_scan(tmp_path):
 
 
 # --- bad input: exit status 2, the file (and line) named, nothing written ------------------------
-
-
-def refused(result: subprocess.CompletedProcess, *expected: str) -> str:
-    assert result.returncode == 2, (result.returncode, result.stderr[-3000:])
-    assert result.stderr.startswith("lightning-info: error: ") or "error:" in result.stderr
-    for text in expected:
-        assert text in result.stderr, (text, result.stderr[-3000:])
-    return result.stderr
 
 
 def bad_corpus(tmp_path: Path, content: str, *args: str) -> subprocess.CompletedProcess:

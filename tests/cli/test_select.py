@@ -8,9 +8,6 @@ command's selection file; each bad input exits with status 2 before anything is 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,47 +21,9 @@ from lightning_info.methods.fisher_sft.functional import (
     sketch_features,
 )
 from lightning_info.methods.fisher_sft.sampler import load_selection, selection_fingerprint
+from tests.cli.entry_point import ok, refused, run, write_jsonl
 
 POOL_SIZE = 24
-
-
-def command() -> Path:
-    """The installed ``lightning-info`` script beside this interpreter."""
-    script = Path(sys.executable).parent / "lightning-info"
-    if not script.is_file():
-        pytest.fail(
-            f"{script} is missing: install the package into this environment "
-            "(pip install -e .) so that its console entry point exists."
-        )
-    return script
-
-
-def run(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """``lightning-info *args`` in a fresh process, offline, one thread."""
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": "1",
-        "HF_HUB_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-    }
-    return subprocess.run(
-        [str(command()), *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-    )
-
-
-def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result
-
-
-def write_jsonl(path: Path, records: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(record) + "\n" for record in records))
-    return path
 
 
 def pool_records(size: int = POOL_SIZE) -> list[dict]:
@@ -388,14 +347,6 @@ def test_config_yaml_with_a_template_and_curvature_weights_equals_the_functional
 
 
 # -- bad input: exit status 2, the file (and line) named, nothing written ----------------------
-
-
-def refused(result: subprocess.CompletedProcess, *fragments: str) -> str:
-    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr[-3000:])
-    assert "Traceback" not in result.stderr
-    for fragment in fragments:
-        assert fragment in result.stderr, result.stderr
-    return result.stderr
 
 
 def _select(pool, out, *extra):
