@@ -3,11 +3,15 @@
 The texts the model was fine-tuned on (members) and texts of the same kind it never saw
 (non-members) are scored with the model's teacher-forced token log-probabilities
 (:func:`~lightning_info.methods.prism.functional.fragment_token_statistics`, one forward pass per
-batch); each membership attack ranks the texts, and the report gives its ROC-AUC and its
-true-positive rate at low false-positive rates (:func:`~lightning_info.functional.attack_metrics`).
-The attacks are those of :class:`~lightning_info.methods.prism.FragmentAuditor` that need no
-shadow or world model: the target's log-probability, loss, zlib, Min-K% and Min-K%++, and, with a
-reference model, the reference-model attack.
+batch); each membership attack ranks the texts, and the report gives its ROC-AUC with a bootstrap
+standard error, its PR AUC and its true-positive rate at low false-positive rates under both
+conventions, interpolated (:func:`~lightning_info.functional.attack_metrics`) and at most the
+level (LiRA's; :mod:`~lightning_info.methods.prism.statistics`), beside a blind baseline that
+reads the texts alone (:mod:`~lightning_info.methods.prism.blind`). The attacks are those of
+:class:`~lightning_info.methods.prism.FragmentAuditor` that need no shadow or world model: the
+target's log-probability, loss, zlib, Min-K% and Min-K%++, with a reference model the
+reference-model attack and, on request, gradient norm, ReCaLL and DC-PDD
+(:func:`~lightning_info.methods.prism.auditor.extra_attack_scores`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,14 @@ from lightning_info.cli.records import (
 
 REPORT_JSON = "audit.json"
 REPORT_MARKDOWN = "audit.md"
+MIMIR_JSON = "mimir.json"
+EXTRA_ATTACKS = ("gradnorm", "recall", "dc_pdd")
+"""The extra attacks the command runs on request (the neighbourhood attack needs a mask filler
+model, which only :class:`~lightning_info.methods.prism.FragmentAuditor` takes)."""
+BLIND_FOLDS = 5
+"""Cross-validation folds of the blind baseline (each file needs at least this many texts)."""
+SEED = 0
+"""Seeds the bootstrap, the blind baseline's folds and ReCaLL's choice of prefix texts."""
 REPORT_FORMAT = "lightning-info/membership-audit"
 FPR_LEVELS = (0.001, 0.01, 0.02, 0.05)
 """The false-positive rates of the report: the field's 0.1% and 1%, PRISM's 2% and 5%."""
@@ -47,12 +59,23 @@ def audit(
     fpr_levels: list[float] | None = None,
     batch_size: int = 16,
     device: str | None = None,
+    extra_attacks: list[str] | None = None,
+    bootstrap_resamples: int = 1000,
 ) -> int:
     """Audit a fine-tuned causal LM for membership: does it tell its training texts apart?
 
-    Prints the report (one row per attack: ROC-AUC and the TPR at each FPR level; then the
-    counts) and writes it, each file atomically, to ``<output_dir>/audit.json`` and
-    ``<output_dir>/audit.md``. Every input is checked before anything is written.
+    Prints the report (one row per attack: ROC-AUC ± its bootstrap standard error, PR AUC, the
+    TPR at each FPR level interpolated on the ROC curve and at most the level, LiRA's
+    convention, ``n/a`` where there are too few non-members to measure it, and whether the
+    attack beats the blind baseline; then the blind baseline, a distribution check of the two
+    files and the counts) and writes it, each file atomically, to ``<output_dir>/audit.json``,
+    ``<output_dir>/audit.md`` and, in MIMIR's results layout, ``<output_dir>/mimir.json``.
+    Every input is checked before anything is written.
+
+    The blind baseline is a text-only classifier (TF-IDF of word and character n-grams,
+    logistic regression, 5-fold out-of-fold) on the same texts, prompt included; an attack
+    beats it when its AUC exceeds the blind AUC by more than its own standard error. It runs
+    when each file holds at least 5 texts.
 
     Args:
         model: the fine-tuned model, a local folder written by save_pretrained (a causal LM and
@@ -75,6 +98,11 @@ def audit(
             0.1%, 1%, 2% and 5%.
         batch_size: texts per forward pass.
         device: where the models run (``cpu``, ``cuda``, ``cuda:1``); none: a GPU if present.
+        extra_attacks: more attacks on the model, any of ``gradnorm`` (one backward pass per
+            text), ``recall`` (ReCaLL; 5 non-member texts form its prefix and are not scored by
+            it) and ``dc_pdd`` (DC-PDD, token frequencies of the non-member texts).
+        bootstrap_resamples: resamples of the bootstrap behind each AUC's standard error
+            (at least 2; MIMIR's 1000).
     """
     folder = output_folder(output_dir)
     levels = _levels(FPR_LEVELS if fpr_levels is None else fpr_levels)
@@ -82,6 +110,10 @@ def audit(
         raise BadInput(f"min_k must be a share of tokens in (0, 1], got {min_k!r}.")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise BadInput(f"batch_size must be an integer >= 1, got {batch_size!r}.")
+    extras = _extra_attacks(extra_attacks)
+    resamples = bootstrap_resamples
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 2:
+        raise BadInput(f"bootstrap_resamples must be an integer >= 2, got {resamples!r}.")
     text = RecordText.from_options(text_field, fields, template, prompt_template)
     files = {"members": Path(members), "non-members": Path(non_members)}
     read = {what: read_records(path, what) for what, path in files.items()}
@@ -97,22 +129,54 @@ def audit(
     for what, (lm, tokenizer) in loaded.items():
         _check_encodings(lm, tokenizer, prompts, texts, where, what)
     labels = [1] * len(read["members"]) + [0] * len(read["non-members"])
-    scores = membership_scores(loaded, prompts, texts, float(min_k), batch_size)
-    report = _report(scores, labels, levels, files, folders, float(min_k))
+    from lightning_info.methods.prism.auditor import RECALL_SHOTS
+
+    if "recall" in extras and labels.count(0) <= RECALL_SHOTS:
+        raise BadInput(
+            f"{files['non-members']}: recall takes {RECALL_SHOTS} non-member texts as its prefix "
+            f"and needs more to score; {labels.count(0)} given."
+        )
+    scores = membership_scores(loaded, prompts, texts, float(min_k), batch_size, extras, labels)
+    report = _report(scores, labels, levels, files, folders, float(min_k), resamples)
+    report.update(_blind(prompts, texts, labels))
+    report["beats_blind"] = _beats_blind(report)
     table = report_markdown(report)
     _write(folder, report, table)
     print(table)
-    print(f"wrote {folder / REPORT_JSON} and {folder / REPORT_MARKDOWN}")
+    print(f"wrote {folder / REPORT_JSON}, {folder / REPORT_MARKDOWN} and {folder / MIMIR_JSON}")
     return 0
 
 
+def _extra_attacks(names: Any) -> tuple[str, ...]:
+    if names is None:
+        return ()
+    if isinstance(names, (str, bytes)) or not isinstance(names, (list, tuple)):
+        raise BadInput(f"extra_attacks must be a list of names from {list(EXTRA_ATTACKS)}.")
+    for name in names:
+        if name == "neighbourhood":
+            raise BadInput(
+                "extra_attacks: the neighbourhood attack needs a mask filler model, which this "
+                "command does not take; run FragmentAuditor(..., mask_filler=...) from Python."
+            )
+        if name not in EXTRA_ATTACKS:
+            raise BadInput(
+                f"extra_attacks: unknown attack {name!r}; choose from {list(EXTRA_ATTACKS)}."
+            )
+    if len(set(names)) < len(names):
+        raise BadInput(f"extra_attacks names an attack twice: {list(names)}.")
+    return tuple(names)
+
+
 def _write(folder: Path, report: dict[str, Any], table: str) -> None:
-    """The report as JSON and as Markdown, each written atomically."""
+    """The report as JSON, as Markdown and in MIMIR's layout, each written atomically."""
     from lightning_info.core.files import atomic_write_text
+    from lightning_info.methods.prism.statistics import mimir_layout
 
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_text(folder / REPORT_JSON, json.dumps(report, indent=1) + "\n")
     atomic_write_text(folder / REPORT_MARKDOWN, table + "\n")
+    mimir = mimir_layout(report["statistics"])
+    atomic_write_text(folder / MIMIR_JSON, json.dumps(mimir, indent=1) + "\n")
 
 
 def _levels(levels: Any) -> tuple[float, ...]:
@@ -161,9 +225,13 @@ def membership_scores(
     texts: list[str],
     min_k: float,
     batch_size: int,
+    extra_attacks: tuple[str, ...] = (),
+    labels: list[int] | None = None,
 ) -> dict[str, Any]:
-    """Every attack's scores of the texts (float64 arrays, higher = more likely a member):
-    ``loaded["model"]`` and, when present, ``loaded["reference"]``, each ``(model, tokenizer)``."""
+    """Every attack's scores of the texts (float64 arrays, higher = more likely a member; NaN
+    where an attack does not score a text): ``loaded["model"]`` and, when present,
+    ``loaded["reference"]``, each ``(model, tokenizer)``; ``extra_attacks`` of
+    :data:`EXTRA_ATTACKS` need the ``labels`` (1 member, 0 non-member)."""
     from lightning_info.methods.prism.attacks import (
         loss_score,
         min_k_plus_plus_score,
@@ -189,6 +257,15 @@ def membership_scores(
         )
         # reference_ratio_score's value, per-token means, so the tokenizers may differ
         scores["reference"] = loss_score(log_probs) - loss_score(other.log_probs)
+    if extra_attacks:
+        from lightning_info.methods.prism.auditor import FragmentAuditOptions, extra_attack_scores
+
+        options = FragmentAuditOptions(
+            batch_size=batch_size, seed=SEED, extra_attacks=extra_attacks
+        )
+        scores |= extra_attack_scores(
+            model, tokenizer, prompts, texts, labels, options, target_log_probs=log_probs
+        )
     return {name: _array(values) for name, values in scores.items()}
 
 
@@ -198,10 +275,25 @@ def _array(values: Any) -> Any:
     return np.asarray(values, dtype=np.float64)
 
 
-def _report(scores, labels, levels, files, folders, min_k) -> dict[str, Any]:
-    from lightning_info.methods.prism.functional import attack_metrics, negatives_for_fpr
+def _report(scores, labels, levels, files, folders, min_k, resamples) -> dict[str, Any]:
+    """The JSON report: ``attacks`` (today's figures: AUC, interpolated TPRs), ``statistics``
+    (:func:`~lightning_info.methods.prism.statistics.membership_report` rows: AUC s.e., PR AUC,
+    both TPR conventions, integer counts), the counts. An attack is measured on the texts it
+    scored."""
+    import numpy as np
 
-    attacks = {name: attack_metrics(values, labels, levels) for name, values in scores.items()}
+    from lightning_info.methods.prism.functional import attack_metrics, negatives_for_fpr
+    from lightning_info.methods.prism.statistics import membership_report
+
+    y = np.asarray(labels)
+    attacks, statistics = {}, {}
+    stat_levels = tuple(level for level in levels if level < 1.0) or (0.001, 0.01)
+    for name, values in scores.items():
+        scored = ~np.isnan(values)
+        attacks[name] = attack_metrics(values[scored], y[scored], levels)
+        statistics[name] = membership_report(
+            {name: values[scored]}, y[scored], stat_levels, resamples, SEED
+        )[name]
     non_members = labels.count(0)
     return {
         "format": REPORT_FORMAT,
@@ -211,7 +303,9 @@ def _report(scores, labels, levels, files, folders, min_k) -> dict[str, Any]:
         "non_members": str(files["non-members"]),
         "min_k": min_k,
         "fpr_levels": list(levels),
+        "bootstrap_resamples": resamples,
         "attacks": attacks,
+        "statistics": statistics,
         "counts": {
             "members": labels.count(1),
             "non-members": non_members,
@@ -223,41 +317,95 @@ def _report(scores, labels, levels, files, folders, min_k) -> dict[str, Any]:
     }
 
 
-def report_markdown(report: dict[str, Any]) -> str:
-    """The report as two Markdown tables: the attacks' metrics (4 decimals) and the counts
-    (integers), with a line for each FPR level that has too few non-members to be measured."""
-    from lightning_info.core.logging import markdown_table
+def _blind(prompts: list[str], texts: list[str], labels: list[int]) -> dict[str, Any]:
+    """``blind`` (the blind baseline's AUC, s.e., folds) and ``distribution`` (n-gram overlaps,
+    the length test) of the member against the non-member texts, prompt included; both None
+    when a file holds fewer than :data:`BLIND_FOLDS` texts."""
+    from lightning_info.methods.prism.blind import distribution_check
 
-    attacks = report["attacks"]
-    names = list(next(iter(attacks.values())))
-    columns = ["attack", *(_column(name) for name in names)]
-    rows = [[attack, *(f"{m[name]:.4f}" for name in names)] for attack, m in attacks.items()]
+    whole = [p + t for p, t in zip(prompts, texts)]
+    members = [t for t, label in zip(whole, labels) if label == 1]
+    non_members = [t for t, label in zip(whole, labels) if label == 0]
+    if min(len(members), len(non_members)) < BLIND_FOLDS:
+        return {"blind": None, "distribution": None}
+    check = distribution_check(members, non_members, seed=SEED, folds=BLIND_FOLDS)
+    blind = {"auc": check["blind_auc"], "auc_se": check["blind_auc_se"], "folds": check["folds"]}
+    names = ("overlap_7", "overlap_13", "length_u", "length_p_value")
+    return {"blind": blind, "distribution": {name: check[name] for name in names}}
+
+
+def _beats_blind(report: dict[str, Any]) -> dict[str, bool] | None:
+    from lightning_info.methods.prism.blind import beats_blind
+
+    if report["blind"] is None:
+        return None
+    blind = report["blind"]["auc"]
+    return {
+        name: beats_blind(row["auc"], row["auc_se"], blind)
+        for name, row in report["statistics"].items()
+    }
+
+
+def report_markdown(report: dict[str, Any]) -> str:
+    """The report as Markdown: the attacks' table (AUC and its s.e., PR AUC, the TPR at each
+    level interpolated and at most the level, 4 decimals; ``n/a (needs >= N negatives)`` where
+    the attack has fewer non-members than the level needs; integer counts; whether it beats the
+    blind baseline), the blind baseline and the distribution check, then the counts."""
+    from lightning_info.core.logging import markdown_table
+    from lightning_info.methods.prism.statistics import format_rate
+
+    attacks, statistics = report["attacks"], report["statistics"]
+    levels = report["fpr_levels"]
+    beats = report.get("beats_blind")
+    columns = ["attack", "AUC", "AUC s.e.", "PR AUC"]
+    columns += [f"TPR@{100 * level:g}%FPR" for level in levels]
+    columns += [f"TPR@{100 * level:g}%FPR at most" for level in levels]
+    columns += ["members", "non-members"] + (["beats blind"] if beats else [])
+    rows = []
+    for attack, metrics in attacks.items():
+        row = statistics[attack]
+        negatives = int(row["non_members"])
+        cells = [attack, f"{metrics['auc']:.4f}", f"{row['auc_se']:.4f}", f"{row['pr_auc']:.4f}"]
+        cells += [
+            format_rate(metrics[f"tpr@{100 * level:g}%fpr"], negatives, level) for level in levels
+        ]
+        cells += [format_rate(_at_most(row, level), negatives, level) for level in levels]
+        cells += [str(int(row["members"])), str(negatives)]
+        if beats:
+            cells.append("yes" if beats[attack] else "no")
+        rows.append(cells)
     counts = report["counts"]
     reference = f", reference model {report['reference']}" if report["reference"] else ""
     lines = [
         f"Membership audit of {report['model']}{reference}: members {report['members']}, "
         f"non-members {report['non_members']} (higher score = member)",
+        "TPR@x%FPR: interpolated on the ROC curve; 'at most': the best threshold whose FPR is at "
+        "most x% (LiRA's convention); n/a where there are fewer non-members than the level "
+        f"needs. AUC s.e.: {report['bootstrap_resamples']} bootstrap resamples.",
         "",
         markdown_table(columns, rows),
         "",
-        markdown_table(["count", "value"], counts.items()),
     ]
-    available = counts["non-members"]
-    short = [
-        (level, needed)
-        for level in report["fpr_levels"]
-        if available < (needed := counts[f"non-members needed for tpr@{100 * level:g}%fpr"])
-    ]
-    if short:
-        rates = ", ".join(f"{100 * level:g}%" for level, _ in short)
-        needed = ", ".join(str(n) for _, n in short)
+    blind = report.get("blind")
+    if blind is None:
+        lines.append(
+            f"blind baseline: not run (it needs >= {BLIND_FOLDS} texts in each file for its "
+            f"{BLIND_FOLDS}-fold cross-validation)"
+        )
+    else:
+        losers = [name for name, won in beats.items() if not won]
+        d = report["distribution"]
         lines += [
-            "",
-            f"The TPR at {rates} FPR is read off the ROC curve's first step: measuring it needs "
-            f"{needed} non-members, {available} given.",
+            f"blind baseline (texts alone, {blind['folds']}-fold TF-IDF logistic regression): "
+            f"AUC {blind['auc']:.4f} ± {blind['auc_se']:.4f}; attacks that do not beat it by "
+            f"more than their s.e.: {', '.join(losers) if losers else 'none'}",
+            f"distribution check: shared word 7-grams {d['overlap_7']:.4f}, 13-grams "
+            f"{d['overlap_13']:.4f} (share of non-members with one); lengths in words, "
+            f"Mann-Whitney U {d['length_u']:.1f}, p = {d['length_p_value']:.4f}",
         ]
+    lines += ["", markdown_table(["count", "value"], counts.items())]
     return "\n".join(lines)
 
 
-def _column(name: str) -> str:
-    return "AUC" if name == "auc" else name.upper()
+def _at_most(row: dict[str, Any], level: float) -> float:
+    return 1.0 if level >= 1.0 else float(row[f"tpr_at_{100 * level:g}pct_fpr_at_most"])

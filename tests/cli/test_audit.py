@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 
+import numpy as np
 import pytest
 import torch
 
@@ -240,3 +241,83 @@ def test_an_output_dir_that_is_a_file_is_refused(tmp_path, files):
     (tmp_path / "out").write_text("keep me")
     refused(_audit(tmp_path, *files), str(tmp_path / "out"), "output_dir is a file")
     assert (tmp_path / "out").read_text() == "keep me"
+
+
+# -- the statistics, the blind baseline, the extra attacks and mimir.json ---------------------
+
+
+def test_the_new_figures_equal_the_statistics_functions_on_the_same_scores(audited, tmp_path):
+    from lightning_info.methods.prism.auditor import FragmentAuditOptions, extra_attack_scores
+    from lightning_info.methods.prism.blind import beats_blind, blind_baseline_auc
+    from lightning_info.methods.prism.statistics import membership_report, mimir_layout
+
+    out = tmp_path / "out"
+    result = ok(
+        run(
+            "audit",
+            "--model",
+            audited["root"] / "target",
+            "--members",
+            audited["members"],
+            "--non_members",
+            audited["non_members"],
+            "--text_field",
+            "response",
+            "--prompt_template",
+            "{prompt}",
+            "--extra_attacks",
+            '["gradnorm", "recall", "dc_pdd"]',
+            "--bootstrap_resamples",
+            "200",
+            "--output_dir",
+            out,
+        )
+    )
+    members, non_members = audited["records"]
+    prompts = [r["prompt"] for r in members + non_members]
+    texts = [r["response"] for r in members + non_members]
+    labels = [1] * 16 + [0] * 16
+    direct = auditor_report(audited, prompts, texts).scores
+    target, tokenizer = audited["target"]
+    options = FragmentAuditOptions(extra_attacks=("gradnorm", "recall", "dc_pdd"))
+    direct |= extra_attack_scores(target, tokenizer, prompts, texts, labels, options)
+    report = json.loads((out / "audit.json").read_text())
+    assert list(report["statistics"]) == [*SINGLE_MODEL_ATTACKS, "gradnorm", "recall", "dc_pdd"]
+    y = np.asarray(labels)
+    for attack, row in report["statistics"].items():
+        scored = ~np.isnan(direct[attack])
+        levels = (0.001, 0.01, 0.02, 0.05)
+        expected = membership_report({attack: direct[attack][scored]}, y[scored], levels, 200, 0)
+        assert row.keys() == expected[attack].keys()
+        for key, value in expected[attack].items():
+            assert row[key] == pytest.approx(value, rel=1e-6, abs=1e-9), (attack, key)
+    assert report["statistics"]["recall"]["non_members"] == 11  # 5 texts form its prefix
+    assert report["statistics"]["loss"]["members"] == 16
+    whole = [p + t for p, t in zip(prompts, texts)]
+    blind = blind_baseline_auc(whole[:16], whole[16:], folds=5, seed=0)
+    assert report["blind"] == pytest.approx(blind, abs=1e-12)
+    assert report["beats_blind"] == {
+        attack: beats_blind(row["auc"], row["auc_se"], blind["auc"])
+        for attack, row in report["statistics"].items()
+    }
+    mimir = json.loads((out / "mimir.json").read_text())
+    assert mimir == json.loads(json.dumps(mimir_layout(report["statistics"])))
+    markdown = (out / "audit.md").read_text()
+    assert markdown.strip() in result.stdout
+    assert "LiRA's convention" in markdown
+    assert "n/a (needs >= 100 negatives)" in markdown  # 16 non-members: no TPR is measured
+    assert "n/a (needs >= 20 negatives)" in markdown
+    auc, se = report["attacks"]["loss"]["auc"], report["statistics"]["loss"]["auc_se"]
+    assert re.search(rf"\| loss +\| {auc:.4f} \| {se:.4f} +\|", markdown)
+    assert re.search(r"\| recall +\|.*\| 16 +\| 11 +\|", markdown)  # integer counts
+    assert f"AUC {blind['auc']:.4f} ± {blind['auc_se']:.4f}" in markdown
+    assert "distribution check: shared word 7-grams" in markdown
+
+
+def test_the_neighbourhood_attack_and_one_resample_are_refused(tmp_path, files, audited):
+    (tmp_path / "model").symlink_to(audited["root"] / "target")
+    result = _audit(tmp_path, *files, "--extra_attacks", '["neighbourhood"]')
+    refused(result, "needs a mask filler")
+    result = _audit(tmp_path, *files, "--bootstrap_resamples", "1")
+    refused(result, "bootstrap_resamples must be an integer >= 2")
+    assert not (tmp_path / "out").exists()

@@ -46,11 +46,15 @@ from lightning_info.core.validation import (
 )
 
 __all__ = [
+    "dc_pdd_score",
     "loss_score",
     "min_k_plus_plus_score",
     "min_k_score",
     "negatives_for_fpr",
+    "neighbourhood_score",
+    "recall_score",
     "reference_ratio_score",
+    "token_frequencies",
     "vocabulary_moments",
     "zlib_score",
 ]

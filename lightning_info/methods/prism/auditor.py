@@ -5,9 +5,13 @@ shadow and each world model
 (:func:`~lightning_info.methods.prism.functional.fragment_log_probability`),
 turns them into the four attacks of the paper and, from the same forward passes' per-token
 statistics, the field's standard membership scores (loss, zlib, Min-K%, Min-K%++, the shadow as
-reference model; :mod:`~lightning_info.methods.prism.attacks`), and reports ROC-AUC and the TPR
-at 0.1%, 1%, 2% and 5% FPR for each; :class:`FragmentAuditOptions` holds how. The Lightning
-shell that audits a trained module at the end of ``fit`` is
+reference model; :mod:`~lightning_info.methods.prism.attacks`), optionally the attacks that
+need the target model again (gradient norm, ReCaLL, DC-PDD, neighbourhood comparison;
+:data:`EXTRA_ATTACKS`), and reports for each the ROC-AUC with its bootstrap standard error, the
+PR AUC and the TPR at 0.1%, 1%, 2% and 5% FPR under both conventions
+(:mod:`~lightning_info.methods.prism.statistics`), beside a blind baseline that never sees the
+model (:mod:`~lightning_info.methods.prism.blind`); :class:`FragmentAuditOptions` holds how.
+The Lightning shell that audits a trained module at the end of ``fit`` is
 :class:`~lightning_info.methods.prism.callback.FragmentExtractionAudit`.
 """
 
@@ -31,7 +35,15 @@ from lightning_info.core.validation import (
     require_finite,
     require_int,
     require_log_probabilities,
+    require_string_sequence,
 )
+from lightning_info.methods.prism.attacks import (
+    dc_pdd_score,
+    neighbourhood_score,
+    recall_score,
+    token_frequencies,
+)
+from lightning_info.methods.prism.blind import beats_blind, distribution_check
 from lightning_info.methods.prism.fragments import AttackSet
 from lightning_info.methods.prism.functional import (
     DATA_AWARE_CLASSIFIERS,
@@ -52,16 +64,34 @@ from lightning_info.methods.prism.functional import (
     world_log_probability,
     zlib_score,
 )
+from lightning_info.methods.prism.model_attacks import (
+    NeighbourhoodUnavailable,
+    gradnorm_scores,
+    make_neighbours,
+    recall_token_log_probs,
+    text_token_log_probs,
+)
+from lightning_info.methods.prism.statistics import (
+    DEFAULT_AUDIT_FPR_LEVELS,
+    format_rate,
+    membership_report,
+    mimir_layout,
+)
 
 __all__ = [
     "ATTACKS",
     "AUDIT_FPR_LEVELS",
     "BASELINE_ATTACKS",
+    "EXTRA_ATTACKS",
     "FragmentAuditOptions",
     "FragmentAuditReport",
     "FragmentAuditor",
+    "NEIGHBOURS",
     "PAPER_ATTACKS",
+    "RECALL_SHOTS",
     "check_attack_set",
+    "extra_attack_scores",
+    "sweep_attack_names",
 ]
 
 PAPER_ATTACKS = ("target", "lr", "prism", "data_aware")
@@ -71,6 +101,15 @@ BASELINE_ATTACKS = ("loss", "zlib", "min_k", "min_k++", "reference")
 ATTACKS = PAPER_ATTACKS + BASELINE_ATTACKS
 AUDIT_FPR_LEVELS = (0.001, 0.01, 0.02, 0.05)
 """False-positive rates of the report: the field's 0.1% and 1%, and the paper's 2% and 5%."""
+EXTRA_ATTACKS = ("gradnorm", "recall", "dc_pdd", "neighbourhood")
+"""The optional attacks of :attr:`FragmentAuditOptions.extra_attacks`, off by default: gradient
+norm, ReCaLL, DC-PDD and the neighbourhood comparison (:func:`extra_attack_scores`)."""
+RECALL_SHOTS = 5
+"""Non-member queries that form ReCaLL's prefix (ReCaLL's few-shot setting); not scored by it."""
+NEIGHBOURS = 25
+"""Neighbours written per query by the neighbourhood attack (``make_neighbours``' default)."""
+BLIND = "blind baseline"
+"""The blind baseline's row in a printed report."""
 
 ModelSpec = Any  # a causal LM, a (model, tokenizer) pair, or a name/path for load_causal_lm
 
@@ -84,12 +123,31 @@ class FragmentAuditOptions:
             ``(0, 1)``.
         batch_size: queries per forward pass of each model.
         n_splits, seed: the data-aware classifier's stratified cross-validation folds, shuffled
-            with ``seed``.
+            with ``seed`` (the blind baseline uses the same folds count and seed; ``seed`` also
+            seeds the bootstrap, ReCaLL's choice of prefix queries and the neighbours).
         fpr_levels: false-positive rates at which the true-positive rate is reported.
         data_aware: the data-aware classifier, ``"boosted_trees"`` (the reference's) or
             ``"logistic"``.
         min_k: the fraction of lowest-scoring tokens kept by Min-K% and Min-K%++ (their
             papers' default, 0.2).
+        bootstrap_resamples: resamples of the bootstrap behind each attack's ``auc_se``
+            (:func:`~lightning_info.methods.prism.statistics.bootstrap_auc`; MIMIR's 1,000), at
+            least 2.
+        blind_baseline: fit the blind baseline and run the distribution check
+            (:func:`~lightning_info.methods.prism.blind.distribution_check`) on the queries'
+            texts. Its cost is ``n_splits`` fits of a TF-IDF (word 1-2-grams, character
+            2-5-grams) logistic regression on the texts, on the CPU: a second or two for a few
+            hundred short texts, growing with their number and length; ``False`` skips it (no
+            ``beats_blind`` flags then).
+        min_k_sweep: more fractions ``k`` in ``(0, 1]``, each adding Min-K% and Min-K%++ at
+            that ``k`` as attacks named ``min_k_<100 k>pct`` and ``min_k++_<100 k>pct``
+            (``min_k_10pct``, logged as ``min_kplusplus_10pct``), from the same token statistics.
+        extra_attacks: attacks of :data:`EXTRA_ATTACKS` to add, each needing more passes of the
+            target model (:func:`extra_attack_scores`): ``"gradnorm"``, ``"recall"``,
+            ``"dc_pdd"``, ``"neighbourhood"`` (the last needs
+            ``FragmentAuditor(..., mask_filler=...)``).
+        reference_corpus: texts whose token frequencies calibrate DC-PDD; none: the attack
+            set's non-member queries.
     """
 
     prior: float = 0.9
@@ -99,6 +157,11 @@ class FragmentAuditOptions:
     fpr_levels: tuple[float, ...] = AUDIT_FPR_LEVELS
     data_aware: Literal["boosted_trees", "logistic"] = "boosted_trees"
     min_k: float = 0.2
+    bootstrap_resamples: int = 1000
+    blind_baseline: bool = True
+    min_k_sweep: tuple[float, ...] = ()
+    extra_attacks: tuple[str, ...] = ()
+    reference_corpus: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         require_choice(self.data_aware, "data_aware", DATA_AWARE_CLASSIFIERS)
@@ -106,20 +169,65 @@ class FragmentAuditOptions:
         require_int(self.batch_size, "batch_size", 1)
         require_int(self.n_splits, "n_splits", 2)
         require_int(self.seed, "seed", 0)
-        levels = self.fpr_levels
-        if isinstance(levels, (str, bytes)) or not isinstance(levels, Sequence):
-            raise TypeError(
-                f"`fpr_levels` must be a sequence of rates in (0, 1], got {levels!r}; wrap one "
-                "rate in a tuple: (0.05,)."
-            )
-        levels = tuple(require_finite(level, f"fpr_levels[{i}]") for i, level in enumerate(levels))
+        levels = _rates(self.fpr_levels, "fpr_levels", "rates in (0, 1]", "(0.05,)")
         object.__setattr__(self, "fpr_levels", levels)
         for level in self.fpr_levels:
             negatives_for_fpr(level)  # a rate in (0, 1]
-        min_k = require_finite(self.min_k, "min_k")
-        if not 0.0 < min_k <= 1.0:
-            raise ValueError(f"`min_k` is a fraction of tokens in (0, 1], got {self.min_k!r}.")
-        object.__setattr__(self, "min_k", min_k)
+        object.__setattr__(self, "min_k", _fraction(self.min_k, "min_k"))
+        sweep = _rates(self.min_k_sweep, "min_k_sweep", "fractions in (0, 1]", "(0.1,)")
+        sweep = tuple(_fraction(k, f"min_k_sweep[{i}]") for i, k in enumerate(sweep))
+        if len(set(sweep)) < len(sweep):
+            raise ValueError(f"`min_k_sweep` repeats a fraction: {sweep!r}; list each once.")
+        object.__setattr__(self, "min_k_sweep", sweep)
+        require_int(self.bootstrap_resamples, "bootstrap_resamples", 2)
+        object.__setattr__(
+            self, "blind_baseline", require_bool(self.blind_baseline, "blind_baseline")
+        )
+        extra = self.extra_attacks
+        if isinstance(extra, str):
+            raise TypeError(
+                f"`extra_attacks` must be a sequence of names, got the string {extra!r}; wrap it: "
+                f"({extra!r},)."
+            )
+        extra = tuple(require_string_sequence(extra, "extra_attacks"))
+        unknown = [name for name in extra if name not in EXTRA_ATTACKS]
+        if unknown:
+            raise ValueError(
+                f"`extra_attacks` names unknown attacks {unknown}; choose from {EXTRA_ATTACKS}."
+            )
+        if len(set(extra)) < len(extra):
+            raise ValueError(f"`extra_attacks` repeats an attack: {extra!r}; list each once.")
+        object.__setattr__(self, "extra_attacks", extra)
+        if self.reference_corpus is not None:
+            corpus = tuple(require_string_sequence(self.reference_corpus, "reference_corpus"))
+            if not any(text.strip() for text in corpus):
+                raise ValueError(
+                    "`reference_corpus` holds no text; give reference texts for DC-PDD's token "
+                    "frequencies, or None to use the attack set's non-members."
+                )
+            object.__setattr__(self, "reference_corpus", corpus)
+
+
+def _rates(values: Any, name: str, what: str, example: str) -> tuple[float, ...]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise TypeError(
+            f"`{name}` must be a sequence of {what}, got {values!r}; wrap one value in a tuple: "
+            f"{example}."
+        )
+    return tuple(require_finite(value, f"{name}[{i}]") for i, value in enumerate(values))
+
+
+def _fraction(value: Any, name: str) -> float:
+    k = require_finite(value, name)
+    if not 0.0 < k <= 1.0:
+        raise ValueError(f"`{name}` is a fraction of tokens in (0, 1], got {value!r}.")
+    return k
+
+
+def sweep_attack_names(k: float) -> tuple[str, str]:
+    """The names of Min-K% and Min-K%++ at fraction ``k`` of :attr:`FragmentAuditOptions.
+    min_k_sweep`: ``("min_k_10pct", "min_k++_10pct")`` for 0.1."""
+    return f"min_k_{100 * k:g}pct", f"min_k++_{100 * k:g}pct"
 
 
 @dataclass
@@ -127,16 +235,26 @@ class FragmentAuditReport:
     """Per-query log-probabilities and attack scores, and per-attack metrics.
 
     ``log_probs`` maps ``"target"``, ``"shadow"``, ``"world"`` to float64 vectors;
-    ``scores`` maps each of :data:`ATTACKS` to its scores (higher = more likely a member);
-    ``metrics`` maps each attack to ``{"auc", "tpr@0.1%fpr", ...}`` (one TPR per level of
-    ``FragmentAuditOptions.fpr_levels``) and, when the queries' kinds are known, the AUC of
-    members against each kind of negative alone (``"auc vs non-members"``, ``"auc vs
-    unseen"``). ``diagnostics``: the share of queries with ``p_w > p_s`` and the median
-    ``log(p_w / p_s)`` over the seen fragments (members and non-members), the condition PRISM
-    needs (:meth:`FragmentAuditor.score`), the number of negatives and, per FPR level, the
-    negatives that level needs to be more than one sample
+    ``scores`` maps each attack to its scores (higher = more likely a member; NaN for a query an
+    attack does not score, such as ReCaLL's prefix queries); ``metrics`` maps each attack to
+    ``{"auc", "tpr@0.1%fpr", ...}`` (one TPR per level of ``FragmentAuditOptions.fpr_levels``,
+    interpolated on the ROC curve) and, when the queries' kinds are known, the AUC of members
+    against each kind of negative alone (``"auc vs non-members"``, ``"auc vs unseen"``); then
+    ``"auc_se"`` (the bootstrap standard error of the AUC), ``"pr_auc"``, ``"tpr@<x>%fpr at
+    most"`` per level (the TPR of the best threshold whose FPR is at most the level, LiRA's
+    convention) and, with the blind baseline, ``"beats_blind"`` (1.0 when the attack's AUC
+    exceeds the blind AUC by more than its standard error,
+    :func:`~lightning_info.methods.prism.blind.beats_blind`; else 0.0). ``statistics`` holds
+    each attack's :func:`~lightning_info.methods.prism.statistics.membership_report` row (the
+    same figures under logger-safe keys, with integer counts); ``blind`` the blind baseline's
+    ``{"auc", "auc_se", "folds"}`` and ``distribution`` the rest of the distribution check
+    (word 7- and 13-gram overlaps, the Mann-Whitney test on lengths), both empty when the blind
+    baseline did not run. ``diagnostics``: the share of queries with ``p_w > p_s`` and the
+    median ``log(p_w / p_s)`` over the seen fragments (members and non-members), the condition
+    PRISM needs (:meth:`FragmentAuditor.score`), the number of negatives and, per FPR level,
+    the negatives that level needs to be more than one sample
     (:func:`~lightning_info.methods.prism.attacks.negatives_for_fpr`; fewer, and the TPR there
-    is read off the ROC curve's interpolated first step).
+    prints ``n/a``).
     """
 
     labels: np.ndarray
@@ -144,32 +262,130 @@ class FragmentAuditReport:
     scores: dict[str, np.ndarray]
     metrics: dict[str, dict[str, float]]
     diagnostics: dict[str, float] = field(default_factory=dict)
+    statistics: dict[str, dict[str, float | int]] = field(default_factory=dict)
+    blind: dict[str, float | int] = field(default_factory=dict)
+    distribution: dict[str, float] = field(default_factory=dict)
 
     def table(self) -> tuple[list[str], list[list]]:
-        """``(columns, rows)``: one row per attack, one column per metric."""
+        """``(columns, rows)``: one row per attack, one column per metric, then the blind
+        baseline's row (its AUC and standard error) when it ran.
+
+        Figures are rounded to 4 decimals; a TPR column holds strings, ``"n/a (needs >= N
+        negatives)"`` where the attack was measured on fewer negatives than its level needs
+        (:func:`~lightning_info.methods.prism.statistics.format_rate`); ``beats_blind`` reads
+        ``yes``/``no``; ``members`` and ``negatives`` are integers; a cell an attack lacks is
+        ``None``."""
         if not self.metrics:
             raise ValueError("The report has no metrics: it holds no attack to tabulate.")
-        names = list(next(iter(self.metrics.values())))
-        rows = [[attack, *(round(m[n], 4) for n in names)] for attack, m in self.metrics.items()]
-        return ["attack", *names], rows
+        names: list[str] = []
+        for metrics in self.metrics.values():
+            names += [name for name in metrics if name not in names]
+        counts = ["members", "negatives"] if self.statistics else []
+        rows = []
+        for attack, metrics in self.metrics.items():
+            negatives = self._negatives(attack)
+            row = [attack]
+            for name in names:
+                value = metrics.get(name)
+                level = _tpr_level(name)
+                if value is None:
+                    row.append(None)
+                elif level is not None:
+                    row.append(format_rate(value, negatives, level))
+                elif name == "beats_blind":
+                    row.append("yes" if value else "no")
+                else:
+                    row.append(round(float(value), 4))
+            if counts:
+                statistics = self.statistics[attack]
+                row += [int(statistics["members"]), int(statistics["non_members"])]
+            rows.append(row)
+        if self.blind:
+            blind = {"auc": self.blind["auc"], "auc_se": self.blind["auc_se"]}
+            row = [BLIND, *(_rounded(blind.get(name)) for name in names)]
+            if counts:
+                row += [int((self.labels == 1).sum()), int((self.labels == 0).sum())]
+            rows.append(row)
+        return ["attack", *names, *counts], rows
 
     def scalars(self, prefix: str = "prism") -> dict[str, float]:
         """Flat ``{metric_key(prefix, attack, metric): value}`` for loggers (``prefix`` a
-        string): ``prism/min_kplusplus/tpr_at_0.1pct_fpr`` for ``min_k++``'s ``tpr@0.1%fpr``."""
+        string): ``prism/min_kplusplus/tpr_at_0.1pct_fpr`` for ``min_k++``'s ``tpr@0.1%fpr``,
+        ``prism/loss/tpr_at_1pct_fpr_at_most`` for the LiRA-convention TPR; with the blind
+        baseline also ``prism/blind/auc``, ``prism/blind/auc_se`` and
+        ``prism/distribution/<check>`` (``overlap_7``, ``length_p_value``, ...). An attack not
+        scored for a query (NaN score) is measured on the others; no logged value is NaN."""
         if not isinstance(prefix, str):
             raise TypeError(f"`prefix` must be a string, got {prefix!r}.")
-        return {
+        out = {
             metric_key(prefix, attack, name): float(value)
             for attack, metrics in self.metrics.items()
             for name, value in metrics.items()
         }
+        if self.blind:
+            out[metric_key(prefix, "blind", "auc")] = float(self.blind["auc"])
+            out[metric_key(prefix, "blind", "auc_se")] = float(self.blind["auc_se"])
+        for name, value in self.distribution.items():
+            out[metric_key(prefix, "distribution", name)] = float(value)
+        return out
+
+    def mimir(self) -> dict[str, dict[str, Any]]:
+        """The report in MIMIR's per-attack results layout
+        (:func:`~lightning_info.methods.prism.statistics.mimir_layout` of :attr:`statistics`);
+        JSON-ready once its float FPR keys are written as strings (``json.dumps`` does)."""
+        if not self.statistics:
+            raise ValueError(
+                "The report has no membership statistics; build it with FragmentAuditor.score "
+                "or FragmentAuditor.run."
+            )
+        return mimir_layout(self.statistics)
 
     def __str__(self) -> str:
-        lines = [markdown_table(*self.table())]
+        columns, rows = self.table()
+        shown = [["" if cell is None else cell for cell in row] for row in rows]
+        lines = [
+            "TPR@x%fpr: interpolated on the ROC curve; 'at most': the best threshold whose FPR "
+            "is at most x% (LiRA's convention); n/a where the attack has fewer negatives than "
+            "the level needs.",
+            "",
+            markdown_table(columns, shown),
+        ]
+        if self.blind:
+            losers = [a for a, m in self.metrics.items() if not m.get("beats_blind", 1.0)]
+            lines += [
+                "",
+                f"blind baseline (texts alone, {int(self.blind['folds'])}-fold TF-IDF logistic "
+                f"regression): AUC {self.blind['auc']:.4f} ± {self.blind['auc_se']:.4f}; "
+                f"attacks that do not beat it by more than their s.e.: "
+                f"{', '.join(losers) if losers else 'none'}",
+            ]
+        if self.distribution:
+            d = self.distribution
+            lines += [
+                f"distribution check: shared word 7-grams {d['overlap_7']:.4f}, 13-grams "
+                f"{d['overlap_13']:.4f} (share of negatives with one); lengths in words, "
+                f"Mann-Whitney U {d['length_u']:.1f}, p = {d['length_p_value']:.4f}",
+            ]
         for name, value in self.diagnostics.items():
-            shown = f"{int(value)}" if _is_count(name) else f"{value:.4f}"
-            lines.append(f"{name}: {shown}")
+            shown_value = f"{int(value)}" if _is_count(name) else f"{value:.4f}"
+            lines.append(f"{name}: {shown_value}")
         return "\n".join(lines)
+
+    def _negatives(self, attack: str) -> int:
+        if attack in self.statistics:
+            return int(self.statistics[attack]["non_members"])
+        return int((self.labels == 0).sum())
+
+
+def _rounded(value: Any) -> Any:
+    return None if value is None else round(float(value), 4)
+
+
+def _tpr_level(name: str) -> float | None:
+    """The FPR level of a ``tpr@<x>%fpr`` metric name (either convention), else None."""
+    if not name.startswith("tpr@"):
+        return None
+    return float(name[4:].split("%", 1)[0]) / 100
 
 
 class FragmentAuditor:
@@ -180,8 +396,11 @@ class FragmentAuditor:
     :func:`~lightning_info.lm.tiny_lm.load_causal_lm` on first use. Every model is run on its own
     device. ``world_models`` is a single spec or a *list* of specs (a tuple is read as one
     ``(model, tokenizer)`` pair); ``p_w`` is the mean of their probabilities. ``options``: PRISM's
-    prior, the batch size, the data-aware classifier and its cross-validation
-    (:class:`FragmentAuditOptions`).
+    prior, the batch size, the data-aware classifier and its cross-validation, the statistics,
+    the blind baseline and the extra attacks (:class:`FragmentAuditOptions`). ``mask_filler``
+    writes the neighbours of the ``"neighbourhood"`` extra attack: a ``transformers`` fill-mask
+    pipeline or a callable, as :func:`~lightning_info.methods.prism.model_attacks.
+    make_neighbours` takes it.
     """
 
     def __init__(
@@ -191,6 +410,7 @@ class FragmentAuditor:
         world_models: ModelSpec | Sequence[ModelSpec],
         tokenizer: Any = None,
         options: FragmentAuditOptions = FragmentAuditOptions(),
+        mask_filler: Any = None,
     ) -> None:
         if not isinstance(options, FragmentAuditOptions):
             raise TypeError(
@@ -203,6 +423,12 @@ class FragmentAuditor:
             raise ValueError("Give at least one world model.")
         self.target, self.shadow, self.world_models = target, shadow, list(world_models)
         self.tokenizer = tokenizer
+        if mask_filler is not None and not callable(mask_filler):
+            raise TypeError(
+                f"`mask_filler` must be a fill-mask pipeline or a callable, got "
+                f"{type(mask_filler).__name__}."
+            )
+        self.mask_filler = mask_filler
         self._loaded: dict[str, tuple[Any, Any]] = {}
         for spec in (target, shadow, *self.world_models):
             if tokenizer is None and not isinstance(spec, (str, tuple)):
@@ -242,11 +468,33 @@ class FragmentAuditor:
 
     def run(self, attack_set: AttackSet, progress: bool = False) -> FragmentAuditReport:
         """Score ``attack_set`` with all models and attacks; see :meth:`score`. ``progress``
-        shows a bar of the queries scored (:meth:`token_statistics`)."""
+        shows a bar of the queries scored (:meth:`token_statistics`). The extra attacks of
+        ``options.extra_attacks`` run on the target after it (:func:`extra_attack_scores`, fed
+        the target's cached token log-probabilities)."""
         tokens = self.token_statistics(attack_set, progress)
         log_probs = _sequence_log_probabilities(tokens)
+        extra: dict[str, np.ndarray] = {}
+        if self.options.extra_attacks:
+            model, tokenizer = self._resolve(self.target)
+            extra = extra_attack_scores(
+                model,
+                tokenizer,
+                attack_set.prompts,
+                attack_set.fragments,
+                attack_set.labels,
+                self.options,
+                kinds=attack_set.kinds,
+                target_log_probs=tokens["target"].log_probs,
+                mask_filler=self.mask_filler,
+            )
         return self.score(
-            log_probs, attack_set.labels, attack_set.kinds, tokens, attack_set.fragments
+            log_probs,
+            attack_set.labels,
+            attack_set.kinds,
+            tokens,
+            attack_set.fragments,
+            prompts=attack_set.prompts,
+            extra_scores=extra,
         )
 
     def score(
@@ -256,6 +504,8 @@ class FragmentAuditor:
         kinds: Sequence[str] | None = None,
         tokens: Mapping[str, FragmentTokens] | None = None,
         fragments: Sequence[str] | None = None,
+        prompts: Sequence[str] | None = None,
+        extra_scores: Mapping[str, np.ndarray] | None = None,
     ) -> FragmentAuditReport:
         """The report from cached ``{"target", "shadow", "world"}`` log-probabilities.
 
@@ -266,7 +516,19 @@ class FragmentAuditor:
         against each kind of negative alone. With the per-token statistics ``tokens`` of
         :meth:`token_statistics` and the scored ``fragments`` (for zlib), the
         :data:`BASELINE_ATTACKS` too: ``loss``, ``zlib``, ``min_k``, ``min_k++`` (``k =
-        options.min_k``) on the target's tokens, ``reference`` with the shadow as reference model.
+        options.min_k``) on the target's tokens, ``reference`` with the shadow as reference model,
+        and Min-K% / Min-K%++ at each ``k`` of ``options.min_k_sweep``. ``extra_scores`` adds
+        attacks scored elsewhere (:func:`extra_attack_scores`; NaN where a query is not scored).
+
+        Every attack gets the figures of :class:`FragmentAuditReport` (AUC, its bootstrap
+        standard error over ``options.bootstrap_resamples`` resamples seeded with
+        ``options.seed``, PR AUC, TPRs under both conventions). With the ``prompts`` and the
+        ``fragments`` and ``options.blind_baseline``, the blind baseline and the distribution
+        check run on the members' against the negatives' texts, ``prompt + fragment``: the
+        whole text the model read for the query. The scored fragment's probability is
+        conditioned on the prompt, so a difference between the member and the negative
+        prompts reaches the attacks' scores as surely as one between the fragments, and the
+        blind classifier must see it too. Without them no blind baseline runs.
 
         PRISM ``= p_s + (p_w - p_s) / posterior`` rises with the target's memorisation (the
         posterior) only where ``p_w < p_s``: the world model must be an external prior that gives
@@ -289,6 +551,8 @@ class FragmentAuditor:
         )
         p = {k: torch.exp(v) for k, v in lp.items()}
         y = np.asarray(labels, dtype=np.int64)
+        if kinds is not None and len(kinds) != y.size:
+            raise ValueError(f"`kinds` has {len(kinds)} entries for {y.size} queries.")
         features = torch.stack([lp["target"], lp["world"], lp["shadow"]], 1)
         options = self.options
         data_aware, _ = data_aware_scores(
@@ -302,10 +566,25 @@ class FragmentAuditor:
         }
         if tokens is not None:
             scores.update(_baseline_scores(tokens, fragments, options.min_k))
-        metrics = {name: attack_metrics(s, y, options.fpr_levels) for name, s in scores.items()}
-        if kinds is not None:
-            for name, values in scores.items():
-                metrics[name].update(_auc_by_negative_kind(values, y, kinds))
+            scores.update(_sweep_scores(tokens, options.min_k_sweep))
+        for name, values in (extra_scores or {}).items():
+            values = np.asarray(values, dtype=np.float64).reshape(-1)
+            if values.shape != y.shape:
+                raise ValueError(
+                    f"`extra_scores[{name!r}]` has {values.size} scores for {y.size} queries."
+                )
+            if name in scores:
+                raise ValueError(f"`extra_scores` repeats the attack {name!r}; rename it.")
+            scores[name] = values
+        blind: dict[str, float | int] = {}
+        distribution: dict[str, float] = {}
+        if options.blind_baseline and prompts is not None and fragments is not None:
+            blind, distribution = _blind_baseline(prompts, fragments, y, options)
+        metrics, statistics = {}, {}
+        for name, values in scores.items():
+            metrics[name], statistics[name] = _attack_figures(
+                name, values, y, kinds, options, blind.get("auc")
+            )
         diagnostics = _world_shadow_diagnostics(lp["world"], lp["shadow"], kinds)
         diagnostics[NEGATIVES] = float((y == 0).sum())
         for level in options.fpr_levels:
@@ -313,7 +592,14 @@ class FragmentAuditor:
                 negatives_for_fpr(level)
             )
         return FragmentAuditReport(
-            y, {k: v.numpy() for k, v in lp.items()}, scores, metrics, diagnostics
+            y,
+            {k: v.numpy() for k, v in lp.items()},
+            scores,
+            metrics,
+            diagnostics,
+            statistics,
+            blind,
+            distribution,
         )
 
     def _tokens(
@@ -390,6 +676,189 @@ def _baseline_scores(
         "reference": reference_ratio_score(target.log_probs, tokens["shadow"].log_probs),
     }
     return {name: value.numpy() for name, value in scores.items()}
+
+
+def _sweep_scores(tokens: Mapping[str, FragmentTokens], ks: Sequence[float]) -> dict:
+    target = tokens["target"]
+    scores = {}
+    for k in ks:
+        plain, plus = sweep_attack_names(k)
+        scores[plain] = min_k_score(target.log_probs, k).numpy()
+        scores[plus] = min_k_plus_plus_score(target.log_probs, target.means, target.stds, k)
+        scores[plus] = scores[plus].numpy()
+    return scores
+
+
+def _attack_figures(
+    name: str,
+    values: np.ndarray,
+    y: np.ndarray,
+    kinds: Sequence[str] | None,
+    options: FragmentAuditOptions,
+    blind_auc: float | None,
+) -> tuple[dict[str, float], dict[str, float | int]]:
+    """One attack's metrics (the report's keys) and its membership_report row, over the
+    queries it scored (those whose score is not NaN)."""
+    scored = ~np.isnan(values)
+    s, labels = values[scored], y[scored]
+    if len(set(labels.tolist())) < 2:
+        raise ValueError(
+            f"The attack {name!r} scored queries of one class only; it needs members and "
+            f"negatives (ReCaLL: give more than {RECALL_SHOTS} non-members)."
+        )
+    interpolated = attack_metrics(s, labels, options.fpr_levels)
+    levels = tuple(level for level in options.fpr_levels if level < 1.0)
+    row = membership_report(
+        {name: s},
+        labels,
+        levels or DEFAULT_AUDIT_FPR_LEVELS,
+        options.bootstrap_resamples,
+        options.seed,
+    )[name]
+    metrics = {"auc": interpolated.pop("auc")}
+    metrics["auc_se"] = float(row["auc_se"])
+    metrics["pr_auc"] = float(row["pr_auc"])
+    metrics.update(interpolated)
+    for level in options.fpr_levels:
+        # at FPR <= 1 every threshold qualifies: the TPR is 1
+        at_most = 1.0 if level >= 1.0 else row[f"tpr_at_{100 * level:g}pct_fpr_at_most"]
+        metrics[f"tpr@{100 * level:g}%fpr at most"] = float(at_most)
+    if kinds is not None:
+        metrics.update(_auc_by_negative_kind(s, labels, np.asarray(kinds)[scored]))
+    if blind_auc is not None:
+        metrics["beats_blind"] = float(beats_blind(metrics["auc"], metrics["auc_se"], blind_auc))
+    return metrics, row
+
+
+def _blind_baseline(
+    prompts: Sequence[str], fragments: Sequence[str], y: np.ndarray, options: FragmentAuditOptions
+) -> tuple[dict[str, float | int], dict[str, float]]:
+    """The blind baseline's ``{"auc", "auc_se", "folds"}`` and the rest of the distribution
+    check, members' against negatives' ``prompt + fragment`` texts."""
+    prompts = require_string_sequence(prompts, "prompts")
+    fragments = require_string_sequence(fragments, "fragments")
+    require_equal_lengths({"prompts": len(prompts), "fragments": len(fragments), "labels": y.size})
+    texts = [p + f for p, f in zip(prompts, fragments)]
+    members = [t for t, label in zip(texts, y) if label == 1]
+    negatives = [t for t, label in zip(texts, y) if label == 0]
+    check = distribution_check(members, negatives, seed=options.seed, folds=options.n_splits)
+    blind = {"auc": check["blind_auc"], "auc_se": check["blind_auc_se"], "folds": check["folds"]}
+    names = ("overlap_7", "overlap_13", "length_u", "length_p_value")
+    return blind, {name: float(check[name]) for name in names}
+
+
+def extra_attack_scores(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    fragments: Sequence[str],
+    labels: Sequence[int],
+    options: FragmentAuditOptions,
+    kinds: Sequence[str] | None = None,
+    target_log_probs: Sequence[Tensor] | None = None,
+    mask_filler: Any = None,
+) -> dict[str, np.ndarray]:
+    """The scores of ``options.extra_attacks`` on the target ``model`` (float64, one per query,
+    higher = member; NaN for a query the attack does not score).
+
+    A query's text is ``prompt + fragment``. The non-member queries are those of kind
+    ``"non_member"`` (with ``kinds``; else, or when there is none, every label-0 query).
+
+    - ``"gradnorm"``: :func:`~lightning_info.methods.prism.model_attacks.gradnorm_scores` of
+      each query's tokens as the audit encodes them
+      (:func:`~lightning_info.methods.prism.functional.encode_prompt_fragment`), one backward
+      pass per query.
+    - ``"recall"``: ReCaLL (:func:`~lightning_info.methods.prism.attacks.recall_score` of
+      :func:`~lightning_info.methods.prism.model_attacks.recall_token_log_probs` on the query
+      texts) with a prefix of :data:`RECALL_SHOTS` non-member queries drawn with
+      ``options.seed``. Those queries are *not scored* (NaN): a text inside its own prefix
+      would be scored on what it repeats. The attack's figures count the other queries only.
+    - ``"dc_pdd"``: :func:`~lightning_info.methods.prism.attacks.dc_pdd_score` of the
+      fragments' tokens and their cached log-probabilities ``target_log_probs`` (the target's
+      per-token statistics; computed here when not given), calibrated by the token frequencies
+      (:func:`~lightning_info.methods.prism.attacks.token_frequencies`) of
+      ``options.reference_corpus`` or, without it, of the non-member queries' texts. Counting
+      the scored non-members' own tokens raises their frequencies and lowers their scores: an
+      optimistic AUC; give a reference corpus for a fair one.
+    - ``"neighbourhood"``: :func:`~lightning_info.methods.prism.attacks.neighbourhood_score` of
+      the query texts' losses against those of :data:`NEIGHBOURS` neighbours each
+      (:func:`~lightning_info.methods.prism.model_attacks.make_neighbours` with
+      ``mask_filler``; losses from
+      :func:`~lightning_info.methods.prism.model_attacks.text_token_log_probs`). Without a mask
+      filler it is skipped with one warning and left out of the result.
+    """
+    if not isinstance(options, FragmentAuditOptions):
+        raise TypeError(f"`options` must be a FragmentAuditOptions, got {type(options).__name__}.")
+    prompts = require_string_sequence(prompts, "prompts")
+    fragments = require_string_sequence(fragments, "fragments")
+    y = np.asarray(labels, dtype=np.int64).reshape(-1)
+    require_equal_lengths({"prompts": len(prompts), "fragments": len(fragments), "labels": y.size})
+    texts = [p + f for p, f in zip(prompts, fragments)]
+    negatives = np.flatnonzero(y == 0)
+    if kinds is not None and "non_member" in kinds:
+        negatives = np.flatnonzero(np.asarray(kinds) == "non_member")
+    size = options.batch_size
+    out: dict[str, np.ndarray] = {}
+    for attack in options.extra_attacks:
+        if attack == "gradnorm":
+            rows = [encode_prompt_fragment(tokenizer, p, f)[0] for p, f in zip(prompts, fragments)]
+            out[attack] = gradnorm_scores(model, rows).numpy()
+        elif attack == "recall":
+            shots = RECALL_SHOTS
+            if negatives.size <= shots:
+                raise ValueError(
+                    f"ReCaLL's prefix takes {shots} non-member queries and the attack set has "
+                    f"{negatives.size}: give more than {shots} non-members."
+                )
+            rng = np.random.default_rng(options.seed)
+            prefix = np.sort(rng.choice(negatives, size=shots, replace=False))
+            scored = np.setdiff1d(np.arange(len(texts)), prefix)
+            plain, conditional = recall_token_log_probs(
+                model,
+                tokenizer,
+                [texts[i] for i in scored],
+                [texts[i] for i in prefix],
+                batch_size=size,
+            )
+            values = np.full(len(texts), np.nan)
+            values[scored] = recall_score(plain, conditional).numpy()
+            out[attack] = values
+        elif attack == "dc_pdd":
+            if target_log_probs is None:
+                target_log_probs = fragment_token_statistics(
+                    model, tokenizer, prompts, fragments, size, vocabulary_moments=False
+                ).log_probs
+            ids = []
+            for p, f in zip(prompts, fragments):
+                row, start = encode_prompt_fragment(tokenizer, p, f)
+                ids.append(row[start:])
+            corpus = options.reference_corpus
+            if corpus is None:
+                corpus = [texts[i] for i in negatives]
+            counts = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in corpus]
+            frequencies = token_frequencies(counts, len(tokenizer))
+            out[attack] = dc_pdd_score(ids, target_log_probs, frequencies).numpy()
+        elif attack == "neighbourhood":
+            try:
+                neighbours = make_neighbours(texts, mask_filler, n=NEIGHBOURS, seed=options.seed)
+            except NeighbourhoodUnavailable as err:
+                warnings.warn(
+                    f"The neighbourhood attack is skipped: {err} Enable it with "
+                    "FragmentAuditor(..., mask_filler=...) (or the callback's mask_filler).",
+                    stacklevel=3,
+                )
+                continue
+            flat = [text for row in neighbours for text in row]
+            losses = [-row.mean() for row in text_token_log_probs(model, tokenizer, texts, size)]
+            neighbour_losses = [
+                -row.mean() for row in text_token_log_probs(model, tokenizer, flat, size)
+            ]
+            per_text, first = [], 0
+            for row in neighbours:
+                per_text.append(torch.stack(neighbour_losses[first : first + len(row)]))
+                first += len(row)
+            out[attack] = neighbourhood_score(torch.stack(losses), per_text).numpy()
+    return out
 
 
 MODELS = ("target", "shadow", "world")

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from lightning_info.core.validation import require_finite, require_int, require_string_sequence
-from lightning_info.methods.prism.functional import roc_auc
+from lightning_info.measures.ranking import binary_auroc
 from lightning_info.methods.prism.statistics import bootstrap_auc
 
 __all__ = [
@@ -122,8 +122,8 @@ def blind_baseline_auc(
 ) -> dict[str, float | int]:
     """``{"auc": ..., "auc_se": ..., "folds": folds}`` of :func:`blind_baseline_scores`.
 
-    ``auc`` is the ROC-AUC of the out-of-fold scores (members positive;
-    :func:`~lightning_info.methods.prism.functional.roc_auc`); ``auc_se`` the standard deviation
+    ``auc`` is the ROC-AUC of the out-of-fold scores (members positive, ties counted half;
+    :func:`~lightning_info.measures.ranking.binary_auroc`); ``auc_se`` the standard deviation
     (``ddof=1``) of the AUC over ``BOOTSTRAP_RESAMPLES`` paired bootstrap resamples of the
     ``(score, label)`` pairs seeded with ``seed``
     (:func:`~lightning_info.methods.prism.statistics.bootstrap_auc`, MIMIR's bootstrap), the
@@ -136,7 +136,8 @@ def blind_baseline_auc(
     scores = blind_baseline_scores(members, non_members, folds=folds, seed=seed)
     labels = np.r_[np.ones(len(members)), np.zeros(len(non_members))]
     _, se = bootstrap_auc(scores, labels, BOOTSTRAP_RESAMPLES, seed)
-    return {"auc": roc_auc(scores, labels), "auc_se": float(se), "folds": folds}
+    auc = float(binary_auroc(scores, labels))
+    return {"auc": auc, "auc_se": float(se), "folds": folds}
 
 
 def beats_blind(attack_auc: float, attack_se: float, blind_auc: float) -> bool:

@@ -4,6 +4,7 @@ audits the trained module's model as the target with
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,6 @@ from lightning_info.core.logging import metric_key
 from lightning_info.core.validation import require_bool
 from lightning_info.lm.features import check_causal_lm
 from lightning_info.methods.prism.auditor import (
-    ATTACKS,
     MODELS,
     FragmentAuditOptions,
     FragmentAuditor,
@@ -43,12 +43,18 @@ class FragmentExtractionAudit(pl.Callback):
     classifier); ``prefix`` starts the logged names. ``progress`` shows a bar of the queries
     scored (the audit runs at fit end, about one forward pass per batch of queries and model) on
     global rank zero, unless the trainer shows no progress bar (``enable_progress_bar=False``).
+    ``mask_filler`` enables the ``"neighbourhood"`` extra attack (:class:`FragmentAuditor`);
+    ``mimir_path``, a file path, receives the report in MIMIR's results layout
+    (:meth:`FragmentAuditReport.mimir`) as JSON.
 
     ``setup`` checks, before training, that there is a tokenizer and that the target is a causal
     LM whose embedding covers it. Runs on global rank zero only (it uses no collectives): the
     report (``self.report``) is printed, its scalars ``metric_key(prefix, attack, metric)``
-    (``prism/min_kplusplus/tpr_at_1pct_fpr``) go to every logger and, with a ``WandbLogger``,
-    the metrics table and per-query scores go to W&B tables.
+    (``prism/min_kplusplus/tpr_at_1pct_fpr``, ``prism/loss/auc_se``,
+    ``prism/loss/tpr_at_1pct_fpr_at_most``, ``prism/loss/beats_blind``) with the blind
+    baseline's ``prism/blind/auc`` and the distribution check's ``prism/distribution/...`` go to
+    every logger and, with a ``WandbLogger``, the metrics table and per-query scores go to W&B
+    tables.
     """
 
     def __init__(
@@ -60,6 +66,8 @@ class FragmentExtractionAudit(pl.Callback):
         options: FragmentAuditOptions = FragmentAuditOptions(),
         prefix: str = "prism",
         progress: bool = True,
+        mask_filler: Any = None,
+        mimir_path: str | Path | None = None,
     ) -> None:
         if isinstance(attack_set, (str, Path)):
             attack_set = AttackSet.load(attack_set)
@@ -79,6 +87,15 @@ class FragmentExtractionAudit(pl.Callback):
         self.shadow, self.world_models, self.tokenizer = shadow, world_models, tokenizer
         self.options, self.prefix = options, prefix
         self.progress = require_bool(progress, "progress")
+        if mask_filler is not None and not callable(mask_filler):
+            raise TypeError(
+                f"`mask_filler` must be a fill-mask pipeline or a callable, got "
+                f"{type(mask_filler).__name__}."
+            )
+        if mimir_path is not None and not isinstance(mimir_path, (str, Path)):
+            raise TypeError(f"`mimir_path` must be a file path, got {mimir_path!r}.")
+        self.mask_filler = mask_filler
+        self.mimir_path = None if mimir_path is None else Path(mimir_path)
         self.report: FragmentAuditReport | None = None
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
@@ -109,10 +126,16 @@ class FragmentExtractionAudit(pl.Callback):
             self.world_models,
             self._tokenizer(trainer),
             self.options,
+            self.mask_filler,
         )
         shown = self.progress and trainer.progress_bar_callback is not None
         self.report = auditor.run(self.attack_set, progress=shown)
         rank_zero_info(f"\nfragment extraction audit (PRISM)\n\n{self.report}\n")
+        if self.mimir_path is not None:
+            from lightning_info.core.files import atomic_write_text
+
+            self.mimir_path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.mimir_path, json.dumps(self.report.mimir(), indent=1) + "\n")
         scalars = self.report.scalars(self.prefix)
         for logger in trainer.loggers:
             logger.log_metrics(scalars, step=trainer.global_step)
@@ -132,7 +155,7 @@ def _target(pl_module: pl.LightningModule) -> Any:
 
 def _query_table(callback: FragmentExtractionAudit) -> dict[str, Any]:
     report, attacks = callback.report, callback.attack_set
-    attack_names = [a for a in ATTACKS if a in report.scores]
+    attack_names = list(report.scores)
     columns = ["prompt", "fragment", "kind", "label", *(f"log_p_{m}" for m in MODELS)]
     columns += attack_names
     data = [

@@ -17,6 +17,12 @@ predictions (:func:`data_aware_scores`). Attacks are compared by ROC-AUC and the
 interpolated on the ROC curve (:func:`attack_metrics`), beside the standard membership-inference
 scores of :mod:`~lightning_info.methods.prism.attacks` (loss, zlib, Min-K%, Min-K%++, reference
 model) on the per-token statistics of :func:`fragment_token_statistics`.
+
+Re-exported here as the model-free part of the audit: ReCaLL, DC-PDD and the neighbourhood
+comparison (:mod:`~lightning_info.methods.prism.attacks`), the audit statistics (bootstrap AUC
+standard error, PR AUC, both TPR-at-FPR conventions, the n/a rule, MIMIR's layout;
+:mod:`~lightning_info.methods.prism.statistics`) and the blind baseline with its distribution
+check (:mod:`~lightning_info.methods.prism.blind`).
 """
 
 from __future__ import annotations
@@ -42,34 +48,76 @@ from lightning_info.core.validation import (
 from lightning_info.lm.features import check_causal_lm, padded_batches
 from lightning_info.measures.ranking import binary_auroc
 from lightning_info.methods.prism.attacks import (
+    dc_pdd_score,
     loss_score,
     min_k_plus_plus_score,
     min_k_score,
     negatives_for_fpr,
+    neighbourhood_score,
+    recall_score,
     reference_ratio_score,
+    token_frequencies,
     zlib_score,
 )
 from lightning_info.methods.prism.attacks import vocabulary_moments as _vocabulary_moments
+from lightning_info.methods.prism.blind import (
+    beats_blind,
+    blind_baseline_auc,
+    blind_baseline_scores,
+    deduplicate_non_members,
+    distribution_check,
+    ngram_overlap,
+)
+from lightning_info.methods.prism.statistics import (
+    DEFAULT_AUDIT_FPR_LEVELS,
+    bootstrap_auc,
+    enough_negatives,
+    format_rate,
+    markdown_report,
+    membership_report,
+    mimir_layout,
+    pr_auc,
+    tpr_at_fpr_levels,
+)
 
 __all__ = [
+    "DEFAULT_AUDIT_FPR_LEVELS",
     "DEFAULT_FPR_LEVELS",
     "attack_metrics",
+    "beats_blind",
+    "blind_baseline_auc",
+    "blind_baseline_scores",
+    "bootstrap_auc",
     "check_prior",
     "data_aware_scores",
+    "dc_pdd_score",
+    "deduplicate_non_members",
+    "distribution_check",
     "encode_prompt_fragment",
+    "enough_negatives",
+    "format_rate",
     "fragment_log_probability",
     "fragment_token_statistics",
     "FragmentTokens",
     "likelihood_ratio",
     "loss_score",
+    "markdown_report",
+    "membership_report",
+    "mimir_layout",
     "min_k_plus_plus_score",
     "min_k_score",
     "negatives_for_fpr",
+    "neighbourhood_score",
+    "ngram_overlap",
     "posterior",
+    "pr_auc",
     "prism_score",
+    "recall_score",
     "reference_ratio_score",
     "roc_auc",
+    "token_frequencies",
     "tpr_at_fpr",
+    "tpr_at_fpr_levels",
     "world_log_probability",
     "zlib_score",
 ]

@@ -680,6 +680,144 @@ BAD_INPUT += [
     ),
 ]
 
+from lightning_info.methods.prism import model_attacks as _models  # noqa: E402
+
+# The audit statistics, the blind baseline and the attacks added beside them.
+BAD_INPUT += [
+    pytest.param(
+        lambda: _core.beats_blind(0.8, -0.1, 0.5),
+        ValueError,
+        r"`attack_se` must be >= 0 \(a standard error\), got -0.1",
+        id="beats-blind-negative-se",
+    ),
+    pytest.param(
+        lambda: _core.blind_baseline_auc("a text", ["b"]),
+        TypeError,
+        r"`member_texts` must be a sequence of strings, got a single str",
+        id="blind-auc-bare-string",
+    ),
+    pytest.param(
+        lambda: _core.blind_baseline_scores(["a", "b"], ["c", "d"], folds=5),
+        ValueError,
+        r"5-fold stratified cross-validation needs at least 5 texts in each set",
+        id="blind-scores-too-few-texts",
+    ),
+    pytest.param(
+        lambda: _core.bootstrap_auc([0.1, 0.9], [1, 0], resamples=1),
+        ValueError,
+        r"`resamples` must be >= 2",
+        id="bootstrap-one-resample",
+    ),
+    pytest.param(
+        lambda: _core.dc_pdd_score([[1]], LOG_PROBS[:1], torch.tensor([0.5, 0.5]), a=0.0),
+        ValueError,
+        r"`a` is the upper bound on each token's score and must be > 0",
+        id="dc-pdd-zero-bound",
+    ),
+    pytest.param(
+        lambda: _core.deduplicate_non_members(["a"], ["b"], ns=()),
+        ValueError,
+        r"`ns` is empty",
+        id="deduplicate-no-lengths",
+    ),
+    pytest.param(
+        lambda: _core.distribution_check([], ["b"]),
+        ValueError,
+        r"`member_texts` is empty",
+        id="distribution-check-no-members",
+    ),
+    pytest.param(
+        lambda: _core.enough_negatives(-1, 0.01),
+        ValueError,
+        r"`num_negatives` must be >= 0, got -1",
+        id="enough-negatives-negative",
+    ),
+    pytest.param(
+        lambda: _core.format_rate(float("nan"), 1000, 0.01),
+        ValueError,
+        r"`value` must be finite, got nan",
+        id="format-rate-nan",
+    ),
+    pytest.param(
+        lambda: _core.markdown_report({}),
+        TypeError,
+        r"`report` must be a non-empty \{attack: row\} mapping",
+        id="markdown-report-empty",
+    ),
+    pytest.param(
+        lambda: _core.membership_report([0.1, 0.9], [1, 0]),
+        TypeError,
+        r"`scores` must map each attack's name to its scores, got list",
+        id="membership-report-list",
+    ),
+    pytest.param(
+        lambda: _core.mimir_layout({"loss": {"auc": 0.5}}),
+        ValueError,
+        r"Report row 'loss' lacks \['auc_se'",
+        id="mimir-layout-partial-row",
+    ),
+    pytest.param(
+        lambda: _core.neighbourhood_score(torch.tensor([-0.5]), [torch.tensor([1.0])]),
+        ValueError,
+        r"`loss_of_text` holds a negative value",
+        id="neighbourhood-negative-loss",
+    ),
+    pytest.param(
+        lambda: _core.ngram_overlap(["a"], ["b"], n=0),
+        ValueError,
+        r"`n` must be >= 1, got 0",
+        id="ngram-overlap-zero",
+    ),
+    pytest.param(
+        lambda: _core.pr_auc([0.1, 0.9], [1, 1]),
+        ValueError,
+        r"only one class is present in `labels`",
+        id="pr-auc-one-class",
+    ),
+    pytest.param(
+        lambda: _core.recall_score(LOG_PROBS[:1], [torch.tensor([-0.5, -0.1, -0.2])]),
+        ValueError,
+        r"Text 0: `log_probs` has 2 tokens but `conditional_log_probs` has 3",
+        id="recall-unaligned-tokens",
+    ),
+    pytest.param(
+        lambda: _core.token_frequencies([], 10),
+        ValueError,
+        r"`token_id_rows` is empty",
+        id="token-frequencies-empty",
+    ),
+    pytest.param(
+        lambda: _core.tpr_at_fpr_levels([0.1, 0.9], [1, 0], levels=(1.0,)),
+        ValueError,
+        r"must lie in \(0, 1\), got 1.0",
+        id="tpr-levels-one",
+    ),
+    pytest.param(
+        lambda: _models.gradnorm_scores(None, [[1, 2]]),
+        TypeError,
+        r"Expected a transformers causal language model, got NoneType",
+        id="gradnorm-not-a-model",
+    ),
+    pytest.param(
+        lambda: _models.make_neighbours(["a text"]),
+        _models.NeighbourhoodUnavailable,
+        r"needs a mask filler",
+        id="neighbours-without-mask-filler",
+    ),
+    pytest.param(
+        lambda: _models.recall_token_log_probs(None, None, ["a"], []),
+        ValueError,
+        r"`prefix_texts` must hold one or more non-empty non-member texts",
+        id="recall-no-prefix",
+    ),
+    pytest.param(
+        lambda: _models.text_token_log_probs(None, None, "a text"),
+        TypeError,
+        r"`texts` must be a sequence of strings, got a single str",
+        id="text-log-probs-bare-string",
+    ),
+]
+
 
 def test_negatives_for_fpr_and_roc_auc_match_closed_forms():
     """``ceil(1 / level)`` for exact levels; the AUROC of a brute-force pair count."""

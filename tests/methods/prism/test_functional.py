@@ -279,6 +279,13 @@ def test_end_to_end_audit_with_tiny_models(frag_tokenizer, records):
             "tpr@5%fpr",
             "auc vs non-members",
             "auc vs unseen",
+            "auc_se",
+            "pr_auc",
+            "tpr@0.1%fpr at most",
+            "tpr@1%fpr at most",
+            "tpr@2%fpr at most",
+            "tpr@5%fpr at most",
+            "beats_blind",
         }
         assert all(0.0 <= value <= 1.0 for value in metrics.values())
         for kind, key in (("non_member", "auc vs non-members"), ("unseen", "auc vs unseen")):
@@ -315,16 +322,16 @@ def test_end_to_end_audit_with_tiny_models(frag_tokenizer, records):
         }
     )
     assert all(len(s) == len(attack) for s in report.scores.values())
-    assert len(report.scalars()) == 9 * 7 and "| data_aware" in str(report)
+    # 14 figures per attack, the blind AUC and its s.e., 4 distribution-check figures
+    assert len(report.scalars()) == 9 * 14 + 2 + 4 and "| data_aware" in str(report)
     assert "median log(p_w / p_s)" in str(report) and "| min_k++" in str(report)
     # Reusing cached log-probabilities gives the paper's attacks unchanged; with the cached
     # token statistics, the whole report.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        again = auditor.score(report.log_probs, attack.labels, attack.kinds)
-        whole = auditor.score(
-            report.log_probs, attack.labels, attack.kinds, tokens, attack.fragments
-        )
+        texts = {"fragments": attack.fragments, "prompts": attack.prompts}
+        again = auditor.score(report.log_probs, attack.labels, attack.kinds, **texts)
+        whole = auditor.score(report.log_probs, attack.labels, attack.kinds, tokens, **texts)
     assert again.metrics == {name: report.metrics[name] for name in PAPER_ATTACKS}
     assert whole.metrics == report.metrics
     with pytest.raises(ValueError, match="fragments"):
