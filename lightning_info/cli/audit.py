@@ -11,7 +11,7 @@ reads the texts alone (:mod:`~lightning_info.methods.prism.blind`). The attacks 
 :class:`~lightning_info.methods.prism.FragmentAuditor` that need no shadow or world model: the
 target's log-probability, loss, zlib, Min-K% and Min-K%++, with a reference model the
 reference-model attack and, on request, gradient norm, ReCaLL and DC-PDD
-(:func:`~lightning_info.methods.prism.auditor.extra_attack_scores`).
+(:func:`~lightning_info.methods.prism.extra_attacks.extra_attack_scores`).
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def audit(
     for what, (lm, tokenizer) in loaded.items():
         _check_encodings(lm, tokenizer, prompts, texts, where, what)
     labels = [1] * len(read["members"]) + [0] * len(read["non-members"])
-    from lightning_info.methods.prism.auditor import RECALL_SHOTS
+    from lightning_info.methods.prism.extra_attacks import RECALL_SHOTS
 
     if "recall" in extras and labels.count(0) <= RECALL_SHOTS:
         raise BadInput(
@@ -258,7 +258,8 @@ def membership_scores(
         # reference_ratio_score's value, per-token means, so the tokenizers may differ
         scores["reference"] = loss_score(log_probs) - loss_score(other.log_probs)
     if extra_attacks:
-        from lightning_info.methods.prism.auditor import FragmentAuditOptions, extra_attack_scores
+        from lightning_info.methods.prism.auditor import FragmentAuditOptions
+        from lightning_info.methods.prism.extra_attacks import extra_attack_scores
 
         options = FragmentAuditOptions(
             batch_size=batch_size, seed=SEED, extra_attacks=extra_attacks

@@ -247,8 +247,9 @@ def test_an_output_dir_that_is_a_file_is_refused(tmp_path, files):
 
 
 def test_the_new_figures_equal_the_statistics_functions_on_the_same_scores(audited, tmp_path):
-    from lightning_info.methods.prism.auditor import FragmentAuditOptions, extra_attack_scores
+    from lightning_info.methods.prism.auditor import FragmentAuditOptions
     from lightning_info.methods.prism.blind import beats_blind, blind_baseline_auc
+    from lightning_info.methods.prism.extra_attacks import extra_attack_scores
     from lightning_info.methods.prism.statistics import membership_report, mimir_layout
 
     out = tmp_path / "out"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
@@ -30,26 +30,16 @@ from tqdm.auto import tqdm
 from lightning_info.core.logging import markdown_table, metric_key
 from lightning_info.core.validation import (
     require_bool,
-    require_choice,
     require_equal_lengths,
-    require_finite,
-    require_int,
     require_log_probabilities,
     require_string_sequence,
 )
-from lightning_info.methods.prism.attacks import (
-    dc_pdd_score,
-    neighbourhood_score,
-    recall_score,
-    token_frequencies,
-)
 from lightning_info.methods.prism.blind import beats_blind, distribution_check
+from lightning_info.methods.prism.extra_attacks import extra_attack_scores
 from lightning_info.methods.prism.fragments import AttackSet
 from lightning_info.methods.prism.functional import (
-    DATA_AWARE_CLASSIFIERS,
     FragmentTokens,
     attack_metrics,
-    check_prior,
     data_aware_scores,
     encode_prompt_fragment,
     fragment_token_statistics,
@@ -64,12 +54,15 @@ from lightning_info.methods.prism.functional import (
     world_log_probability,
     zlib_score,
 )
-from lightning_info.methods.prism.model_attacks import (
-    NeighbourhoodUnavailable,
-    gradnorm_scores,
-    make_neighbours,
-    recall_token_log_probs,
-    text_token_log_probs,
+from lightning_info.methods.prism.options import (
+    ATTACKS,
+    AUDIT_FPR_LEVELS,
+    BASELINE_ATTACKS,
+    EXTRA_ATTACKS,
+    NEIGHBOURS,
+    PAPER_ATTACKS,
+    RECALL_SHOTS,
+    FragmentAuditOptions,
 )
 from lightning_info.methods.prism.statistics import (
     DEFAULT_AUDIT_FPR_LEVELS,
@@ -94,134 +87,10 @@ __all__ = [
     "sweep_attack_names",
 ]
 
-PAPER_ATTACKS = ("target", "lr", "prism", "data_aware")
-"""The paper's attacks: raw target probability, likelihood ratio, PRISM, data-aware classifier."""
-BASELINE_ATTACKS = ("loss", "zlib", "min_k", "min_k++", "reference")
-"""The field's standard membership scores, from per-token statistics (:mod:`.attacks`)."""
-ATTACKS = PAPER_ATTACKS + BASELINE_ATTACKS
-AUDIT_FPR_LEVELS = (0.001, 0.01, 0.02, 0.05)
-"""False-positive rates of the report: the field's 0.1% and 1%, and the paper's 2% and 5%."""
-EXTRA_ATTACKS = ("gradnorm", "recall", "dc_pdd", "neighbourhood")
-"""The optional attacks of :attr:`FragmentAuditOptions.extra_attacks`, off by default: gradient
-norm, ReCaLL, DC-PDD and the neighbourhood comparison (:func:`extra_attack_scores`)."""
-RECALL_SHOTS = 5
-"""Non-member queries that form ReCaLL's prefix (ReCaLL's few-shot setting); not scored by it."""
-NEIGHBOURS = 25
-"""Neighbours written per query by the neighbourhood attack (``make_neighbours``' default)."""
 BLIND = "blind baseline"
 """The blind baseline's row in a printed report."""
 
 ModelSpec = Any  # a causal LM, a (model, tokenizer) pair, or a name/path for load_causal_lm
-
-
-@dataclass(frozen=True)
-class FragmentAuditOptions:
-    """How :class:`FragmentAuditor` scores the attacks.
-
-    Args:
-        prior: PRISM's ``pi`` (:func:`~lightning_info.methods.prism.functional.prism_score`), in
-            ``(0, 1)``.
-        batch_size: queries per forward pass of each model.
-        n_splits, seed: the data-aware classifier's stratified cross-validation folds, shuffled
-            with ``seed`` (the blind baseline uses the same folds count and seed; ``seed`` also
-            seeds the bootstrap, ReCaLL's choice of prefix queries and the neighbours).
-        fpr_levels: false-positive rates at which the true-positive rate is reported.
-        data_aware: the data-aware classifier, ``"boosted_trees"`` (the reference's) or
-            ``"logistic"``.
-        min_k: the fraction of lowest-scoring tokens kept by Min-K% and Min-K%++ (their
-            papers' default, 0.2).
-        bootstrap_resamples: resamples of the bootstrap behind each attack's ``auc_se``
-            (:func:`~lightning_info.methods.prism.statistics.bootstrap_auc`; MIMIR's 1,000), at
-            least 2.
-        blind_baseline: fit the blind baseline and run the distribution check
-            (:func:`~lightning_info.methods.prism.blind.distribution_check`) on the queries'
-            texts. Its cost is ``n_splits`` fits of a TF-IDF (word 1-2-grams, character
-            2-5-grams) logistic regression on the texts, on the CPU: a second or two for a few
-            hundred short texts, growing with their number and length; ``False`` skips it (no
-            ``beats_blind`` flags then).
-        min_k_sweep: more fractions ``k`` in ``(0, 1]``, each adding Min-K% and Min-K%++ at
-            that ``k`` as attacks named ``min_k_<100 k>pct`` and ``min_k++_<100 k>pct``
-            (``min_k_10pct``, logged as ``min_kplusplus_10pct``), from the same token statistics.
-        extra_attacks: attacks of :data:`EXTRA_ATTACKS` to add, each needing more passes of the
-            target model (:func:`extra_attack_scores`): ``"gradnorm"``, ``"recall"``,
-            ``"dc_pdd"``, ``"neighbourhood"`` (the last needs
-            ``FragmentAuditor(..., mask_filler=...)``).
-        reference_corpus: texts whose token frequencies calibrate DC-PDD; none: the attack
-            set's non-member queries.
-    """
-
-    prior: float = 0.9
-    batch_size: int = 16
-    n_splits: int = 5
-    seed: int = 0
-    fpr_levels: tuple[float, ...] = AUDIT_FPR_LEVELS
-    data_aware: Literal["boosted_trees", "logistic"] = "boosted_trees"
-    min_k: float = 0.2
-    bootstrap_resamples: int = 1000
-    blind_baseline: bool = True
-    min_k_sweep: tuple[float, ...] = ()
-    extra_attacks: tuple[str, ...] = ()
-    reference_corpus: tuple[str, ...] | None = None
-
-    def __post_init__(self) -> None:
-        require_choice(self.data_aware, "data_aware", DATA_AWARE_CLASSIFIERS)
-        object.__setattr__(self, "prior", check_prior(self.prior))
-        require_int(self.batch_size, "batch_size", 1)
-        require_int(self.n_splits, "n_splits", 2)
-        require_int(self.seed, "seed", 0)
-        levels = _rates(self.fpr_levels, "fpr_levels", "rates in (0, 1]", "(0.05,)")
-        object.__setattr__(self, "fpr_levels", levels)
-        for level in self.fpr_levels:
-            negatives_for_fpr(level)  # a rate in (0, 1]
-        object.__setattr__(self, "min_k", _fraction(self.min_k, "min_k"))
-        sweep = _rates(self.min_k_sweep, "min_k_sweep", "fractions in (0, 1]", "(0.1,)")
-        sweep = tuple(_fraction(k, f"min_k_sweep[{i}]") for i, k in enumerate(sweep))
-        if len(set(sweep)) < len(sweep):
-            raise ValueError(f"`min_k_sweep` repeats a fraction: {sweep!r}; list each once.")
-        object.__setattr__(self, "min_k_sweep", sweep)
-        require_int(self.bootstrap_resamples, "bootstrap_resamples", 2)
-        object.__setattr__(
-            self, "blind_baseline", require_bool(self.blind_baseline, "blind_baseline")
-        )
-        extra = self.extra_attacks
-        if isinstance(extra, str):
-            raise TypeError(
-                f"`extra_attacks` must be a sequence of names, got the string {extra!r}; wrap it: "
-                f"({extra!r},)."
-            )
-        extra = tuple(require_string_sequence(extra, "extra_attacks"))
-        unknown = [name for name in extra if name not in EXTRA_ATTACKS]
-        if unknown:
-            raise ValueError(
-                f"`extra_attacks` names unknown attacks {unknown}; choose from {EXTRA_ATTACKS}."
-            )
-        if len(set(extra)) < len(extra):
-            raise ValueError(f"`extra_attacks` repeats an attack: {extra!r}; list each once.")
-        object.__setattr__(self, "extra_attacks", extra)
-        if self.reference_corpus is not None:
-            corpus = tuple(require_string_sequence(self.reference_corpus, "reference_corpus"))
-            if not any(text.strip() for text in corpus):
-                raise ValueError(
-                    "`reference_corpus` holds no text; give reference texts for DC-PDD's token "
-                    "frequencies, or None to use the attack set's non-members."
-                )
-            object.__setattr__(self, "reference_corpus", corpus)
-
-
-def _rates(values: Any, name: str, what: str, example: str) -> tuple[float, ...]:
-    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-        raise TypeError(
-            f"`{name}` must be a sequence of {what}, got {values!r}; wrap one value in a tuple: "
-            f"{example}."
-        )
-    return tuple(require_finite(value, f"{name}[{i}]") for i, value in enumerate(values))
-
-
-def _fraction(value: Any, name: str) -> float:
-    k = require_finite(value, name)
-    if not 0.0 < k <= 1.0:
-        raise ValueError(f"`{name}` is a fraction of tokens in (0, 1], got {value!r}.")
-    return k
 
 
 def sweep_attack_names(k: float) -> tuple[str, str]:
@@ -745,120 +614,6 @@ def _blind_baseline(
     blind = {"auc": check["blind_auc"], "auc_se": check["blind_auc_se"], "folds": check["folds"]}
     names = ("overlap_7", "overlap_13", "length_u", "length_p_value")
     return blind, {name: float(check[name]) for name in names}
-
-
-def extra_attack_scores(
-    model: Any,
-    tokenizer: Any,
-    prompts: Sequence[str],
-    fragments: Sequence[str],
-    labels: Sequence[int],
-    options: FragmentAuditOptions,
-    kinds: Sequence[str] | None = None,
-    target_log_probs: Sequence[Tensor] | None = None,
-    mask_filler: Any = None,
-) -> dict[str, np.ndarray]:
-    """The scores of ``options.extra_attacks`` on the target ``model`` (float64, one per query,
-    higher = member; NaN for a query the attack does not score).
-
-    A query's text is ``prompt + fragment``. The non-member queries are those of kind
-    ``"non_member"`` (with ``kinds``; else, or when there is none, every label-0 query).
-
-    - ``"gradnorm"``: :func:`~lightning_info.methods.prism.model_attacks.gradnorm_scores` of
-      each query's tokens as the audit encodes them
-      (:func:`~lightning_info.methods.prism.functional.encode_prompt_fragment`), one backward
-      pass per query.
-    - ``"recall"``: ReCaLL (:func:`~lightning_info.methods.prism.attacks.recall_score` of
-      :func:`~lightning_info.methods.prism.model_attacks.recall_token_log_probs` on the query
-      texts) with a prefix of :data:`RECALL_SHOTS` non-member queries drawn with
-      ``options.seed``. Those queries are *not scored* (NaN): a text inside its own prefix
-      would be scored on what it repeats. The attack's figures count the other queries only.
-    - ``"dc_pdd"``: :func:`~lightning_info.methods.prism.attacks.dc_pdd_score` of the
-      fragments' tokens and their cached log-probabilities ``target_log_probs`` (the target's
-      per-token statistics; computed here when not given), calibrated by the token frequencies
-      (:func:`~lightning_info.methods.prism.attacks.token_frequencies`) of
-      ``options.reference_corpus`` or, without it, of the non-member queries' texts. Counting
-      the scored non-members' own tokens raises their frequencies and lowers their scores: an
-      optimistic AUC; give a reference corpus for a fair one.
-    - ``"neighbourhood"``: :func:`~lightning_info.methods.prism.attacks.neighbourhood_score` of
-      the query texts' losses against those of :data:`NEIGHBOURS` neighbours each
-      (:func:`~lightning_info.methods.prism.model_attacks.make_neighbours` with
-      ``mask_filler``; losses from
-      :func:`~lightning_info.methods.prism.model_attacks.text_token_log_probs`). Without a mask
-      filler it is skipped with one warning and left out of the result.
-    """
-    if not isinstance(options, FragmentAuditOptions):
-        raise TypeError(f"`options` must be a FragmentAuditOptions, got {type(options).__name__}.")
-    prompts = require_string_sequence(prompts, "prompts")
-    fragments = require_string_sequence(fragments, "fragments")
-    y = np.asarray(labels, dtype=np.int64).reshape(-1)
-    require_equal_lengths({"prompts": len(prompts), "fragments": len(fragments), "labels": y.size})
-    texts = [p + f for p, f in zip(prompts, fragments)]
-    negatives = np.flatnonzero(y == 0)
-    if kinds is not None and "non_member" in kinds:
-        negatives = np.flatnonzero(np.asarray(kinds) == "non_member")
-    size = options.batch_size
-    out: dict[str, np.ndarray] = {}
-    for attack in options.extra_attacks:
-        if attack == "gradnorm":
-            rows = [encode_prompt_fragment(tokenizer, p, f)[0] for p, f in zip(prompts, fragments)]
-            out[attack] = gradnorm_scores(model, rows).numpy()
-        elif attack == "recall":
-            shots = RECALL_SHOTS
-            if negatives.size <= shots:
-                raise ValueError(
-                    f"ReCaLL's prefix takes {shots} non-member queries and the attack set has "
-                    f"{negatives.size}: give more than {shots} non-members."
-                )
-            rng = np.random.default_rng(options.seed)
-            prefix = np.sort(rng.choice(negatives, size=shots, replace=False))
-            scored = np.setdiff1d(np.arange(len(texts)), prefix)
-            plain, conditional = recall_token_log_probs(
-                model,
-                tokenizer,
-                [texts[i] for i in scored],
-                [texts[i] for i in prefix],
-                batch_size=size,
-            )
-            values = np.full(len(texts), np.nan)
-            values[scored] = recall_score(plain, conditional).numpy()
-            out[attack] = values
-        elif attack == "dc_pdd":
-            if target_log_probs is None:
-                target_log_probs = fragment_token_statistics(
-                    model, tokenizer, prompts, fragments, size, vocabulary_moments=False
-                ).log_probs
-            ids = []
-            for p, f in zip(prompts, fragments):
-                row, start = encode_prompt_fragment(tokenizer, p, f)
-                ids.append(row[start:])
-            corpus = options.reference_corpus
-            if corpus is None:
-                corpus = [texts[i] for i in negatives]
-            counts = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in corpus]
-            frequencies = token_frequencies(counts, len(tokenizer))
-            out[attack] = dc_pdd_score(ids, target_log_probs, frequencies).numpy()
-        elif attack == "neighbourhood":
-            try:
-                neighbours = make_neighbours(texts, mask_filler, n=NEIGHBOURS, seed=options.seed)
-            except NeighbourhoodUnavailable as err:
-                warnings.warn(
-                    f"The neighbourhood attack is skipped: {err} Enable it with "
-                    "FragmentAuditor(..., mask_filler=...) (or the callback's mask_filler).",
-                    stacklevel=3,
-                )
-                continue
-            flat = [text for row in neighbours for text in row]
-            losses = [-row.mean() for row in text_token_log_probs(model, tokenizer, texts, size)]
-            neighbour_losses = [
-                -row.mean() for row in text_token_log_probs(model, tokenizer, flat, size)
-            ]
-            per_text, first = [], 0
-            for row in neighbours:
-                per_text.append(torch.stack(neighbour_losses[first : first + len(row)]))
-                first += len(row)
-            out[attack] = neighbourhood_score(torch.stack(losses), per_text).numpy()
-    return out
 
 
 MODELS = ("target", "shadow", "world")

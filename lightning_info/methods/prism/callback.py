@@ -18,13 +18,13 @@ from lightning_info.core.validation import require_bool
 from lightning_info.lm.features import check_causal_lm
 from lightning_info.methods.prism.auditor import (
     MODELS,
-    FragmentAuditOptions,
     FragmentAuditor,
     FragmentAuditReport,
     ModelSpec,
     check_attack_set,
 )
 from lightning_info.methods.prism.fragments import AttackSet
+from lightning_info.methods.prism.options import FragmentAuditOptions
 
 __all__ = ["FragmentExtractionAudit"]
 
