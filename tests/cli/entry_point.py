@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -38,6 +40,26 @@ def run(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:
         env=env,
         timeout=120,
     )
+
+
+def run_here(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``lightning-info *args`` in this process: the ``main`` the script calls, its output
+    captured. For the refusals, which end before any work: a fresh process per case would cost a
+    few seconds of imports each (each command keeps one refusal through the script itself)."""
+    from lightning_info.cli import main
+
+    out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                status = main([str(arg) for arg in args])
+            except SystemExit as exit_:
+                status = exit_.code
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(args, status, out.getvalue(), err.getvalue())
 
 
 def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.cli.entry_point import ok, refused, run, write_jsonl
+from tests.cli.entry_point import ok, refused, run, run_here, write_jsonl
 
 COLOURS = ["red", "blue", "green", "amber", "violet", "white", "black", "grey", "pink", "teal"]
 SINGLE_MODEL_ATTACKS = ["target", "loss", "zlib", "min_k", "min_k++"]
@@ -159,8 +159,9 @@ def test_a_yaml_config_with_fields_and_no_reference_equals_fragment_auditor(audi
 # -- bad input: exit status 2, the file (and line) named, nothing written ----------------------
 
 
-def _audit(tmp_path, members, non_members, *extra) -> subprocess.CompletedProcess:
-    return run(
+def _audit(tmp_path, members, non_members, *extra, script=False) -> subprocess.CompletedProcess:
+    """``lightning-info audit`` refused: in this process, or through the script (``script``)."""
+    return (run if script else run_here)(
         "audit",
         "--model",
         tmp_path / "model",
@@ -193,7 +194,8 @@ def test_a_line_that_is_not_json_is_refused_with_its_file_and_line(tmp_path, fil
     lines = files[1].read_text().splitlines()
     lines[1] = lines[1][:-3]
     files[1].write_text("\n".join(lines) + "\n")
-    refused(_audit(tmp_path, *files), "non_members.jsonl, line 2", "not valid JSON")
+    result = _audit(tmp_path, *files, script=True)
+    refused(result, "non_members.jsonl, line 2", "not valid JSON")
     assert not (tmp_path / "out").exists()
 
 

@@ -59,6 +59,11 @@ def run(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return entry_point.run("overlap", *args, cwd=cwd)
 
 
+def run_here(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``lightning-info overlap *args`` in this process."""
+    return entry_point.run_here("overlap", *args, cwd=cwd)
+
+
 def joined(row: dict) -> str:
     return f"{row['prompt']}\n{row['response']}"
 
@@ -294,12 +299,16 @@ def test_dask_on_a_local_cluster_equals_the_serial_scan(tmp_path):
 # --- bad input: exit status 2, the file (and line) named, nothing written ------------------------
 
 
-def bad_corpus(tmp_path: Path, content: str, *args: str) -> subprocess.CompletedProcess:
+def bad_corpus(
+    tmp_path: Path, content: str, *args: str, script: bool = False
+) -> subprocess.CompletedProcess:
+    """``lightning-info overlap`` on a bad corpus: in this process, or through the script."""
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text(content)
     bench = write_tests(tmp_path)
-    result = run("--train", corpus, "--test", bench, "--output_dir", tmp_path / "out", *FLAGS,
-                 "--progress", "false", *args)  # fmt: skip
+    command = run if script else run_here
+    result = command("--train", corpus, "--test", bench, "--output_dir", tmp_path / "out", *FLAGS,
+                     "--progress", "false", *args)  # fmt: skip
     assert not (tmp_path / "out").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.jsonl", "corpus.jsonl"]
     return result
@@ -307,7 +316,7 @@ def bad_corpus(tmp_path: Path, content: str, *args: str) -> subprocess.Completed
 
 def test_a_missing_training_file_is_refused(tmp_path):
     bench = write_tests(tmp_path)
-    result = run("--train", tmp_path / "absent.jsonl", "--test", bench,
+    result = run_here("--train", tmp_path / "absent.jsonl", "--test", bench,
                  "--output_dir", tmp_path / "out")  # fmt: skip
     refused(result, "absent.jsonl", "does not exist")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.jsonl"]
@@ -315,7 +324,9 @@ def test_a_missing_training_file_is_refused(tmp_path):
 
 def test_a_bad_json_line_is_refused_with_its_file_and_line(tmp_path):
     rows = [json.dumps(row) for row in ROWS[:2]] + ['{"prompt": "cut short', json.dumps(ROWS[3])]
-    result = bad_corpus(tmp_path, "\n".join(rows) + "\n", "--fields", "[prompt, response]")
+    result = bad_corpus(
+        tmp_path, "\n".join(rows) + "\n", "--fields", "[prompt, response]", script=True
+    )
     refused(result, "corpus.jsonl, line 3, column", "not valid JSON")
 
 
@@ -342,7 +353,7 @@ def test_an_output_dir_that_is_a_file_is_refused(tmp_path):
     bench = write_tests(tmp_path)
     target = tmp_path / "out"
     target.write_text("keep me")
-    result = run("--train", corpus, "--test", bench, "--output_dir", target, "--fields",
+    result = run_here("--train", corpus, "--test", bench, "--output_dir", target, "--fields",
                  "[prompt, response]")  # fmt: skip
     refused(result, f"{target} is a file")
     assert target.read_text() == "keep me"

@@ -21,7 +21,7 @@ from lightning_info.methods.fisher_sft.functional import (
     sketch_features,
 )
 from lightning_info.methods.fisher_sft.sampler import load_selection, selection_fingerprint
-from tests.cli.entry_point import ok, refused, run, write_jsonl
+from tests.cli.entry_point import ok, refused, run, run_here, write_jsonl
 
 POOL_SIZE = 24
 
@@ -349,8 +349,9 @@ def test_config_yaml_with_a_template_and_curvature_weights_equals_the_functional
 # -- bad input: exit status 2, the file (and line) named, nothing written ----------------------
 
 
-def _select(pool, out, *extra):
-    return run("select", "--pool", pool, "--output_dir", out, *extra)
+def _select(pool, out, *extra, script=False):
+    """``lightning-info select`` refused: in this process, or through the script (``script``)."""
+    return (run if script else run_here)("select", "--pool", pool, "--output_dir", out, *extra)
 
 
 @pytest.fixture
@@ -371,7 +372,8 @@ def test_a_line_that_is_not_json_is_refused_with_its_file_and_line(tmp_path, row
     lines[2] = '{"prompt": "x", "response": '
     pool.write_text("\n".join(lines) + "\n")
     out = tmp_path / "out"
-    refused(_select(pool, out, "--budget", 2, "--features", rows_file), "pool.jsonl, line 3")
+    result = _select(pool, out, "--budget", 2, "--features", rows_file, script=True)
+    refused(result, "pool.jsonl, line 3")
     assert not out.exists()
 
 
