@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lightning_info.cli import BadInput
-from lightning_info.configs import callback_config, callback_configs
+from lightning_info.configs import callback_config, callback_listing
 
 
 def callbacks(name: str | None = None) -> int:
@@ -21,6 +21,5 @@ def callbacks(name: str | None = None) -> int:
         except ValueError as err:
             raise BadInput(str(err)) from err
         return 0
-    for stem, path in callback_configs().items():
-        print(f"{stem:28} {path}")
+    print(callback_listing())
     return 0

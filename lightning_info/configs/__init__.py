@@ -28,3 +28,8 @@ def callback_config(name: str) -> Path:
     if stem not in configs:
         raise ValueError(f"no callback config {name!r}; shipped: {', '.join(configs)}.")
     return configs[stem]
+
+
+def callback_listing() -> str:
+    """One line per shipped YAML: its name, then its path (what the listing commands print)."""
+    return "\n".join(f"{name:28} {path}" for name, path in callback_configs().items())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lightning_info.configs import callback_config, callback_configs
+from lightning_info.configs import callback_config, callback_listing
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,8 +22,7 @@ def main(argv: list[str] | None = None) -> int:
             print(err, file=sys.stderr)
             return 2
         return 0
-    for name, path in callback_configs().items():
-        print(f"{name:28} {path}")
+    print(callback_listing())
     return 0
 
 
