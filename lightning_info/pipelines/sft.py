@@ -335,14 +335,32 @@ class SFTPipelineDataModule(FisherSubsetDataModule):
 
 AUDIT_FIGURES = {
     "auc": "auc",
+    "auc_se": "auc_se",
+    "pr_auc": "pr_auc",
     "auc_vs_non_members": "auc vs non-members",
+    "auc_se_vs_non_members": "auc_se vs non-members",
     "tpr@1%fpr": "tpr@1%fpr",
     "tpr@0.1%fpr": "tpr@0.1%fpr",
+    "tpr@1%fpr_at_most": "tpr@1%fpr at most",
+    "tpr@0.1%fpr_at_most": "tpr@0.1%fpr at most",
+    "beats_blind": "beats_blind",
+    "beats_blind_vs_non_members": "beats_blind vs non-members",
 }
-"""The audit's figures logged per attack (figure: the report's key): ROC-AUC against all
-negatives and against the never-planted records alone (the membership question proper: same
-distribution, not trained on), and the TPR at the field's low FPRs (all negatives). Each is
-logged as :func:`audit_metric_name` of its attack and figure."""
+"""The audit's figures logged per attack (figure: the report's key): ROC-AUC with its bootstrap
+standard error and PR AUC against all negatives, the AUC and its error against the
+never-planted records alone (the membership question proper: same distribution, not trained
+on), the TPR at the field's low FPRs (all negatives) interpolated and at most the level (LiRA's
+convention), and whether the attack beats the blind baseline (1 or 0) on each split. Each is
+logged as :func:`audit_metric_name` of its attack and figure; the blind baseline's own AUCs as
+``test/audit/blind/<figure>`` (:data:`BLIND_FIGURES`)."""
+
+BLIND_FIGURES = {
+    "auc": "auc",
+    "auc_se": "auc_se",
+    "auc_vs_non_members": "auc vs non-members",
+    "auc_se_vs_non_members": "auc_se vs non-members",
+}
+"""The blind baseline's figures logged (figure: the key of the report's ``blind``)."""
 
 
 def audit_metric_name(attack: str, figure: str) -> str:
@@ -379,7 +397,8 @@ class SFTPipelineReport(Callback):
     - ``test/audit/<attack>/<figure>`` for each of ``attacks`` (all the audit's, :data:`ATTACKS`,
       by default) and :data:`AUDIT_FIGURES`, from the ``FragmentExtractionAudit`` callback's
       report, named by :func:`audit_metric_name` (``test/audit/target/tpr_at_1pct_fpr``,
-      ``test/audit/min_kplusplus/auc_vs_non_members``), and ``test/audit/negatives``,
+      ``test/audit/min_kplusplus/auc_vs_non_members``), the blind baseline's
+      :data:`BLIND_FIGURES` (``test/audit/blind/auc``), and ``test/audit/negatives``,
       ``test/audit/members_trained`` (member queries that are training examples).
 
     Every logged name matches :data:`~lightning_info.core.logging.METRIC_NAME`; ``values`` holds
@@ -435,6 +454,13 @@ class SFTPipelineReport(Callback):
             for figure, key in AUDIT_FIGURES.items()
             if key in audit.report.metrics[attack]  # no non-members in the set: no such AUC
         }
+        out.update(
+            {
+                audit_metric_name("blind", figure): float(audit.report.blind[key])
+                for figure, key in BLIND_FIGURES.items()
+                if key in audit.report.blind  # the blind baseline is optional
+            }
+        )
         out["test/audit/negatives"] = float(audit.report.diagnostics["negatives"])
         queries = audit.attack_set
         trained = set(data.selected_texts())  # prompt, separator, response: a query's text

@@ -24,7 +24,7 @@ from lightning_info.methods.fisher_sft import Selection
 from lightning_info.methods.prism.auditor import ATTACKS
 from lightning_info.methods.prism.fragments import AttackSet
 from lightning_info.pipelines import SFTPipelineReport
-from lightning_info.pipelines.sft import AUDIT_FIGURES, load_examples
+from lightning_info.pipelines.sft import AUDIT_FIGURES, BLIND_FIGURES, load_examples
 from tests.benchmark_scripts import load_recipe
 from tests.pipelines import toy
 from tests.resume_points import CheckpointMidEpoch
@@ -291,6 +291,7 @@ def test_every_metric_the_report_logs_is_a_metric_name(tmp_path):
     # the audit's figures: every attack's, named by metric_key
     audit = {name for name in report.values if name.startswith("test/audit/")}
     expected = {metric_key("test/audit", a, f) for a in ATTACKS for f in AUDIT_FIGURES}
+    expected |= {metric_key("test/audit/blind", f) for f in BLIND_FIGURES}
     assert audit == expected | {"test/audit/negatives", "test/audit/members_trained"}
     assert "test/audit/min_kplusplus/tpr_at_0.1pct_fpr" in audit
     assert "test/audit/target/tpr_at_1pct_fpr" in audit
@@ -303,6 +304,16 @@ def test_every_metric_the_report_logs_is_a_metric_name(tmp_path):
     assert (
         report.values["test/audit/loss/auc_vs_non_members"] == metrics["loss"]["auc vs non-members"]
     )
+    for attack, figure, key in (
+        ("zlib", "auc_se_vs_non_members", "auc_se vs non-members"),
+        ("target", "beats_blind_vs_non_members", "beats_blind vs non-members"),
+        ("min_k", "tpr_at_1pct_fpr_at_most", "tpr@1%fpr at most"),
+        ("lr", "pr_auc", "pr_auc"),
+    ):
+        assert report.values[f"test/audit/{attack}/{figure}"] == metrics[attack][key]
+    blind = callbacks[1].report.blind
+    assert report.values["test/audit/blind/auc"] == blind["auc"]
+    assert report.values["test/audit/blind/auc_vs_non_members"] == blind["auc vs non-members"]
 
 
 def test_the_recipe_s_metrics_are_names_the_pipeline_logs():
@@ -312,7 +323,9 @@ def test_the_recipe_s_metrics_are_names_the_pipeline_logs():
         metrics = yaml.safe_load(config.read_text())["compare"]["metrics"]
         assert all(METRIC_NAME.fullmatch(m) for m in metrics), config
         audit = {m for m in metrics if m.startswith("test/audit/") and m.count("/") == 3}
-        assert audit <= {metric_key("test/audit", a, f) for a in ATTACKS for f in AUDIT_FIGURES}
+        names = {metric_key("test/audit", a, f) for a in ATTACKS for f in AUDIT_FIGURES}
+        names |= {metric_key("test/audit/blind", f) for f in BLIND_FIGURES}
+        assert audit <= names
 
 
 def _audit_parts(root: Path):
@@ -441,3 +454,10 @@ def test_the_pipeline_runs_under_ddp_on_two_cpu_processes(tmp_path):
     assert first["selection"] == second["selection"]
     assert first["tested"]["test/leaked_fraction"] == 0.0
     assert first["tested"]["test/audit/negatives"] == 16.0
+    # the audit's queries: every other one on each rank, together every query once
+    by_rank = {r["rank"]: r["scored_queries"] for r in ranks}
+    n = first["queries"]
+    assert by_rank == {0: list(range(0, n, 2)), 1: list(range(1, n, 2))}
+    (zero,) = [r for r in ranks if r["rank"] == 0]
+    # one process's audit of the same model: equal up to float32 noise (shards pad differently)
+    assert zero["audit_gap"] < 1e-5

@@ -40,6 +40,7 @@ from lightning_info.methods.prism.functional import (
     pr_auc,
     prism_score,
     recall_score,
+    text_distribution,
     token_frequencies,
     tpr_at_fpr,
     tpr_at_fpr_levels,
@@ -94,4 +95,5 @@ __all__ = [
     "token_frequencies",
     "tpr_at_fpr",
     "tpr_at_fpr_levels",
+    "text_distribution",
 ]

@@ -31,10 +31,17 @@ from lightning_info.core.logging import markdown_table, metric_key
 from lightning_info.core.validation import (
     require_bool,
     require_equal_lengths,
+    require_int,
     require_log_probabilities,
     require_string_sequence,
 )
-from lightning_info.methods.prism.blind import beats_blind, distribution_check
+from lightning_info.measures.ranking import binary_auroc
+from lightning_info.methods.prism.blind import (
+    BOOTSTRAP_RESAMPLES,
+    beats_blind,
+    blind_baseline_scores,
+    text_distribution,
+)
 from lightning_info.methods.prism.extra_attacks import extra_attack_scores
 from lightning_info.methods.prism.fragments import AttackSet
 from lightning_info.methods.prism.functional import (
@@ -66,6 +73,7 @@ from lightning_info.methods.prism.options import (
 )
 from lightning_info.methods.prism.statistics import (
     DEFAULT_AUDIT_FPR_LEVELS,
+    bootstrap_auc,
     format_rate,
     membership_report,
     mimir_layout,
@@ -161,7 +169,7 @@ class FragmentAuditReport:
                     row.append(None)
                 elif level is not None:
                     row.append(format_rate(value, negatives, level))
-                elif name == "beats_blind":
+                elif name.startswith("beats_blind"):
                     row.append("yes" if value else "no")
                 else:
                     row.append(round(float(value), 4))
@@ -170,7 +178,7 @@ class FragmentAuditReport:
                 row += [int(statistics["members"]), int(statistics["non_members"])]
             rows.append(row)
         if self.blind:
-            blind = {"auc": self.blind["auc"], "auc_se": self.blind["auc_se"]}
+            blind = {k: v for k, v in self.blind.items() if k.startswith("auc")}
             row = [BLIND, *(_rounded(blind.get(name)) for name in names)]
             if counts:
                 row += [int((self.labels == 1).sum()), int((self.labels == 0).sum())]
@@ -191,9 +199,9 @@ class FragmentAuditReport:
             for attack, metrics in self.metrics.items()
             for name, value in metrics.items()
         }
-        if self.blind:
-            out[metric_key(prefix, "blind", "auc")] = float(self.blind["auc"])
-            out[metric_key(prefix, "blind", "auc_se")] = float(self.blind["auc_se"])
+        for name, value in self.blind.items():
+            if name.startswith("auc"):
+                out[metric_key(prefix, "blind", name)] = float(value)
         for name, value in self.distribution.items():
             out[metric_key(prefix, "distribution", name)] = float(value)
         return out
@@ -304,27 +312,41 @@ class FragmentAuditor:
                 raise ValueError("Give `tokenizer` for models passed without their tokenizer.")
 
     def token_statistics(
-        self, attack_set: AttackSet, progress: bool = False
+        self,
+        attack_set: AttackSet,
+        progress: bool = False,
+        queries: Sequence[int] | None = None,
     ) -> dict[str, FragmentTokens]:
         """Per-token statistics of every query (one forward pass per batch and model): the
         target's with the vocabulary moments of Min-K%++, the shadow's and each world model's
         (``"world 0"``, ``"world 1"``, ...) log-probabilities only. ``progress`` shows a bar of
         the queries scored, over all the models (each batch as
         :func:`~lightning_info.methods.prism.functional.fragment_token_statistics` forms it,
-        so the values are the same with and without it)."""
+        so the values are the same with and without it). ``queries``: the indices of the
+        queries to score, in that order (default: all); a query's statistics do not depend on
+        the others scored with it, so a shard's equal the whole set's at those indices."""
         check_attack_set(attack_set)
         progress = require_bool(progress, "progress")
+        if queries is None:
+            queries = range(len(attack_set))
+        queries = [require_int(i, f"queries[{k}]", 0) for k, i in enumerate(queries)]
+        if any(i >= len(attack_set) for i in queries):
+            raise ValueError(
+                f"`queries` holds an index past the attack set's {len(attack_set)} queries."
+            )
+        prompts = [attack_set.prompts[i] for i in queries]
+        fragments = [attack_set.fragments[i] for i in queries]
         models = {"target": self.target, "shadow": self.shadow}
         models |= {f"world {k}": model for k, model in enumerate(self.world_models)}
         bar = tqdm(
-            total=len(attack_set) * len(models),
+            total=len(queries) * len(models),
             desc="fragment extraction audit",
             unit="query",
             disable=not progress,
         )
         try:
             return {
-                name: self._tokens(model, attack_set, name == "target", bar, name)
+                name: self._tokens(model, prompts, fragments, name == "target", bar, name)
                 for name, model in models.items()
             }
         finally:
@@ -335,12 +357,31 @@ class FragmentAuditor:
         ``progress`` as for :meth:`token_statistics`."""
         return _sequence_log_probabilities(self.token_statistics(attack_set, progress))
 
-    def run(self, attack_set: AttackSet, progress: bool = False) -> FragmentAuditReport:
+    def run(
+        self,
+        attack_set: AttackSet,
+        progress: bool = False,
+        tokens: Mapping[str, FragmentTokens] | None = None,
+    ) -> FragmentAuditReport:
         """Score ``attack_set`` with all models and attacks; see :meth:`score`. ``progress``
         shows a bar of the queries scored (:meth:`token_statistics`). The extra attacks of
         ``options.extra_attacks`` run on the target after it (:func:`extra_attack_scores`, fed
-        the target's cached token log-probabilities)."""
-        tokens = self.token_statistics(attack_set, progress)
+        the target's cached token log-probabilities). ``tokens``: the statistics
+        :meth:`token_statistics` gives for the whole set, when they were computed elsewhere
+        (shards scored on several processes, as :class:`FragmentExtractionAudit` does under
+        DDP); no model then runs a forward pass here but the extra attacks'."""
+        if tokens is None:
+            tokens = self.token_statistics(attack_set, progress)
+        else:
+            check_attack_set(attack_set)
+            names = ["target", "shadow", *(f"world {k}" for k in range(len(self.world_models)))]
+            if sorted(tokens) != sorted(names) or any(
+                len(tokens[name].log_probs) != len(attack_set) for name in names
+            ):
+                raise ValueError(
+                    f"`tokens` must hold the statistics of {names} for each of the attack "
+                    f"set's {len(attack_set)} queries (FragmentAuditor.token_statistics)."
+                )
         log_probs = _sequence_log_probabilities(tokens)
         extra: dict[str, np.ndarray] = {}
         if self.options.extra_attacks:
@@ -448,11 +489,11 @@ class FragmentAuditor:
         blind: dict[str, float | int] = {}
         distribution: dict[str, float] = {}
         if options.blind_baseline and prompts is not None and fragments is not None:
-            blind, distribution = _blind_baseline(prompts, fragments, y, options)
+            blind, distribution = _blind_baseline(prompts, fragments, y, kinds, options)
         metrics, statistics = {}, {}
         for name, values in scores.items():
             metrics[name], statistics[name] = _attack_figures(
-                name, values, y, kinds, options, blind.get("auc")
+                name, values, y, kinds, options, blind
             )
         diagnostics = _world_shadow_diagnostics(lp["world"], lp["shadow"], kinds)
         diagnostics[NEGATIVES] = float((y == 0).sum())
@@ -472,12 +513,17 @@ class FragmentAuditor:
         )
 
     def _tokens(
-        self, spec: ModelSpec, attack_set: AttackSet, moments: bool, bar: Any, name: str
+        self,
+        spec: ModelSpec,
+        prompts: Sequence[str],
+        fragments: Sequence[str],
+        moments: bool,
+        bar: Any,
+        name: str,
     ) -> FragmentTokens:
         """The statistics of ``spec``'s model, one batch at a time (the batches of
         :func:`fragment_token_statistics`: longest query first), ``bar`` advanced per batch."""
         model, tokenizer = self._resolve(spec)
-        prompts, fragments = attack_set.prompts, attack_set.fragments
         size = self.options.batch_size
         lengths = [
             len(encode_prompt_fragment(tokenizer, p, f)[0]) for p, f in zip(prompts, fragments)
@@ -564,7 +610,7 @@ def _attack_figures(
     y: np.ndarray,
     kinds: Sequence[str] | None,
     options: FragmentAuditOptions,
-    blind_auc: float | None,
+    blind: Mapping[str, float | int],
 ) -> tuple[dict[str, float], dict[str, float | int]]:
     """One attack's metrics (the report's keys) and its membership_report row, over the
     queries it scored (those whose score is not NaN)."""
@@ -592,28 +638,59 @@ def _attack_figures(
         # at FPR <= 1 every threshold qualifies: the TPR is 1
         at_most = 1.0 if level >= 1.0 else row[f"tpr_at_{100 * level:g}pct_fpr_at_most"]
         metrics[f"tpr@{100 * level:g}%fpr at most"] = float(at_most)
+    by_kind = {}
     if kinds is not None:
-        metrics.update(_auc_by_negative_kind(s, labels, np.asarray(kinds)[scored]))
-    if blind_auc is not None:
-        metrics["beats_blind"] = float(beats_blind(metrics["auc"], metrics["auc_se"], blind_auc))
+        resamples = options.bootstrap_resamples
+        by_kind = _auc_by_negative_kind(
+            s, labels, np.asarray(kinds)[scored], resamples, options.seed
+        )
+        metrics.update({key: value for key, value in by_kind.items() if key.startswith("auc ")})
+    if blind:
+        metrics["beats_blind"] = float(beats_blind(metrics["auc"], metrics["auc_se"], blind["auc"]))
+    for auc_name in NEGATIVE_KINDS.values():
+        split = auc_name.removeprefix("auc")  # " vs non-members"
+        if auc_name in by_kind:
+            metrics[f"auc_se{split}"] = by_kind[f"auc_se{split}"]
+            if auc_name in blind:
+                metrics[f"beats_blind{split}"] = float(
+                    beats_blind(by_kind[auc_name], by_kind[f"auc_se{split}"], blind[auc_name])
+                )
     return metrics, row
 
 
 def _blind_baseline(
-    prompts: Sequence[str], fragments: Sequence[str], y: np.ndarray, options: FragmentAuditOptions
+    prompts: Sequence[str],
+    fragments: Sequence[str],
+    y: np.ndarray,
+    kinds: Sequence[str] | None,
+    options: FragmentAuditOptions,
 ) -> tuple[dict[str, float | int], dict[str, float]]:
-    """The blind baseline's ``{"auc", "auc_se", "folds"}`` and the rest of the distribution
-    check, members' against negatives' ``prompt + fragment`` texts."""
+    """The blind baseline's ``{"auc", "auc_se", "folds"}`` (with the queries' kinds also its
+    AUC and standard error against each kind of negative alone, ``"auc vs non-members"``,
+    ``"auc_se vs non-members"``, ...) and the rest of the distribution check
+    (:func:`~lightning_info.methods.prism.blind.text_distribution`), members' against
+    negatives' ``prompt + fragment`` texts. The classifier is fitted once, on every negative:
+    the AUC against one kind reads its out-of-fold scores on that kind's queries. Its standard
+    errors use :data:`~lightning_info.methods.prism.blind.BOOTSTRAP_RESAMPLES` resamples,
+    as :func:`~lightning_info.methods.prism.blind.blind_baseline_auc`'s."""
     prompts = require_string_sequence(prompts, "prompts")
     fragments = require_string_sequence(fragments, "fragments")
     require_equal_lengths({"prompts": len(prompts), "fragments": len(fragments), "labels": y.size})
     texts = [p + f for p, f in zip(prompts, fragments)]
-    members = [t for t, label in zip(texts, y) if label == 1]
-    negatives = [t for t, label in zip(texts, y) if label == 0]
-    check = distribution_check(members, negatives, seed=options.seed, folds=options.n_splits)
-    blind = {"auc": check["blind_auc"], "auc_se": check["blind_auc_se"], "folds": check["folds"]}
-    names = ("overlap_7", "overlap_13", "length_u", "length_p_value")
-    return blind, {name: float(check[name]) for name in names}
+    order = np.r_[np.flatnonzero(y == 1), np.flatnonzero(y == 0)]
+    members = [texts[i] for i in order[: int((y == 1).sum())]]
+    negatives = [texts[i] for i in order[len(members) :]]
+    scores = np.empty(y.size)
+    scores[order] = blind_baseline_scores(members, negatives, options.n_splits, options.seed)
+    # members first, as blind_baseline_auc orders them: the same bootstrap draws
+    auc = float(binary_auroc(scores[order], y[order]))
+    se = bootstrap_auc(scores[order], y[order], BOOTSTRAP_RESAMPLES, options.seed)[1]
+    blind: dict[str, float | int] = {"auc": auc, "auc_se": se, "folds": options.n_splits}
+    if kinds is not None:
+        blind.update(
+            _auc_by_negative_kind(scores, y, np.asarray(kinds), BOOTSTRAP_RESAMPLES, options.seed)
+        )
+    return blind, text_distribution(members, negatives)
 
 
 MODELS = ("target", "shadow", "world")
@@ -630,9 +707,12 @@ def _is_count(diagnostic: str) -> bool:
     return diagnostic == NEGATIVES or diagnostic.startswith(NEGATIVES_NEEDED)
 
 
-def _auc_by_negative_kind(scores: np.ndarray, labels: np.ndarray, kinds: Sequence[str]):
-    """Members against each kind of negative alone (kinds present in the attack set only)."""
-    kinds = np.asarray(kinds)
+def _auc_by_negative_kind(
+    scores: np.ndarray, labels: np.ndarray, kinds: np.ndarray, resamples: int, seed: int
+) -> dict[str, float]:
+    """Members against each kind of negative alone (kinds present in the attack set only): the
+    AUC (``"auc vs non-members"``) and its bootstrap standard error over that split
+    (``"auc_se vs non-members"``, :func:`bootstrap_auc` with ``resamples`` and ``seed``)."""
     if kinds.shape != labels.shape:
         raise ValueError(f"`kinds` has {kinds.shape[0]} entries for {labels.shape[0]} queries.")
     out = {}
@@ -640,6 +720,8 @@ def _auc_by_negative_kind(scores: np.ndarray, labels: np.ndarray, kinds: Sequenc
         keep = (kinds == "member") | (kinds == kind)
         if (kinds == kind).any() and (kinds == "member").any():
             out[name] = roc_auc(scores[keep], labels[keep])
+            se_name = "auc_se" + name.removeprefix("auc")
+            out[se_name] = bootstrap_auc(scores[keep], labels[keep], resamples, seed)[1]
     return out
 
 

@@ -14,8 +14,8 @@ blind AUC beside it. This module gives:
   error;
 * :func:`ngram_overlap` / :func:`deduplicate_non_members`: shared word n-grams between the two
   sets, and the non-members that share none (MIMIR's deduplication, with a zero threshold);
-* :func:`distribution_check`: the overlaps at 7 and 13 words, a Mann-Whitney U test on lengths in
-  words and the blind AUC in one dictionary.
+* :func:`text_distribution`: the overlaps at 7 and 13 words and a Mann-Whitney U test on lengths
+  in words; :func:`distribution_check`: those and the blind AUC in one dictionary.
 
 Everything is seeded and deterministic; no model is loaded.
 """
@@ -41,6 +41,7 @@ __all__ = [
     "deduplicate_non_members",
     "distribution_check",
     "ngram_overlap",
+    "text_distribution",
     "word_ngrams",
 ]
 
@@ -221,24 +222,17 @@ def deduplicate_non_members(
 # --------------------------------------------------------------------------------------------
 
 
-def distribution_check(
-    member_texts: Sequence[str], non_member_texts: Sequence[str], seed: int = 0, folds: int = 5
-) -> dict[str, float | int]:
-    """Signs that the member and non-member texts differ in distribution: a check, not a proof.
-
-    Returns ``overlap_7`` and ``overlap_13`` (:func:`ngram_overlap` at 7 and 13 words),
-    ``length_u`` and ``length_p_value`` (a two-sided Mann-Whitney U test,
+def text_distribution(
+    member_texts: Sequence[str], non_member_texts: Sequence[str]
+) -> dict[str, float]:
+    """The model-free signs of a distribution shift that need no classifier: ``overlap_7`` and
+    ``overlap_13`` (:func:`ngram_overlap` at 7 and 13 words), ``length_u`` and
+    ``length_p_value`` (a two-sided Mann-Whitney U test,
     ``scipy.stats.mannwhitneyu(member_lengths, non_member_lengths)``, on lengths in whitespace
-    words; ``length_u`` is the members' U) and ``blind_auc``, ``blind_auc_se`` and ``folds``
-    (:func:`blind_baseline_auc`). A blind AUC well above 0.5 or a small length p-value says the
-    split can be told apart without the model; passing both does not show that the sets come
-    from one distribution (other differences, such as dates or formats, may go unseen). High
-    overlaps say the non-members repeat member text, which makes them partly members.
-    """
+    words; ``length_u`` is the members' U)."""
     from scipy.stats import mannwhitneyu
 
     members, non_members = _check_sets(member_texts, non_member_texts)
-    blind = blind_baseline_auc(members, non_members, folds=folds, seed=seed)
     lengths = [[len(text.split()) for text in texts] for texts in (members, non_members)]
     test = mannwhitneyu(*lengths, alternative="two-sided")
     return {
@@ -246,6 +240,25 @@ def distribution_check(
         "overlap_13": ngram_overlap(members, non_members, 13),
         "length_u": float(test.statistic),
         "length_p_value": float(test.pvalue),
+    }
+
+
+def distribution_check(
+    member_texts: Sequence[str], non_member_texts: Sequence[str], seed: int = 0, folds: int = 5
+) -> dict[str, float | int]:
+    """Signs that the member and non-member texts differ in distribution: a check, not a proof.
+
+    Returns :func:`text_distribution`'s ``overlap_7``, ``overlap_13``, ``length_u`` and
+    ``length_p_value`` and ``blind_auc``, ``blind_auc_se`` and ``folds``
+    (:func:`blind_baseline_auc`). A blind AUC well above 0.5 or a small length p-value says the
+    split can be told apart without the model; passing both does not show that the sets come
+    from one distribution (other differences, such as dates or formats, may go unseen). High
+    overlaps say the non-members repeat member text, which makes them partly members.
+    """
+    members, non_members = _check_sets(member_texts, non_member_texts)
+    blind = blind_baseline_auc(members, non_members, folds=folds, seed=seed)
+    return {
+        **text_distribution(members, non_members),
         "blind_auc": blind["auc"],
         "blind_auc_se": blind["auc_se"],
         "folds": blind["folds"],

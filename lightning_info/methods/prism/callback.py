@@ -24,9 +24,10 @@ from lightning_info.methods.prism.auditor import (
     check_attack_set,
 )
 from lightning_info.methods.prism.fragments import AttackSet
+from lightning_info.methods.prism.functional import FragmentTokens
 from lightning_info.methods.prism.options import FragmentAuditOptions
 
-__all__ = ["FragmentExtractionAudit"]
+__all__ = ["FragmentExtractionAudit", "shard_of"]
 
 
 class FragmentExtractionAudit(pl.Callback):
@@ -48,8 +49,13 @@ class FragmentExtractionAudit(pl.Callback):
     (:meth:`FragmentAuditReport.mimir`) as JSON.
 
     ``setup`` checks, before training, that there is a tokenizer and that the target is a causal
-    LM whose embedding covers it. Runs on global rank zero only (it uses no collectives): the
-    report (``self.report``) is printed, its scalars ``metric_key(prefix, attack, metric)``
+    LM whose embedding covers it. Under DDP every rank scores its share of the queries
+    (:func:`shard_of`) with every model, one forward pass per batch, and the shares travel by
+    Lightning's ``trainer.strategy.broadcast``; global rank zero then runs the attacks (and the
+    extra attacks' passes, such as gradnorm's backward) on the whole set: the report
+    (``self.report``, on global rank zero only) equals one process's up to float32 noise (the
+    shards are batched and padded apart). It is printed, its
+    scalars ``metric_key(prefix, attack, metric)``
     (``prism/min_kplusplus/tpr_at_1pct_fpr``, ``prism/loss/auc_se``,
     ``prism/loss/tpr_at_1pct_fpr_at_most``, ``prism/loss/beats_blind``) with the blind
     baseline's ``prism/blind/auc`` and the distribution check's ``prism/distribution/...`` go to
@@ -97,6 +103,7 @@ class FragmentExtractionAudit(pl.Callback):
         self.mask_filler = mask_filler
         self.mimir_path = None if mimir_path is None else Path(mimir_path)
         self.report: FragmentAuditReport | None = None
+        self.scored_queries: list[int] = []  # the queries this process ran forward passes on
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         if stage == "fit":
@@ -118,8 +125,6 @@ class FragmentExtractionAudit(pl.Callback):
         return tokenizer
 
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if not trainer.is_global_zero:
-            return
         auditor = FragmentAuditor(
             _target(pl_module),
             self.shadow,
@@ -129,7 +134,16 @@ class FragmentExtractionAudit(pl.Callback):
             self.mask_filler,
         )
         shown = self.progress and trainer.progress_bar_callback is not None
-        self.report = auditor.run(self.attack_set, progress=shown)
+        tokens = None
+        self.scored_queries = list(range(len(self.attack_set)))
+        if trainer.world_size > 1:
+            self.scored_queries = shard_of(
+                trainer.global_rank, trainer.world_size, len(self.attack_set)
+            )
+            tokens = _token_statistics_on_every_rank(auditor, self.attack_set, trainer)
+        if not trainer.is_global_zero:
+            return
+        self.report = auditor.run(self.attack_set, progress=shown, tokens=tokens)
         rank_zero_info(f"\nfragment extraction audit (PRISM)\n\n{self.report}\n")
         if self.mimir_path is not None:
             from lightning_info.core.files import atomic_write_text
@@ -147,6 +161,41 @@ class FragmentExtractionAudit(pl.Callback):
                     data=self.report.table()[1],
                 )
                 logger.log_table(key=metric_key(self.prefix, "queries"), **_query_table(self))
+
+
+def shard_of(rank: int, world_size: int, num_queries: int) -> list[int]:
+    """The queries one rank scores under DDP: every ``world_size``-th from ``rank`` (``rank``,
+    ``rank + world_size``, ...), so the shards differ in size by at most one query."""
+    return list(range(rank, num_queries, world_size))
+
+
+def _token_statistics_on_every_rank(
+    auditor: FragmentAuditor, attack_set: AttackSet, trainer: pl.Trainer
+) -> dict[str, FragmentTokens]:
+    """Every rank scores its :func:`shard_of` the queries (one forward pass per batch and
+    model, :meth:`FragmentAuditor.token_statistics`); the shards travel to every rank by
+    Lightning's ``trainer.strategy.broadcast``, once from each rank, and are put back in the
+    attack set's order: the statistics one process computes for the whole set."""
+    world, rank, n = trainer.world_size, trainer.global_rank, len(attack_set)
+    mine = shard_of(rank, world, n)
+    part = auditor.token_statistics(attack_set, queries=mine) if mine else None
+    parts = [trainer.strategy.broadcast(part, src=source) for source in range(world)]
+    merged = {}
+    for name in next(p for p in parts if p is not None):
+        log_probs, means, stds = [None] * n, [None] * n, [None] * n
+        for source, shard in enumerate(parts):
+            if shard is None:
+                continue
+            tokens = shard[name]
+            for k, index in enumerate(shard_of(source, world, n)):
+                log_probs[index] = tokens.log_probs[k]
+                if tokens.means:
+                    means[index], stds[index] = tokens.means[k], tokens.stds[k]
+        has_moments = means[0] is not None
+        merged[name] = FragmentTokens(
+            log_probs, means if has_moments else [], stds if has_moments else []
+        )
+    return merged
 
 
 def _target(pl_module: pl.LightningModule) -> Any:

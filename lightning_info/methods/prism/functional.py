@@ -67,6 +67,7 @@ from lightning_info.methods.prism.blind import (
     deduplicate_non_members,
     distribution_check,
     ngram_overlap,
+    text_distribution,
 )
 from lightning_info.methods.prism.statistics import (
     DEFAULT_AUDIT_FPR_LEVELS,
@@ -120,6 +121,7 @@ __all__ = [
     "tpr_at_fpr_levels",
     "world_log_probability",
     "zlib_score",
+    "text_distribution",
 ]
 
 DEFAULT_FPR_LEVELS = (0.02, 0.05)

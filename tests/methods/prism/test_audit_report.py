@@ -144,7 +144,8 @@ def test_beats_blind_flags_follow_the_rule_by_hand():
     options = FragmentAuditOptions(n_splits=2, bootstrap_resamples=200)
     report = _score(attack, options)
     members, negatives = _texts(attack, 1), _texts(attack, 0)
-    assert report.blind == blind_baseline_auc(members, negatives, folds=2, seed=0)
+    overall = {key: report.blind[key] for key in ("auc", "auc_se", "folds")}
+    assert overall == blind_baseline_auc(members, negatives, folds=2, seed=0)
     check = distribution_check(members, negatives, seed=0, folds=2)
     assert report.distribution == {
         key: check[key] for key in ("overlap_7", "overlap_13", "length_u", "length_p_value")
@@ -155,6 +156,65 @@ def test_beats_blind_flags_follow_the_rule_by_hand():
         assert metrics["beats_blind"] == float(
             beats_blind(metrics["auc"], metrics["auc_se"], report.blind["auc"])
         )
+
+
+def _three_kind_attack_set(members: int, non_members: int, unseen: int) -> AttackSet:
+    """Members and non-members alike in text; the unseen queries' fragments are another
+    vocabulary, which the blind classifier tells apart from the members."""
+    prompts, fragments = _queries(0, members + non_members)
+    prompts += [f"Box {i}: " for i in range(unseen)]
+    fragments += [f"quartz lattice {i} of obsidian" for i in range(unseen)]
+    kinds = ["member"] * members + ["non_member"] * non_members + ["unseen"] * unseen
+    return AttackSet(prompts, fragments, [int(k == "member") for k in kinds], kinds)
+
+
+def test_the_blind_baseline_and_beats_blind_per_kind_of_negative_follow_the_split_by_hand():
+    from lightning_info.measures.ranking import binary_auroc
+    from lightning_info.methods.prism.blind import BOOTSTRAP_RESAMPLES, blind_baseline_scores
+
+    attack = _three_kind_attack_set(20, 20, 20)
+    options = FragmentAuditOptions(n_splits=2, seed=1, bootstrap_resamples=300)
+    report = _score(attack, options)
+    y, kinds = np.asarray(attack.labels), np.asarray(attack.kinds)
+    members, negatives = _texts(attack, 1), _texts(attack, 0)
+    blind_scores = np.empty(y.size)  # the classifier fitted once, on every negative
+    blind_scores[y == 1] = blind_baseline_scores(members, negatives, 2, 1)[: len(members)]
+    blind_scores[y == 0] = blind_baseline_scores(members, negatives, 2, 1)[len(members) :]
+    for kind, split in (("non_member", " vs non-members"), ("unseen", " vs unseen")):
+        keep = (kinds == "member") | (kinds == kind)
+        blind_auc = float(binary_auroc(blind_scores[keep], y[keep]))
+        assert report.blind["auc" + split] == pytest.approx(blind_auc, abs=1e-12)
+        expected_se = bootstrap_auc(blind_scores[keep], y[keep], BOOTSTRAP_RESAMPLES, 1)[1]
+        assert report.blind["auc_se" + split] == expected_se
+        for name, scores in report.scores.items():
+            metrics = report.metrics[name]
+            se = bootstrap_auc(scores[keep], y[keep], 300, 1)[1]
+            assert metrics["auc_se" + split] == se, name
+            by_hand = metrics["auc" + split] - report.blind["auc" + split] > se
+            assert metrics["beats_blind" + split] == float(by_hand), name
+    # the unseen fragments' words give them away; the non-members' are the members' words
+    assert report.blind["auc vs unseen"] > 0.95 > report.blind["auc vs non-members"]
+    scalars = report.scalars()
+    assert scalars["prism/blind/auc_vs_unseen"] == report.blind["auc vs unseen"]
+    assert scalars["prism/blind/auc_se_vs_non-members"] == report.blind["auc_se vs non-members"]
+    assert scalars["prism/target/beats_blind_vs_unseen"] == 0.0  # made-up scores cannot beat ~1
+    columns, rows = report.table()
+    blind_row = dict(zip(columns, rows[-1]))
+    assert blind_row["auc vs unseen"] == round(report.blind["auc vs unseen"], 4)
+    loss_row = dict(zip(columns, next(row for row in rows if row[0] == "target")))
+    assert loss_row["beats_blind vs unseen"] == "no"
+
+
+def test_without_kinds_no_per_kind_blind_figure_is_reported():
+    attack = _three_kind_attack_set(10, 10, 10)
+    auditor = FragmentAuditor(None, None, [None], object(), FragmentAuditOptions(n_splits=2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = auditor.score(
+            _cached(len(attack)), attack.labels, fragments=attack.fragments, prompts=attack.prompts
+        )
+    assert set(report.blind) == {"auc", "auc_se", "folds"}
+    assert not any(" vs " in key for metrics in report.metrics.values() for key in metrics)
 
 
 def test_a_tpr_whose_level_needs_more_negatives_prints_n_a():
@@ -432,3 +492,60 @@ def test_recall_with_too_few_non_members_for_its_prefix_is_refused(gpt2):
             [attack.labels[i] for i in keep],
             options,
         )
+
+
+# -------------------------------------------------------------- shards (the DDP path)
+
+
+def test_shards_scored_apart_equal_the_whole_set_s_statistics_and_report(gpt2):
+    from lightning_info.methods.prism.callback import shard_of
+
+    model, tokenizer, attack = gpt2["model"], gpt2["tokenizer"], gpt2["attack"]
+    auditor = FragmentAuditor(model, model, [model], tokenizer, gpt2["options"], _filler)
+    whole = auditor.token_statistics(attack)
+    assert shard_of(0, 3, 7) == [0, 3, 6] and shard_of(2, 3, 7) == [2, 5]
+    assert shard_of(3, 4, 2) == []  # more ranks than queries: an empty shard
+    shards = [shard_of(rank, 3, len(attack)) for rank in range(3)]
+    assert sorted(i for shard in shards for i in shard) == list(range(len(attack)))
+    parts = [auditor.token_statistics(attack, queries=shard) for shard in shards]
+    for name, tokens in whole.items():
+        for shard, part in zip(shards, parts):
+            for k, index in enumerate(shard):
+                torch.testing.assert_close(part[name].log_probs[k], tokens.log_probs[index])
+                if name == "target":  # Min-K%++'s moments: the target's only
+                    torch.testing.assert_close(part[name].means[k], tokens.means[index])
+                    torch.testing.assert_close(part[name].stds[k], tokens.stds[index])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        given = auditor.run(attack, tokens=whole)
+    report = gpt2["report"]
+    for name, scores in report.scores.items():
+        np.testing.assert_allclose(given.scores[name], scores, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("queries", "error", "message"),
+    [
+        ([0, True], TypeError, r"queries\[1\]"),
+        ([0, 1.0], TypeError, r"queries\[1\]"),
+        ([0, -1], ValueError, r"queries\[1\]"),
+        ([0, 99], ValueError, "past the attack set's 14 queries"),
+    ],
+    ids=["bool", "float", "negative", "past-the-end"],
+)
+def test_queries_that_are_not_indices_of_the_attack_set_are_refused(gpt2, queries, error, message):
+    model, tokenizer = gpt2["model"], gpt2["tokenizer"]
+    auditor = FragmentAuditor(model, model, [model], tokenizer, gpt2["options"])
+    with pytest.raises(error, match=message):
+        auditor.token_statistics(gpt2["attack"], queries=queries)
+
+
+def test_statistics_given_to_run_must_cover_every_model_and_query(gpt2):
+    model, tokenizer, attack = gpt2["model"], gpt2["tokenizer"], gpt2["attack"]
+    auditor = FragmentAuditor(model, model, [model], tokenizer, FragmentAuditOptions(n_splits=2))
+    part = auditor.token_statistics(attack, queries=[0, 1, 2])
+    with pytest.raises(ValueError, match="for each of the attack set's 14 queries"):
+        auditor.run(attack, tokens=part)
+    whole = auditor.token_statistics(attack)
+    with pytest.raises(ValueError, match=r"\['target', 'shadow', 'world 0'\]"):
+        auditor.run(attack, tokens={"target": whole["target"]})

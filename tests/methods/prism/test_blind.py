@@ -24,6 +24,7 @@ from lightning_info.methods.prism.blind import (
     deduplicate_non_members,
     distribution_check,
     ngram_overlap,
+    text_distribution,
     word_ngrams,
 )
 
@@ -235,6 +236,11 @@ def test_distribution_check_gathers_the_overlaps_and_the_blind_auc():
     assert check["blind_auc"] == blind["auc"]
     assert check["blind_auc_se"] == blind["auc_se"]
     assert check["folds"] == 5
+    assert text_distribution(members, non_members) == {
+        key: check[key] for key in ("overlap_7", "overlap_13", "length_u", "length_p_value")
+    }
+    with pytest.raises(ValueError, match="is empty"):
+        text_distribution(members, [])
 
 
 @pytest.mark.parametrize(

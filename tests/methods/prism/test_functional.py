@@ -286,6 +286,10 @@ def test_end_to_end_audit_with_tiny_models(frag_tokenizer, records):
             "tpr@2%fpr at most",
             "tpr@5%fpr at most",
             "beats_blind",
+            "auc_se vs non-members",
+            "auc_se vs unseen",
+            "beats_blind vs non-members",
+            "beats_blind vs unseen",
         }
         assert all(0.0 <= value <= 1.0 for value in metrics.values())
         for kind, key in (("non_member", "auc vs non-members"), ("unseen", "auc vs unseen")):
@@ -323,7 +327,7 @@ def test_end_to_end_audit_with_tiny_models(frag_tokenizer, records):
     )
     assert all(len(s) == len(attack) for s in report.scores.values())
     # 14 figures per attack, the blind AUC and its s.e., 4 distribution-check figures
-    assert len(report.scalars()) == 9 * 14 + 2 + 4 and "| data_aware" in str(report)
+    assert len(report.scalars()) == 9 * 18 + 6 + 4 and "| data_aware" in str(report)
     assert "median log(p_w / p_s)" in str(report) and "| min_k++" in str(report)
     # Reusing cached log-probabilities gives the paper's attacks unchanged; with the cached
     # token statistics, the whole report.
