@@ -171,3 +171,40 @@ def test_an_arm_s_callbacks_plus_joins_the_config_s_callbacks(tmp_path, monkeypa
         [(Marker, "own"), (Marker, "arm")],  # the config's, then the arm's
         [(OtherMarker, "arm")],  # `callbacks` replaces the list
     ]
+
+
+def test_a_wrongly_typed_arm_override_is_refused_before_its_cells_train(tmp_path, monkeypatch):
+    fits = []
+    monkeypatch.setattr(Trainer, "fit", lambda trainer, *a, **k: fits.append(trainer))
+    monkeypatch.setattr(Trainer, "test", lambda trainer, *a, **k: [{"test/acc": 1.0}])
+    arms = "--compare.arms={good: {}, bad: {model: {optimizer: {lr: not-a-number}}}}"
+    args = QUIET + [arms, f"--compare.output_dir={tmp_path}"]
+    cli = ComparisonCLI(NetworkClassifier, TinyDataModule, args=args)
+    with pytest.raises(Exception, match="lr"):  # jsonargparse's check of the arm's config
+        cli.run()
+    assert len(fits) == 1  # the good arm's cell only
+
+
+def test_each_arm_is_checked_once_and_every_cell_saves_its_own_config(tmp_path, monkeypatch):
+    import yaml
+    from jsonargparse import ArgumentParser
+
+    checked = []
+    check = ArgumentParser.check_config
+
+    def count(parser, config, *args, **kwargs):
+        checked.append(config.compare.seeds)  # any cell config: counted, then checked
+        return check(parser, config, *args, **kwargs)
+
+    monkeypatch.setattr(ArgumentParser, "check_config", count)
+    args = QUIET + [ARMS, f"--compare.output_dir={tmp_path}", "--compare.seeds=[0, 1, 2]"]
+    network = "{class_path: torch.nn.Linear, init_args: {in_features: 6, out_features: 3}}"
+    args += ["--trainer.default_root_dir=runs", f"--model.network={network}"]
+    cli = ComparisonCLI(NetworkClassifier, TinyDataModule, args=args)
+    cli.run()
+    assert len(cli.results) == 6 and len(checked) == 2  # 2 arms x 3 seeds, one check per arm
+    saved = yaml.safe_load((tmp_path / "runs" / "config.yaml").read_text())  # the last cell's
+    assert saved["seed_everything"] == cli.config_dump["seed_everything"]
+    assert saved["model"] == cli.config_dump["model"]
+    assert saved["model"]["optimizer"]["weight_decay"] == 0.5  # the `other` arm's override
+    assert cli.config_dump["seed_everything"] == 2  # the last cell's own arguments
