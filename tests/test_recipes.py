@@ -518,12 +518,24 @@ def test_data_audit_recipe_flags_planted_text_and_scores_attacks(tmp_path, capsy
     row = planted[1][0]
     assert row[2] == 14 and float(row[3]) > 0.8  # planted instances are found
     assert float(row[4]) < 0.05  # few other instances overlap
-    assert [r[1] for r in attacks[1]] == list(ATTACKS)  # the paper's four, then the field's
-    assert attacks[0][2:5] == ["AUC", "AUC vs non-members", "AUC vs unseen"]
-    assert attacks[0][5:9] == ["TPR@0.1%FPR", "TPR@1%FPR", "TPR@2%FPR", "TPR@5%FPR"]
-    assert all(0.0 <= float(v.split(" ± ")[0]) <= 1.0 for r in attacks[1] for v in r[2:10])
-    assert all(" ± " in v for r in attacks[1] for v in r[2:])  # mean ± std over the two seeds
-    assert len({(r[9], r[10]) for r in attacks[1]}) == 1  # one diagnosis per target
+    from lab.prism.study import COLUMNS
+
+    extra = ["gradnorm", "recall", "dc_pdd"]  # the study's default extra attacks
+    assert [r[1] for r in attacks[1]] == [*ATTACKS, *extra]  # the paper's four, the field's
+    assert attacks[0] == COLUMNS
+    column = {name: i for i, name in enumerate(COLUMNS)}
+    figures = ("AUC", "AUC s.e.", "AUC vs non-members", "s.e. vs non-members", "PR AUC")
+    for row in attacks[1]:
+        for name in figures:  # mean ± std over the two seeds
+            assert 0.0 <= float(row[column[name]].split(" ± ")[0]) <= 1.0, (row[1], name)
+        # 20 negatives (15 for ReCaLL, whose prefix takes 5 non-members) measure neither rate
+        assert row[column["TPR@0.1%FPR"]] == "n/a (needs >= 1000 negatives)"
+        assert row[column["TPR@1%FPR"]] == "n/a (needs >= 100 negatives)"
+        assert row[column["beats blind (seeds)"]] in (0, 1, 2)
+        assert row[column["beats blind vs non-members (seeds)"]] in (0, 1, 2)
+    blind = {(r[column["blind AUC"]], r[column["blind AUC vs non-members"]]) for r in attacks[1]}
+    assert len(blind) == 1  # the blind baseline sees no model: one value for every target
+    assert len({(r[-2], r[-1]) for r in attacks[1]}) == 1  # one diagnosis per target
     assert (tmp_path / "overlap_report.json").exists()
     printed = capsys.readouterr().out
     for study in ("overlap", "prism"):

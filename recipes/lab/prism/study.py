@@ -4,8 +4,10 @@ records and the world model's records; a BPE tokenizer and tiny GPT-2s are train
 (:func:`~lab.lm_training.fit_causal_lm`) for every seed: the world model (by default
 the base, as the paper fine-tunes target and shadow from one pretrained model) and the shadow
 once, the target at every epoch count of the study. Each target is then attacked with
-:class:`~lightning_info.methods.prism.auditor.FragmentAuditor`: the paper's four attacks and the
-field's five, with AUC and TPR at 0.1 / 1 / 2 / 5% FPR, mean ± std over seeds. The study is the
+:class:`~lightning_info.methods.prism.auditor.FragmentAuditor`: the paper's four attacks, the
+field's five and the ``extra_attacks`` (gradnorm, ReCaLL, DC-PDD), reported as MIMIR reports
+them (AUC with its bootstrap standard error, PR AUC, TPR at 0.1% and 1% FPR) beside the blind
+baseline, a text-only classifier on the same split, mean ± std over seeds. The study is the
 ``prism`` entry of ``recipes/data_audit.yaml``; the tiny models go to
 ``<output_dir>/prism_models``."""
 
@@ -38,6 +40,11 @@ from lightning_info.methods.prism.fragments import (
     record_texts,
     synthetic_records,
 )
+from lightning_info.methods.prism.statistics import (
+    DEFAULT_AUDIT_FPR_LEVELS,
+    enough_negatives,
+    format_rate,
+)
 
 
 @dataclass
@@ -51,12 +58,18 @@ class PrismStudy(Study):
     learns lists of the same conditions drawn without the records' profile structure, in another
     format, ``WORLD_TEMPLATE``: an external prior that knows the vocabulary but not how these
     records combine it) or ``"shadow"`` (the remaining records in the audit's own format: a second
-    shadow with more data, under which PRISM falls as the target memorises)."""
+    shadow with more data, under which PRISM falls as the target memorises).
 
-    records: int = 200
-    members: int = 40
-    non_members: int = 40
-    shadow_records: int = 40
+    The defaults give 1,000 non-member and 200 unseen queries: 1,200 negatives, enough for a TPR
+    at 0.1% FPR (1,000; with fewer the table says ``n/a``). ``extra_attacks``: attacks of
+    :data:`~lightning_info.methods.prism.options.EXTRA_ATTACKS` added to the audit (the
+    neighbourhood attack needs a mask-filling model, which the study does not train);
+    ``bootstrap_resamples``: the resamples behind each AUC's standard error."""
+
+    records: int = 1800
+    members: int = 200
+    non_members: int = 1000
+    shadow_records: int = 200
     target_epochs: list[int] = field(default_factory=lambda: [1, 4, 16])
     reference_epochs: int = 16
     world: str = "prior"
@@ -67,6 +80,8 @@ class PrismStudy(Study):
     lr: float = 3e-3
     batch_size: int = 32
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    extra_attacks: list[str] = field(default_factory=lambda: ["gradnorm", "recall", "dc_pdd"])
+    bootstrap_resamples: int = 1000
 
     def __post_init__(self) -> None:
         if self.world not in ("prior", "shadow"):
@@ -75,12 +90,23 @@ class PrismStudy(Study):
             raise ValueError(f"`base` must be 'shared' or 'scratch', got {self.base!r}.")
         if not self.seeds:
             raise ValueError("`seeds` is empty: give at least one seed.")
+        self.options(0)  # the audit's options, checked before any model is trained
+
+    def options(self, seed: int) -> FragmentAuditOptions:
+        """The audit's options for ``seed``: the bootstrap, the blind baseline's folds and the
+        data-aware classifier's seeded by it; TPR at 0.1% and 1% FPR."""
+        return FragmentAuditOptions(
+            seed=seed,
+            fpr_levels=DEFAULT_AUDIT_FPR_LEVELS,
+            bootstrap_resamples=self.bootstrap_resamples,
+            extra_attacks=tuple(self.extra_attacks),
+        )
 
     def run(self, cli) -> StudyResult:
         table = prism_study(self, str(cli.output_dir / "prism_models"))
         title = (
-            "fragment extraction: attacks on targets fine-tuned for several epochs "
-            f"(mean ± std over seeds {', '.join(map(str, self.seeds))})"
+            "fragment extraction: attacks on targets fine-tuned for several epochs, beside the "
+            f"blind baseline (mean ± std over seeds {', '.join(map(str, self.seeds))})"
         )
         return StudyResult({title: table})
 
@@ -116,7 +142,7 @@ def train_tiny_lm(
             n_layer=study.layers,
             n_embd=study.width,
             n_head=4,
-            n_positions=128,
+            n_positions=512,  # room for ReCaLL's non-member prefix before a query
             seed=seed,
         )
     else:
@@ -125,44 +151,66 @@ def train_tiny_lm(
     return fit_causal_lm(model, loader, epochs=epochs, lr=study.lr, seed=seed, root=root)
 
 
-METRICS = (
-    "auc",
-    "auc vs non-members",
-    "auc vs unseen",
-    "tpr@0.1%fpr",
-    "tpr@1%fpr",
-    "tpr@2%fpr",
-    "tpr@5%fpr",
-)
 COLUMNS = [
     "target epochs",
     "attack",
     "AUC",
+    "AUC s.e.",
     "AUC vs non-members",
+    "s.e. vs non-members",
     "AUC vs unseen",
+    "PR AUC",
     "TPR@0.1%FPR",
     "TPR@1%FPR",
-    "TPR@2%FPR",
-    "TPR@5%FPR",
+    "blind AUC",
+    "blind AUC vs non-members",
+    "beats blind (seeds)",
+    "beats blind vs non-members (seeds)",
     "p_w > p_s",
     "median log(p_w/p_s) seen",
 ]
+"""The study table's columns. AUC s.e.: the bootstrap standard error (1,000 resamples), mean over
+seeds; TPR: the best threshold whose FPR is at most the level (LiRA's convention); blind AUC: the
+text-only classifier on the same split; beats blind: the seeds in which the attack's AUC exceeds
+the blind AUC by more than its standard error."""
+_FIGURES = (
+    "auc",
+    "auc_se",
+    "auc vs non-members",
+    "auc_se vs non-members",
+    "auc vs unseen",
+    "pr_auc",
+)
+_RATES = (0.001, 0.01)
 
 
 def prism_study(study: PrismStudy, root: str) -> tuple[list[str], list[list]]:
-    """Every seed's audits, then one row per target epoch count and attack: each column's
-    mean ± std over the seeds."""
+    """Every seed's audits, then one row per target epoch count and attack: each figure's
+    mean ± std over the seeds, a TPR as ``n/a (needs >= N negatives)`` where the audit has too
+    few negatives for its level, and the seeds in which the attack beats the blind baseline."""
     runs = [_audit_one_seed(study, seed, root) for seed in study.seeds]
     rows = []
     for key in runs[0]:  # (epochs, attack), in the order audited
-        values = [run[key] for run in runs]
-        rows.append([*key, *(mean_std(column) for column in zip(*values))])
+        seeds = [run[key] for run in runs]
+        row = [*key, *(mean_std([s[name] for s in seeds]) for name in _FIGURES)]
+        for level in _RATES:
+            negatives = min(s["negatives"] for s in seeds)
+            rates = [s[f"tpr@{100 * level:g}%fpr at most"] for s in seeds]
+            enough = enough_negatives(negatives, level)
+            row.append(mean_std(rates) if enough else format_rate(rates[0], negatives, level))
+        row += [mean_std([s["blind auc"] for s in seeds])]
+        row += [mean_std([s["blind auc vs non-members"] for s in seeds])]
+        row += [sum(int(s["beats_blind"]) for s in seeds)]
+        row += [sum(int(s["beats_blind vs non-members"]) for s in seeds)]
+        row += [mean_std([s[SHARE_WORLD_ABOVE_SHADOW] for s in seeds])]
+        row += [mean_std([s[MEDIAN_LOG_WORLD_OVER_SHADOW] for s in seeds])]
+        rows.append(row)
     return COLUMNS, rows
 
 
-def _audit_one_seed(study: PrismStudy, seed: int, root: str) -> dict[tuple[int, str], list]:
+def _audit_one_seed(study: PrismStudy, seed: int, root: str) -> dict[tuple[int, str], dict]:
     """Records, tokenizer, world, shadow and targets of one seed; each (epochs, attack)'s
-    metrics and the two world/shadow diagnostics."""
+    figures, the blind baseline's and the two world/shadow diagnostics."""
     records = synthetic_records(study.records, seed=seed)
     cut = [study.members, study.non_members, study.shadow_records]
     if sum(cut) >= len(records):
@@ -187,14 +235,18 @@ def _audit_one_seed(study: PrismStudy, seed: int, root: str) -> dict[tuple[int, 
     base = world if study.base == "shared" else None
     shadow = train_tiny_lm(shadow_records, tokenizer, epochs, study, 3 * seed + 1, root, start=base)
     attack = build_attack_set(members, non_members, seed=seed)
-    out: dict[tuple[int, str], list] = {}
+    out: dict[tuple[int, str], dict] = {}
     for target_epochs in study.target_epochs:
         target = train_tiny_lm(members, tokenizer, target_epochs, study, 3 * seed, root, start=base)
-        options = FragmentAuditOptions(seed=seed)
-        report = FragmentAuditor(target, shadow, [world], tokenizer, options).run(attack)
-        share = report.diagnostics[SHARE_WORLD_ABOVE_SHADOW]
-        median = report.diagnostics[MEDIAN_LOG_WORLD_OVER_SHADOW]
+        auditor = FragmentAuditor(target, shadow, [world], tokenizer, study.options(seed))
+        report = auditor.run(attack)
+        shared = {
+            "blind auc": report.blind["auc"],
+            "blind auc vs non-members": report.blind["auc vs non-members"],
+            **report.diagnostics,
+        }
         for attack_name, metrics in report.metrics.items():
-            out[(target_epochs, attack_name)] = [*(metrics[k] for k in METRICS), share, median]
+            negatives = int(report.statistics[attack_name]["non_members"])
+            out[(target_epochs, attack_name)] = {**metrics, **shared, "negatives": negatives}
         rank_zero_info(f"PRISM study, seed {seed}: target trained {target_epochs} epochs audited")
     return out
