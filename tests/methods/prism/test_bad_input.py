@@ -727,6 +727,18 @@ BAD_INPUT += [
         id="distribution-check-no-members",
     ),
     pytest.param(
+        lambda: _core.text_distribution("one text", ["b"]),
+        TypeError,
+        r"`member_texts` must be a sequence of strings, got a single str",
+        id="text-distribution-bare-string",
+    ),
+    pytest.param(
+        lambda: _core.text_distribution(["a"], []),
+        ValueError,
+        r"`non_member_texts` is empty",
+        id="text-distribution-no-non-members",
+    ),
+    pytest.param(
         lambda: _core.enough_negatives(-1, 0.01),
         ValueError,
         r"`num_negatives` must be >= 0, got -1",
