@@ -13,6 +13,7 @@ import lightning.pytorch as pl
 from lightning.pytorch.loggers import WandbLogger
 from lightning.pytorch.utilities import rank_zero_info
 
+from lightning_info.core.distributed import strided_shard
 from lightning_info.core.logging import metric_key
 from lightning_info.core.validation import require_bool
 from lightning_info.lm.features import check_causal_lm
@@ -27,7 +28,7 @@ from lightning_info.methods.prism.fragments import AttackSet
 from lightning_info.methods.prism.functional import FragmentTokens
 from lightning_info.methods.prism.options import FragmentAuditOptions
 
-__all__ = ["FragmentExtractionAudit", "shard_of"]
+__all__ = ["FragmentExtractionAudit"]
 
 
 class FragmentExtractionAudit(pl.Callback):
@@ -50,7 +51,8 @@ class FragmentExtractionAudit(pl.Callback):
 
     ``setup`` checks, before training, that there is a tokenizer and that the target is a causal
     LM whose embedding covers it. Under DDP every rank scores its share of the queries
-    (:func:`shard_of`) with every model, one forward pass per batch, and the shares travel by
+    (every ``world_size``-th, :func:`~lightning_info.core.distributed.strided_shard`) with every
+    model, one forward pass per batch, and the shares travel by
     Lightning's ``trainer.strategy.broadcast``; global rank zero then runs the attacks (and the
     extra attacks' passes, such as gradnorm's backward) on the whole set: the report
     (``self.report``, on global rank zero only) equals one process's up to float32 noise (the
@@ -137,8 +139,8 @@ class FragmentExtractionAudit(pl.Callback):
         tokens = None
         self.scored_queries = list(range(len(self.attack_set)))
         if trainer.world_size > 1:
-            self.scored_queries = shard_of(
-                trainer.global_rank, trainer.world_size, len(self.attack_set)
+            self.scored_queries = strided_shard(
+                len(self.attack_set), trainer.global_rank, trainer.world_size
             )
             tokens = _token_statistics_on_every_rank(auditor, self.attack_set, trainer)
         if not trainer.is_global_zero:
@@ -163,21 +165,16 @@ class FragmentExtractionAudit(pl.Callback):
                 logger.log_table(key=metric_key(self.prefix, "queries"), **_query_table(self))
 
 
-def shard_of(rank: int, world_size: int, num_queries: int) -> list[int]:
-    """The queries one rank scores under DDP: every ``world_size``-th from ``rank`` (``rank``,
-    ``rank + world_size``, ...), so the shards differ in size by at most one query."""
-    return list(range(rank, num_queries, world_size))
-
-
 def _token_statistics_on_every_rank(
     auditor: FragmentAuditor, attack_set: AttackSet, trainer: pl.Trainer
 ) -> dict[str, FragmentTokens]:
-    """Every rank scores its :func:`shard_of` the queries (one forward pass per batch and
+    """Every rank scores its strided shard of the queries
+    (:func:`~lightning_info.core.distributed.strided_shard`; one forward pass per batch and
     model, :meth:`FragmentAuditor.token_statistics`); the shards travel to every rank by
     Lightning's ``trainer.strategy.broadcast``, once from each rank, and are put back in the
     attack set's order: the statistics one process computes for the whole set."""
     world, rank, n = trainer.world_size, trainer.global_rank, len(attack_set)
-    mine = shard_of(rank, world, n)
+    mine = strided_shard(n, rank, world)
     part = auditor.token_statistics(attack_set, queries=mine) if mine else None
     parts = [trainer.strategy.broadcast(part, src=source) for source in range(world)]
     merged = {}
@@ -187,7 +184,7 @@ def _token_statistics_on_every_rank(
             if shard is None:
                 continue
             tokens = shard[name]
-            for k, index in enumerate(shard_of(source, world, n)):
+            for k, index in enumerate(strided_shard(n, source, world)):
                 log_probs[index] = tokens.log_probs[k]
                 if tokens.means:
                     means[index], stds[index] = tokens.means[k], tokens.stds[k]

@@ -498,14 +498,14 @@ def test_recall_with_too_few_non_members_for_its_prefix_is_refused(gpt2):
 
 
 def test_shards_scored_apart_equal_the_whole_set_s_statistics_and_report(gpt2):
-    from lightning_info.methods.prism.callback import shard_of
+    from lightning_info.core.distributed import strided_shard
 
     model, tokenizer, attack = gpt2["model"], gpt2["tokenizer"], gpt2["attack"]
     auditor = FragmentAuditor(model, model, [model], tokenizer, gpt2["options"], _filler)
     whole = auditor.token_statistics(attack)
-    assert shard_of(0, 3, 7) == [0, 3, 6] and shard_of(2, 3, 7) == [2, 5]
-    assert shard_of(3, 4, 2) == []  # more ranks than queries: an empty shard
-    shards = [shard_of(rank, 3, len(attack)) for rank in range(3)]
+    assert strided_shard(7, 0, 3) == [0, 3, 6] and strided_shard(7, 2, 3) == [2, 5]
+    assert strided_shard(2, 3, 4) == []  # more ranks than queries: an empty shard
+    shards = [strided_shard(len(attack), rank, 3) for rank in range(3)]
     assert sorted(i for shard in shards for i in shard) == list(range(len(attack)))
     parts = [auditor.token_statistics(attack, queries=shard) for shard in shards]
     for name, tokens in whole.items():
