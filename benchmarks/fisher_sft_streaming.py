@@ -57,6 +57,7 @@ from harness import (
 )
 
 from lightning_info.core.blocks import TokenBlocks
+from lightning_info.core.dask_cluster import local_cluster
 from lightning_info.methods.fisher_sft.dask_select import (
     dask_two_round_select,
     store_two_round_select,
@@ -156,7 +157,7 @@ def _dask_cell(store: FeatureStore, spec: dict[str, Any], workers: int) -> dict[
 
     threads = max(1, spec["threads"] // workers)
     cluster_seconds, cluster, _ = peak_memory(
-        lambda: distributed.LocalCluster(
+        lambda: local_cluster(
             n_workers=workers,
             threads_per_worker=1,
             processes=spec["processes"],

@@ -266,8 +266,9 @@ def dask_table(args, instances, corpus) -> list[dict]:
     """Count a JSON-lines corpus of ``--dask-gb`` GB with ``overlap_with_dask`` on a
     ``LocalCluster`` of each of ``--dask-workers`` worker processes; one dict per run."""
     import dask.bag
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
+    from lightning_info.core.dask_cluster import local_cluster
     from lightning_info.methods.train_test_overlap.sharded import (
         json_lines_texts,
         overlap_with_dask,
@@ -288,7 +289,7 @@ def dask_table(args, instances, corpus) -> list[dict]:
         options = OverlapOptions(n=args.n, n_values=(), chunk_size=2000)
         for workers in args.dask_workers:
             with (
-                LocalCluster(
+                local_cluster(
                     n_workers=workers,
                     threads_per_worker=1,
                     processes=True,

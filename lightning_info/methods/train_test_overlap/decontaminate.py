@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from lightning_info.core.dask_cluster import local_cluster
 from lightning_info.core.files import atomic_write
 from lightning_info.core.optional import require_extra
 from lightning_info.methods.train_test_overlap.files import (
@@ -225,7 +226,7 @@ def _scan_with_dask(
 ) -> tuple[ChunkCounts, list[Matched]]:
     distributed = require_extra("distributed", "audit", "Overlap scans on Dask")
     if scheduler is None:
-        cluster = distributed.LocalCluster(
+        cluster = local_cluster(
             n_workers=options.processes,
             threads_per_worker=options.threads,
             processes=options.processes > 1,
