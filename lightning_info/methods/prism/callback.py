@@ -136,13 +136,13 @@ class FragmentExtractionAudit(pl.Callback):
             self.mask_filler,
         )
         shown = self.progress and trainer.progress_bar_callback is not None
+        n = len(self.attack_set)
+        self.scored_queries = strided_shard(n, trainer.global_rank, trainer.world_size)
         tokens = None
-        self.scored_queries = list(range(len(self.attack_set)))
         if trainer.world_size > 1:
-            self.scored_queries = strided_shard(
-                len(self.attack_set), trainer.global_rank, trainer.world_size
+            tokens = _token_statistics_on_every_rank(
+                auditor, self.attack_set, self.scored_queries, trainer
             )
-            tokens = _token_statistics_on_every_rank(auditor, self.attack_set, trainer)
         if not trainer.is_global_zero:
             return
         self.report = auditor.run(self.attack_set, progress=shown, tokens=tokens)
@@ -166,15 +166,15 @@ class FragmentExtractionAudit(pl.Callback):
 
 
 def _token_statistics_on_every_rank(
-    auditor: FragmentAuditor, attack_set: AttackSet, trainer: pl.Trainer
+    auditor: FragmentAuditor, attack_set: AttackSet, mine: list[int], trainer: pl.Trainer
 ) -> dict[str, FragmentTokens]:
     """Every rank scores its strided shard of the queries
     (:func:`~lightning_info.core.distributed.strided_shard`; one forward pass per batch and
     model, :meth:`FragmentAuditor.token_statistics`); the shards travel to every rank by
-    Lightning's ``trainer.strategy.broadcast``, once from each rank, and are put back in the
-    attack set's order: the statistics one process computes for the whole set."""
-    world, rank, n = trainer.world_size, trainer.global_rank, len(attack_set)
-    mine = strided_shard(n, rank, world)
+    Lightning's ``trainer.strategy.broadcast``, once from each rank (``mine``: this rank's
+    queries), and are put back in the attack set's order: the statistics one process computes
+    for the whole set."""
+    world, n = trainer.world_size, len(attack_set)
     part = auditor.token_statistics(attack_set, queries=mine) if mine else None
     parts = [trainer.strategy.broadcast(part, src=source) for source in range(world)]
     merged = {}

@@ -181,7 +181,6 @@ _FIGURES = (
     "auc vs unseen",
     "pr_auc",
 )
-_RATES = (0.001, 0.01)
 
 
 def prism_study(study: PrismStudy, root: str) -> tuple[list[str], list[list]]:
@@ -193,7 +192,7 @@ def prism_study(study: PrismStudy, root: str) -> tuple[list[str], list[list]]:
     for key in runs[0]:  # (epochs, attack), in the order audited
         seeds = [run[key] for run in runs]
         row = [*key, *(mean_std([s[name] for s in seeds]) for name in _FIGURES)]
-        for level in _RATES:
+        for level in DEFAULT_AUDIT_FPR_LEVELS:
             negatives = min(s["negatives"] for s in seeds)
             rates = [s[f"tpr@{100 * level:g}%fpr at most"] for s in seeds]
             enough = enough_negatives(negatives, level)
