@@ -16,6 +16,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "causal": ("pgmpy",),
     "games": ("open_spiel",),
     "tune": ("optuna",),
+    "overlap": ("numba",),
 }
 """The extras of ``pyproject.toml`` the package imports from, and the modules each installs."""
 

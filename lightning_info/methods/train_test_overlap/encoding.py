@@ -122,6 +122,21 @@ class HashTable:
             values = np.concatenate([values, self.crowded_values[where[found]]])
         return positions, values
 
+    @property
+    def arrays(
+        self,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.uint64]:
+        """The table as the compiled scan reads it: codes, keys, values, crowded keys and
+        values, shift."""
+        return (
+            self.codes,
+            self.keys,
+            self.values,
+            self.crowded_keys,
+            self.crowded_values,
+            self.shift,
+        )
+
     def get(self, queries: np.ndarray, missing: int = 0) -> np.ndarray:
         """The value of every query (``missing`` where it is not a key)."""
         out = np.full(np.shape(queries), missing, dtype=np.int64)
@@ -242,6 +257,57 @@ def _translation(tokenizer: str) -> tuple[bytes, bytes]:
 
 
 _ASCII = {name: _translation(name) for name in _SEPARATOR_RUNS}
+
+RAW_TOKENIZERS = ("default", "light")  # no byte is deleted: the compiled scan reads raw bytes
+
+
+def byte_classes(tokenizer: str) -> tuple[np.ndarray, np.ndarray, bool]:
+    """How the compiled scan (``kernels.document_keys``) reads the raw UTF-8 bytes of a
+    document, from the same table as :func:`_ascii_bytes`: per byte value, 1 for a separator
+    and 1 for a byte it declines (``0x00``, ``0x01`` and every byte of a non-ASCII character:
+    such a document is normalised by :func:`normalised_batch`); whether tokens are lowered
+    (``str.lower`` on ASCII lowers ``A``-``Z`` only, and no other byte changes: tested).
+    ``janitor`` deletes bytes inside tokens, so its documents are all normalised first."""
+    if tokenizer not in RAW_TOKENIZERS:
+        raise ValueError(f"the compiled scan reads raw bytes for {RAW_TOKENIZERS} only.")
+    table, _ = _ASCII[tokenizer]
+    separator = (np.frombuffer(table, dtype=np.uint8) == 1).astype(np.uint64)
+    declined = np.zeros(256, dtype=np.uint64)
+    declined[[0, 1]] = 1
+    declined[0x80:] = 1
+    separator[[0, 1]] = 0
+    return separator, declined, tokenizer != "light"
+
+
+def normalised_classes() -> tuple[np.ndarray, np.ndarray, bool]:
+    """:func:`byte_classes` for the output of :func:`normalised_batch`: ``0x01`` separates,
+    every other byte is a token's byte as it is."""
+    separator = np.zeros(256, dtype=np.uint64)
+    separator[1] = 1
+    return separator, np.zeros(256, dtype=np.uint64), False
+
+
+def normalised_batch(
+    documents: list[str], tokenizer: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Step 1 of the module docstring for any documents: lower case (``str.lower``),
+    ``janitor``'s punctuation deleted, every run of separators one ``0x01`` (``re.sub`` of the
+    tokenizer's pattern), as UTF-8 bytes joined by ``0x00``; returns the bytes and each
+    document's start and end in them, or ``None`` when a document holds ``"\\x00"`` or
+    ``"\\x01"`` itself."""
+    text = DOCUMENT_END.join(documents)
+    if text.count(DOCUMENT_END) != len(documents) - 1 or SEPARATOR in text:
+        return None
+    if tokenizer != "light":
+        text = text.lower()
+    if tokenizer == "janitor":
+        text = text.translate(_PUNCT_TABLE)
+    text = _SEPARATOR_RUNS[tokenizer].sub(SEPARATOR, text)
+    data = np.frombuffer(text.encode("utf-8"), np.uint8)
+    marks = np.flatnonzero(data == 0)
+    starts = np.concatenate([[0], marks + 1])
+    ends = np.concatenate([marks, [data.size]])
+    return data, starts, ends
 
 
 def _ascii_bytes(documents: list[str], tokenizer: str) -> np.ndarray | None:

@@ -78,6 +78,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from lightning_info.core.validation import require_bool, require_int
+from lightning_info.methods.train_test_overlap.batches import TextBatch
 from lightning_info.methods.train_test_overlap.encoding import (
     END_KEY,
     VECTORISED_TOKENIZERS,
@@ -86,6 +87,12 @@ from lightning_info.methods.train_test_overlap.encoding import (
     character_symbols,
     character_tokenize,
     encode_keys,
+)
+from lightning_info.methods.train_test_overlap.engine import (
+    ENGINES,
+    CompiledScanner,
+    SymbolGroup,
+    compiled_available,
 )
 from lightning_info.methods.train_test_overlap.report import (
     OverlapReport,
@@ -228,6 +235,10 @@ class OverlapOptions:
             chunks).
         processes, threads: worker processes or threads counting chunks (not both).
         progress: show a progress bar of the documents scanned.
+        engine: the inner loops: ``"compiled"`` (numba, the ``overlap`` extra: one pass over
+            the bytes of a chunk and one over its symbols), ``"numpy"`` (vectorised numpy, no
+            compiled dependency) or ``"auto"`` (compiled when numba imports). Both count
+            exactly the same.
     """
 
     n: int = 13
@@ -238,6 +249,7 @@ class OverlapOptions:
     processes: int = 1
     threads: int = 1
     progress: bool = False
+    engine: str = "auto"
 
     def __post_init__(self) -> None:
         require_int(self.n, "n", 1)
@@ -256,6 +268,11 @@ class OverlapOptions:
         if self.processes > 1 and self.threads > 1:
             raise ValueError("pass `processes` or `threads`, not both (each worker counts chunks).")
         require_bool(self.progress, "progress")
+        if self.engine not in ENGINES:
+            raise ValueError(
+                f"`engine` must be one of {ENGINES}, got {self.engine!r}; 'auto' takes the "
+                "compiled scan when numba is installed (pip install 'lightning-info[overlap]')."
+            )
 
 
 def check_overlap_options(options: OverlapOptions) -> OverlapOptions:
@@ -615,12 +632,43 @@ class OverlapIndex:
             for inp, refs, _ in self.parts:
                 sequences += [inp, *refs, *_intersections(m, inp, refs)]
             self.indexes.append(NgramIndex(sequences, m))
+        compiled = options.engine == "compiled" or (
+            options.engine == "auto" and compiled_available()
+        )
+        self.scanner = (
+            CompiledScanner(self.table, self.indexes, self.separator) if compiled else None
+        )
 
-    def count_chunk(self, documents: list[str]) -> ChunkCounts:
-        """Exact counts of every indexed n-gram in ``documents``."""
-        symbols, num_tokens, _ = self._symbols(documents)
-        counts = [index.count(symbols) for index in self.indexes]
-        return ChunkCounts(counts, len(documents), num_tokens)
+    def count_chunk(self, documents: list[str] | TextBatch) -> ChunkCounts:
+        """Exact counts of every indexed n-gram in ``documents`` (strings, or a
+        :class:`~.batches.TextBatch`)."""
+        counts = [np.zeros(len(index), np.int64) for index in self.indexes]
+        tokens = 0
+        for group in self._symbol_groups(documents):
+            tokens += group.tokens
+            for m, index in enumerate(self.indexes):
+                if self.scanner is not None:
+                    self.scanner.count(m, group.symbols, counts[m])
+                else:
+                    counts[m] += index.count(group.symbols)
+        return ChunkCounts(counts, len(documents), tokens)
+
+    def _symbol_groups(self, documents: list[str] | TextBatch) -> list[SymbolGroup]:
+        """The documents as :class:`~.engine.SymbolGroup` s: the compiled engine's groups
+        with a built-in word tokenizer, else one group per encoding group
+        (:func:`_encoding_groups`) of :meth:`_symbols`."""
+        groups: list[SymbolGroup] = []
+        if self.scanner is not None and self.table is not None:
+            groups, texts, positions = self.scanner.keyed_groups(documents)
+        else:
+            texts = documents.texts() if isinstance(documents, TextBatch) else documents
+            positions = np.arange(len(texts))
+        if len(texts) == 0:
+            return groups
+        for group in _encoding_groups(texts):
+            symbols, tokens, ends = self._symbols([texts[i] for i in group])
+            groups.append(SymbolGroup(symbols, tokens, positions[group], ends))
+        return groups
 
     def flag_chunk(self, documents: list[str], n: int | None = None) -> np.ndarray:
         """For each of ``documents``, whether it holds any indexed test n-gram of size ``n``
@@ -631,11 +679,19 @@ class OverlapIndex:
         if n not in self.n_values:
             raise ValueError(f"`n` = {n} is not indexed; build the index with it in `n_values`.")
         flags = np.zeros(len(documents), dtype=bool)
-        for group in _encoding_groups(documents):  # each group is encoded in its own order
-            chunk = [documents[i] for i in group]
-            symbols, _, ends = self._symbols(chunk)
-            positions, _ = self.indexes[self.n_values.index(n)].lookup(symbols)
-            flags[np.asarray(group)[np.searchsorted(ends, positions)]] = True
+        m = self.n_values.index(n)
+        index = self.indexes[m]
+        for group in self._symbol_groups(documents):
+            found = np.zeros(group.positions.size, dtype=bool)
+            if self.scanner is not None and group.ends is None:
+                self.scanner.flag(m, group.symbols, np.zeros(len(index), np.int64), found)
+            else:
+                ends = group.ends
+                if ends is None:
+                    ends = np.flatnonzero(group.symbols == self.separator)
+                positions, _ = index.lookup(group.symbols)
+                found[np.searchsorted(ends, positions)] = True
+            flags[group.positions[found]] = True
         return flags
 
     def _symbols(self, documents: list[str]) -> tuple[np.ndarray, int, np.ndarray]:

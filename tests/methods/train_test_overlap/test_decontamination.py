@@ -57,10 +57,11 @@ def data():
     return instances, documents
 
 
+@pytest.mark.parametrize("engine", ["numpy", "compiled"])
 @pytest.mark.parametrize("n", [5, 13])
-def test_flags_equal_brute_force_with_helms_tokenizer(data, n):
+def test_flags_equal_brute_force_with_helms_tokenizer(data, n, engine):
     instances, documents = data
-    options = OverlapOptions(n=n, chunk_size=7)
+    options = OverlapOptions(n=n, chunk_size=7, engine=engine)
     flags = contaminated_documents(instances, documents, options)
     expected = _brute_force(instances, documents, n, default_tokenize)
     assert flags.dtype == bool and flags.shape == (len(documents),)

@@ -34,6 +34,8 @@ from lightning_info.methods.train_test_overlap.methodologies import (
 )
 from lightning_info.methods.train_test_overlap.report import write_report
 
+ENGINES = ("numpy", "compiled")
+
 # --- HELM's fixtures (scripts/data_overlap/test/test_compute_data_overlap_metrics.py) -----------
 
 HELM_DOCUMENT = (
@@ -150,7 +152,8 @@ def _hits(report, n: int) -> dict[str, set[tuple[str, str]]]:
     return out
 
 
-def test_helm_ngram_index():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_helm_ngram_index(engine):
     """HELM's ``test_create_ngram_index``: which entries index a given 5-gram and 13-gram.
 
     The index is internal here, so a training document holding exactly that n-gram must hit
@@ -158,7 +161,9 @@ def test_helm_ngram_index():
     """
     five = "Center for Research on Foundation"
     report = compute_overlap(
-        HELM_SCENARIOS, [five], OverlapOptions(n=5, n_values=(5, 13), tokenizer="light")
+        HELM_SCENARIOS,
+        [five],
+        OverlapOptions(n=5, n_values=(5, 13), tokenizer="light", engine=engine),
     )
     assert _hits(report, 5) == {
         "input": {("scenario1", "id1"), ("scenario2", "id1")},
@@ -167,7 +172,9 @@ def test_helm_ngram_index():
     assert _hits(report, 13) == {"input": set(), "references": set()}
     thirteen = " ".join(HELM_LIGHT_TOKENS[:13])
     report = compute_overlap(
-        HELM_SCENARIOS, [thirteen], OverlapOptions(n=13, n_values=(5,), tokenizer="light")
+        HELM_SCENARIOS,
+        [thirteen],
+        OverlapOptions(n=13, n_values=(5,), tokenizer="light", engine=engine),
     )
     assert _hits(report, 13) == {
         "input": {("scenario2", "id1")},
@@ -175,10 +182,13 @@ def test_helm_ngram_index():
     }
 
 
-def test_helm_document_overlap():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_helm_document_overlap(engine):
     """HELM's ``test_compute_document_data_overlap`` and its fractions (0.5 / 0 / 1 / 1)."""
     report = compute_overlap(
-        HELM_SCENARIOS, [HELM_DOCUMENT], OverlapOptions(n=13, n_values=(5,), tokenizer="light")
+        HELM_SCENARIOS,
+        [HELM_DOCUMENT],
+        OverlapOptions(n=13, n_values=(5,), tokenizer="light", engine=engine),
     )
     assert _hits(report, 5) == {
         "input": {("scenario1", "id1"), ("scenario2", "id1")},
@@ -312,8 +322,9 @@ def _random_case(seed):
     return instances, documents
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("seed", range(6))
-def test_fast_path_matches_brute_force(seed):
+def test_fast_path_matches_brute_force(seed, engine):
     instances, documents = _random_case(seed)
     n = [2, 3, 4, 5, 3, 1][seed]
     n_values = (1, 2, 6)
@@ -326,6 +337,7 @@ def test_fast_path_matches_brute_force(seed):
             tokenizer="light",
             max_frequency=2,
             chunk_size=[1, 3, 7, 1000, 2, 5][seed],
+            engine=engine,
         ),
     )
     expected = _oracle(instances, documents, n, n_values, 2)
@@ -337,7 +349,8 @@ def test_fast_path_matches_brute_force(seed):
 
 
 def test_hash_collisions_are_verified(monkeypatch):
-    """With a degenerate hash (every n-gram equal), exact verification still gives true counts."""
+    """With a degenerate hash (every n-gram equal), exact verification still gives true counts
+    (the numpy path; the compiled one: ``test_compiled.py``)."""
     from lightning_info.methods.train_test_overlap import functional as overlap
 
     monkeypatch.setattr(overlap, "_windows_hash", _constant_hash)
@@ -345,12 +358,12 @@ def test_hash_collisions_are_verified(monkeypatch):
         compute_overlap(
             [TestInstance("a", "x y z")],
             ["x y"],
-            OverlapOptions(n=2, n_values=(), tokenizer="light"),
+            OverlapOptions(n=2, n_values=(), tokenizer="light", engine="numpy"),
         )
     report = compute_overlap(
         [TestInstance("a", "x y")],
         ["x y x y", "z z y"],
-        OverlapOptions(n=2, n_values=(), tokenizer="light"),
+        OverlapOptions(n=2, n_values=(), tokenizer="light", engine="numpy"),
     )
     assert (
         report.rows[0]["input_jaccard_weighted"] == 0.5

@@ -1,0 +1,203 @@
+"""Which inner loops scan the training text: compiled (numba, the ``overlap`` extra) or numpy.
+
+:class:`CompiledScanner` holds an :class:`~.functional.OverlapIndex`'s tables as the compiled
+loops of :mod:`~.kernels` read them. With a built-in word tokenizer a chunk is encoded in up to
+three groups, each counted on its own (no n-gram crosses a document, so the order of the
+documents does not change a count):
+
+1. the documents of plain ASCII, from their bytes by ``kernels.document_keys``;
+2. the others, normalised in Python (``encoding.normalised_batch``: ``str.lower`` and the
+   tokenizer's own pattern, as the numpy path does) and keyed by the same loop;
+3. a document holding ``"\\x00"`` or ``"\\x01"`` (the marks of step 2) by the numpy path.
+
+Each group's windows are counted by ``kernels.count_windows``. With ``"character"`` or a custom
+tokenizer the symbols come from the numpy path and only the counting is compiled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from lightning_info.core.optional import require_extra
+from lightning_info.methods.train_test_overlap.batches import TextBatch
+from lightning_info.methods.train_test_overlap.encoding import (
+    RAW_TOKENIZERS,
+    TokenTable,
+    byte_classes,
+    normalised_batch,
+    normalised_classes,
+)
+
+ENGINES = ("auto", "compiled", "numpy")
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # the HashTable's multiplier
+
+
+def compiled_available() -> bool:
+    """Whether numba imports (the ``overlap`` extra)."""
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class SymbolGroup(NamedTuple):
+    """Some documents of a chunk as symbols, each document's followed by the separator.
+
+    ``positions``: the documents' places in the chunk, in the order of their symbols;
+    ``ends``: the position of each document's separator, or ``None`` when the separator occurs
+    nowhere else (a compiled group: a window's document is then the number of separators
+    before it; the numpy path maps an unknown token to the separator too).
+    """
+
+    symbols: np.ndarray
+    tokens: int
+    positions: np.ndarray
+    ends: np.ndarray | None
+
+
+class CompiledScanner:
+    """The tables of an index (its token table, when the tokenizer is a built-in word
+    tokenizer, and its n-gram indexes) as the compiled loops read them."""
+
+    def __init__(self, table: TokenTable | None, indexes: Sequence, separator: np.uint64) -> None:
+        require_extra("numba", "overlap", "The compiled overlap scan")
+        self.separator = np.uint64(separator)
+        self.table = table
+        if table is not None:
+            raw = table.tokenizer in RAW_TOKENIZERS
+            self.raw_classes = byte_classes(table.tokenizer) if raw else None
+            self.normalised = normalised_classes()
+            self.keeps_empty = table.tokenizer == "default"
+            self.long_table = (
+                *table.long.arrays,
+                *_bitmap(table.long.keys, table.long.crowded_keys),
+            )
+            self.long_rows = (
+                np.ascontiguousarray(table.long_lengths, dtype=np.int64),
+                np.ascontiguousarray(table.long_first, dtype=np.uint64),
+                np.ascontiguousarray(table.long_last, dtype=np.uint64),
+                np.ascontiguousarray(table.middle_start, dtype=np.int64),
+                np.ascontiguousarray(table.middle_words, dtype=np.uint64),
+            )
+        self.indexes = [_compiled_index(index) for index in indexes]
+
+    def _keys(self, data, starts, ends, classes) -> tuple[np.ndarray, int, np.ndarray]:
+        from lightning_info.methods.train_test_overlap.kernels import document_keys
+
+        separator, declined, lowers = classes
+        keys, tokens, refused = document_keys(
+            data,
+            _words(data),
+            starts,
+            ends,
+            separator,
+            declined,
+            lowers,
+            self.keeps_empty,
+            self.long_table,
+            self.long_rows,
+        )
+        return keys, int(tokens), refused
+
+    def keyed_groups(
+        self, documents: list[str] | TextBatch
+    ) -> tuple[list[SymbolGroup], list[str], np.ndarray]:
+        """Groups 1 and 2 of the module docstring; the documents left for the numpy path and
+        their positions. Of a list of strings only the ASCII ones are encoded to bytes (the
+        others are normalised as strings)."""
+        if self.raw_classes is None:  # janitor: every document is normalised
+            texts = documents.texts() if isinstance(documents, TextBatch) else documents
+            return self._normalised_groups(texts, np.arange(len(texts)))
+        if isinstance(documents, TextBatch):
+            batch, inside = documents, np.arange(len(documents))
+            outside, outside_texts = np.empty(0, np.int64), []
+        else:
+            plain = _ascii_flags(documents)
+            inside, outside = np.flatnonzero(plain), np.flatnonzero(~plain)
+            if outside.size:
+                outside_texts = [documents[k] for k in outside]
+                documents = [documents[k] for k in inside]
+            else:
+                outside_texts = []
+            batch = TextBatch.from_texts(documents)
+        offsets = batch.offsets
+        keys, tokens, refused = self._keys(batch.data, offsets[:-1], offsets[1:], self.raw_classes)
+        groups = [SymbolGroup(keys, tokens, inside[~refused], None)]
+        if refused.any():
+            outside_texts += batch.texts(np.flatnonzero(refused))
+            outside = np.concatenate([outside, inside[refused]])
+        if outside.size == 0:
+            return groups, [], outside
+        more, left, left_positions = self._normalised_groups(outside_texts, outside)
+        return groups + more, left, left_positions
+
+    def _normalised_groups(
+        self, texts: list[str], positions: np.ndarray
+    ) -> tuple[list[SymbolGroup], list[str], np.ndarray]:
+        """Group 2 of the module docstring, or the texts left for the numpy path."""
+        normalised = normalised_batch(texts, self.table.tokenizer)
+        if normalised is None:
+            return [], texts, positions
+        keys, tokens, _ = self._keys(*normalised, self.normalised)
+        return [SymbolGroup(keys, tokens, positions, None)], [], np.empty(0, np.int64)
+
+    def count(self, m: int, symbols: np.ndarray, counts: np.ndarray) -> None:
+        """Add the occurrences of the ``m``-th index's n-grams in ``symbols`` to ``counts``."""
+        self.flag(m, symbols, counts, np.zeros(0, dtype=np.bool_))
+
+    def flag(self, m: int, symbols: np.ndarray, counts: np.ndarray, flags: np.ndarray) -> None:
+        """:meth:`count`, and ``flags[d] = True`` for each document ``d`` of ``symbols`` (the
+        ``d``-th run ended by the separator) holding one of the n-grams."""
+        from lightning_info.methods.train_test_overlap.kernels import count_windows
+
+        symbols = np.ascontiguousarray(symbols, dtype=np.uint64)
+        count_windows(symbols, *self.indexes[m], counts, self.separator, flags)
+
+
+def _ascii_flags(texts: list[str]) -> np.ndarray:
+    """Whether each text is ASCII; raise unless each is a string."""
+    try:
+        return np.fromiter(map(str.isascii, texts), bool, len(texts))
+    except TypeError:
+        kinds = sorted({type(t).__name__ for t in texts if not isinstance(t, str)})
+        raise TypeError(f"training documents must be strings, got {', '.join(kinds)}.") from None
+
+
+def _words(data: np.ndarray) -> np.ndarray:
+    """The little-endian ``uint64`` starting at each byte of ``data`` that has 8 bytes (an
+    unaligned view: no copy)."""
+    count = max(data.size - 7, 0)
+    if count == 0:
+        return np.zeros(0, dtype="<u8")
+    return np.ndarray((count,), dtype="<u8", buffer=data, offset=0, strides=(1,))
+
+
+def _compiled_index(index) -> tuple:
+    """An ``NgramIndex`` as ``kernels.count_windows`` reads it: ``n``, the hash base, its
+    ``n - 1``-th power, the table's arrays, the bit map of the hashes and its shift, and the
+    n-grams."""
+    return (
+        index.n,
+        index.base,
+        np.uint64(pow(int(index.base), index.n - 1, 1 << 64)),
+        index._lookup.arrays,
+        *_bitmap(index.hashes),
+        np.ascontiguousarray(index.grams, dtype=np.uint64),
+    )
+
+
+def _bitmap(*keys: np.ndarray) -> tuple[np.ndarray, np.uint64]:
+    """A bit map of ``keys`` (at least 16 bits per key, so it stays in a core's cache while a
+    hash table of the keys does not): bit ``(key * MIX) >> shift`` of every key is set.
+    Returns the map (``uint64`` words) and the shift."""
+    keys = np.concatenate(keys) if len(keys) > 1 else keys[0]
+    bits = max(int(np.ceil(np.log2(max(keys.size, 1)))) + 4, 6)
+    bitmap = np.zeros(1 << (bits - 6), dtype=np.uint64)
+    shift = np.uint64(64 - bits)
+    bit = (keys * _MIX) >> shift
+    np.bitwise_or.at(bitmap, bit >> np.uint64(6), np.uint64(1) << (bit & np.uint64(63)))
+    return bitmap, shift

@@ -1,0 +1,236 @@
+"""The compiled scan (numba) against the numpy path and a tuple-set oracle."""
+
+from __future__ import annotations
+
+import random
+import sys
+import warnings
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+
+from lightning_info.methods.train_test_overlap import kernels
+from lightning_info.methods.train_test_overlap.batches import TextBatch
+from lightning_info.methods.train_test_overlap.encoding import encode_keys
+from lightning_info.methods.train_test_overlap.functional import (
+    TOKENIZERS,
+    OverlapIndex,
+    OverlapOptions,
+    TestInstance,
+    compute_overlap,
+)
+from lightning_info.methods.train_test_overlap.report import UndetectableInstancesWarning
+
+WORDS = ["a", "B", "cat", "Dog", "ZEBRA", "abcdefgh", "abcdefghi", "x" * 17, "Informational"]
+WORDS += ["informatiomal", "characteristically" * 3, "ok.", "(b)", "é", "ΣΑΣ", "naïve", "İx"]
+SEPARATORS = [" ", "  ", ",", ". ", "\n", "\t", "--", "(", "\x1c", "\u00a0", "\u3000"]
+
+
+def _document(rng: random.Random, ascii_only: bool) -> str:
+    pieces = []
+    for _ in range(rng.randint(0, 40)):
+        pieces += [rng.choice(WORDS), rng.choice(SEPARATORS)]
+    text = "".join(pieces)
+    if rng.random() < 0.3:  # a document that starts with a separator, or ends without one
+        text = rng.choice(SEPARATORS) + text.rstrip()
+    return text.encode("ascii", "ignore").decode() if ascii_only else text
+
+
+def _documents(seed: int, ascii_only: bool) -> list[str]:
+    rng = random.Random(seed)
+    documents = [_document(rng, ascii_only) for _ in range(150)]
+    # lengths at the 64-byte blocks of the loop, a token on the boundary, a long one at the end
+    documents += ["", ",", " ", "a", "a" * 64, "a" * 63 + " b", "x " * 32, "B" * 9, "y" * 129]
+    documents += ["w" * 62 + " Informational", "the end Informational"]
+    return documents
+
+
+def _index(tokenizer: str, engine: str, n: int = 3, texts: list[str] | None = None):
+    texts = texts or _documents(99, ascii_only=False)[:30]
+    instances = [TestInstance(str(k), t, (texts[-k - 1],)) for k, t in enumerate(texts)]
+    options = OverlapOptions(n=n, n_values=(1, 2, n), tokenizer=tokenizer, engine=engine)
+    with _quiet():
+        return OverlapIndex(instances, options)
+
+
+@contextmanager
+def _quiet():
+    """Silence the undetectable-instances warning of random test sets."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndetectableInstancesWarning)
+        yield
+
+
+@pytest.mark.parametrize("tokenizer", sorted(TOKENIZERS))
+@pytest.mark.parametrize("seed", range(3))
+def test_compiled_keys_equal_the_numpy_keys(tokenizer, seed):
+    """Every token's key, in order, as ``encode_keys`` gives them (ASCII documents: the byte
+    loop; janitor: every document normalised first)."""
+    index = _index(tokenizer, "compiled")
+    documents = _documents(seed, ascii_only=True)
+    groups, left, _ = index.scanner.keyed_groups(documents)
+    expected, tokens = encode_keys(documents, index.table)
+    assert left == [] and len(groups) == 1 and groups[0].tokens == tokens
+    np.testing.assert_array_equal(groups[0].symbols, expected)
+    np.testing.assert_array_equal(groups[0].positions, np.arange(len(documents)))
+
+
+@pytest.mark.parametrize("tokenizer", sorted(TOKENIZERS))
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_compiled_counts_and_flags_equal_the_numpy_path(tokenizer, n):
+    """Counts at every indexed size, tokens and per-document flags on Unicode, ASCII and marked
+    documents (the three groups of ``engine.py``), whole and in a ``TextBatch``."""
+    documents = _documents(n, ascii_only=False) + ["marked\x00text Dog", "x\x01 cat Dog"]
+    numpy_index, compiled = _index(tokenizer, "numpy", n), _index(tokenizer, "compiled", n)
+    want = numpy_index.count_chunk(documents)
+    for chunk in (documents, TextBatch.from_texts(documents)):
+        got = compiled.count_chunk(chunk)
+        assert got.tokens == want.tokens and got.documents == want.documents
+        for a, b in zip(got.counts, want.counts):
+            np.testing.assert_array_equal(a, b)
+        for m in numpy_index.n_values:
+            np.testing.assert_array_equal(
+                compiled.flag_chunk(chunk, m), numpy_index.flag_chunk(documents, m)
+            )
+    assert sum(c.sum() for c in want.counts) > 0  # hits to compare, not only zeros
+
+
+def _tuple_counts(instances, documents, n, tokenize):
+    grams = {}
+    for instance in instances:
+        for part in (instance.input, *instance.references):
+            tokens = tokenize(part)
+            for gram in zip(*(tokens[i:] for i in range(n))):
+                grams[gram] = 0
+    for document in documents:
+        tokens = tokenize(document)
+        for gram in zip(*(tokens[i:] for i in range(n))):
+            if gram in grams:
+                grams[gram] += 1
+    return grams
+
+
+@pytest.mark.parametrize("tokenizer", sorted(TOKENIZERS))
+def test_compiled_counts_equal_a_tuple_set_oracle(tokenizer):
+    documents = _documents(7, ascii_only=False)
+    rng = random.Random(1)
+    instances = [
+        TestInstance(str(k), " ".join(rng.choice(documents).split()[:12]), ()) for k in range(25)
+    ]
+    options = OverlapOptions(n=3, n_values=(), tokenizer=tokenizer, engine="compiled")
+    with _quiet():
+        index = OverlapIndex(instances, options)
+    counts = index.count_chunk(documents).counts[0]
+    tokenize = TOKENIZERS[tokenizer]
+    oracle = _tuple_counts(instances, documents, 3, tokenize)
+    vocab = index.vocab.ids
+    key_of = dict(zip(vocab, index.table.key_of_id[list(vocab.values())].tolist()))
+    grams = [tuple(key_of[t] for t in gram) for gram in oracle]
+    slot = {tuple(g): k for k, g in enumerate(index.indexes[0].grams.tolist())}
+    assert {gram: int(counts[slot[g]]) for gram, g in zip(oracle, grams)} == oracle
+    assert sum(oracle.values()) > 0
+
+
+def test_compiled_scan_rejects_windows_whose_hash_collides():
+    """With the base 0 every window's hash is its last symbol: windows ending like a test
+    n-gram are candidates, and only the symbol-by-symbol check keeps the true ones."""
+    with _quiet():
+        index = OverlapIndex(
+            [TestInstance("a", "x y")], OverlapOptions(n=2, n_values=(), tokenizer="light")
+        )
+    ngrams = index.indexes[0]
+    last = ngrams.grams[:, -1].copy()  # the hashes under base 0
+    from lightning_info.methods.train_test_overlap.encoding import HashTable
+    from lightning_info.methods.train_test_overlap.engine import _bitmap
+
+    table = HashTable(last, np.arange(last.size))
+    groups, _, _ = index.scanner.keyed_groups(["x y x y", "z z y", "y"])
+    counts, flags = np.zeros(len(ngrams), np.int64), np.zeros(3, bool)
+    kernels.count_windows(
+        groups[0].symbols,
+        2,
+        np.uint64(0),
+        np.uint64(0),
+        table.arrays,
+        *_bitmap(last),
+        np.ascontiguousarray(ngrams.grams),
+        counts,
+        index.separator,
+        flags,
+    )
+    assert counts.tolist() == [2] and flags.tolist() == [True, False, False]
+
+
+def test_a_long_token_that_claims_a_test_token_it_is_not_is_rejected():
+    """A long token whose hash is a test token's is compared word by word: a test row whose
+    words differ (as a hash collision would) gives the rejected key, as in the numpy path."""
+    with _quiet():
+        index = OverlapIndex(
+            [TestInstance("a", "abcdefghij abcdefghijklmnopqrs short")],
+            OverlapOptions(n=1, n_values=(), tokenizer="light", engine="compiled"),
+        )
+    scanner = index.scanner
+    documents = ["abcdefghij abcdefghijklmnopqrs short"]
+    rejected_key = kernels._REJECTED_KEY ^ (kernels._REJECTED_KEY >> kernels._FOLD)
+
+    def rejected() -> int:
+        return int(np.sum(scanner.keyed_groups(documents)[0][0].symbols == rejected_key))
+
+    assert rejected() == 0  # the true tokens keep their keys
+    original = scanner.long_rows  # lengths, first words, last words, middle starts, middles
+    # a first or last word differs for both long tokens; a middle word only for the 19-byte one
+    for row, expected in ((1, 2), (2, 2), (4, 1), (0, 2)):
+        tampered = list(original)
+        tampered[row] = tampered[row] ^ (1 << 40) if row else tampered[row] + 1
+        scanner.long_rows = tuple(tampered)
+        assert rejected() == expected, row
+    scanner.long_rows = original
+    assert rejected() == 0
+
+
+def test_threads_give_the_same_report_with_the_compiled_scan():
+    documents = _documents(3, ascii_only=False) * 4
+    instances = [TestInstance(str(k), d, ()) for k, d in enumerate(documents[:20])]
+    reports = [
+        compute_overlap(
+            instances,
+            documents,
+            OverlapOptions(n=3, chunk_size=17, threads=threads, engine="compiled"),
+        )
+        for threads in (1, 2)
+    ]
+    assert reports[0].rows == reports[1].rows
+
+
+def test_without_numba_auto_takes_the_numpy_path_and_compiled_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "numba", None)  # `import numba` now raises ImportError
+    instances = [TestInstance("a", "the cat sat on the mat")]
+    index = OverlapIndex(instances, OverlapOptions(n=2, n_values=(), engine="auto"))
+    assert index.scanner is None
+    report = compute_overlap(instances, ["a cat sat on"], OverlapOptions(n=2, n_values=()))
+    assert report.rows[0]["input_binary"] == 1.0
+    with pytest.raises(ImportError, match=r"lightning-info\[overlap\]"):
+        OverlapIndex(instances, OverlapOptions(n=2, n_values=(), engine="compiled"))
+
+
+def test_text_batch_round_trip_and_bad_input():
+    texts = ["", "abc", "naïve ☃", "\ud800 lone surrogate", "x"]
+    batch = TextBatch.from_texts(texts)
+    assert len(batch) == 5 and batch.texts() == texts and batch.texts([2]) == ["naïve ☃"]
+    with pytest.raises(TypeError, match="must be strings, got int"):
+        TextBatch.from_texts(["a", 3])
+    data = np.frombuffer(b"abc", np.uint8)
+    with pytest.raises(TypeError, match="uint8"):
+        TextBatch(np.zeros(3, np.int64), np.array([0, 3]))
+    with pytest.raises(TypeError, match="integer"):
+        TextBatch(data, np.array([0.0, 3.0]))
+    with pytest.raises(ValueError, match="rise from 0 to data.size"):
+        TextBatch(data, np.array([0, 2]))
+    with pytest.raises(ValueError, match="rise from 0 to data.size"):
+        TextBatch(data, np.array([0, 2, 1, 3]))
+
+
+def test_engine_option_is_checked():
+    with pytest.raises(ValueError, match="`engine` must be one of"):
+        OverlapOptions(engine="fast")
