@@ -7,7 +7,8 @@ Usage::
         [--text-field text] [--output DIR]
 
 ``--train`` takes text files (one document per file, or one per line with ``--lines``),
-JSON-lines files (``*.jsonl``: the ``--text-field`` of each line), Parquet files
+JSON-lines files (``*.jsonl``, also ``*.jsonl.gz`` and ``*.jsonl.zst``: the ``--text-field`` of
+each line, parsed by pyarrow), Parquet files
 (``*.parquet``: its ``--text-field`` column), folders (every file inside,
 recursively) or a ``datasets`` dataset saved with ``save_to_disk`` (a folder holding
 ``dataset_info.json``; its ``--text-field`` column is read). The training text is streamed, so
@@ -26,11 +27,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from lightning_info.methods.train_test_overlap.files import (
-    iter_training_texts,
-    read_test_instances,
-    saved_datasets,
-)
+from lightning_info.methods.train_test_overlap.files import read_test_instances, saved_datasets
 from lightning_info.methods.train_test_overlap.functional import (
     TOKENIZERS,
     OverlapOptions,
@@ -38,6 +35,7 @@ from lightning_info.methods.train_test_overlap.functional import (
 )
 from lightning_info.methods.train_test_overlap.report import write_report
 from lightning_info.methods.train_test_overlap.sharded import overlap_with_datasets
+from lightning_info.methods.train_test_overlap.text_batches import read_text_batches
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -78,9 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             num_proc=args.num_proc,
         )
     else:
-        report = compute_overlap(
-            instances, iter_training_texts(args.train, args.text_field, args.lines), options
-        )
+        batches = read_text_batches(args.train, args.text_field, args.lines, args.chunk_size)
+        report = compute_overlap(instances, batches, options)
     print(report.to_markdown())
     if args.output is not None:
         for written in write_report(report, Path(args.output) / "overlap"):

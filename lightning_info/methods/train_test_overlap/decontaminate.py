@@ -40,6 +40,7 @@ from lightning_info.methods.train_test_overlap.files import (
     dataset_splits,
     document_text,
     json_lines,
+    output_file,
     source_records,
     training_sources,
 )
@@ -387,7 +388,7 @@ def write_clean_copy(scan: CorpusScan, folder: str | Path, progress: bool = Fals
 def _clean_source(source: TrainingSource, target: Path, drop: dict[str | None, set[int]]) -> None:
     dropped = drop.get(None, set())
     if source.kind == "jsonl":
-        with target.open("wb") as handle:
+        with output_file(target) as handle:
             k = 0
             for _, raw, line in json_lines(source.path):
                 if line.strip():

@@ -303,7 +303,7 @@ def normalised_batch(
     if tokenizer == "janitor":
         text = text.translate(_PUNCT_TABLE)
     text = _SEPARATOR_RUNS[tokenizer].sub(SEPARATOR, text)
-    data = np.frombuffer(text.encode("utf-8"), np.uint8)
+    data = np.frombuffer(text.encode("utf-8", "surrogatepass"), np.uint8)
     marks = np.flatnonzero(data == 0)
     starts = np.concatenate([[0], marks + 1])
     ends = np.concatenate([marks, [data.size]])
@@ -332,7 +332,7 @@ def _unicode_bytes(documents: list[str], tokenizer: str) -> np.ndarray | None:
         text = text.translate(_PUNCT_TABLE)
     text = _SEPARATOR_RUNS[tokenizer].sub(SEPARATOR, text)
     mark = b"\x00\xff\x00"
-    data = mark + text.encode("utf-8").replace(b"\x00", mark) + _PADDING.encode()
+    data = mark + text.encode("utf-8", "surrogatepass").replace(b"\x00", mark) + _PADDING.encode()
     return np.frombuffer(data, dtype=np.uint8)
 
 
@@ -369,7 +369,7 @@ class TokenTable:
         if tokenizer not in VECTORISED_TOKENIZERS:
             raise ValueError(f"`tokenizer` must be one of {VECTORISED_TOKENIZERS}.")
         self.tokenizer = tokenizer
-        encoded = [t.encode("utf-8") for t in ids]
+        encoded = [t.encode("utf-8", "surrogatepass") for t in ids]
         lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
         data = np.frombuffer(b"".join(encoded) + bytes(WORD), dtype=np.uint8)
         starts = np.cumsum(lengths) - lengths

@@ -17,18 +17,20 @@ line or row, and the record's id), which the decontamination outputs name.
 from __future__ import annotations
 
 import codecs
+import io
 import json
 import string
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from lightning_info.core.files import read_json_lines
 from lightning_info.core.validation import require_bool, require_int, require_string_sequence
 from lightning_info.methods.train_test_overlap.functional import TestInstance
 
 JSON_LINES_SUFFIXES = (".jsonl", ".ndjson")
+COMPRESSED_SUFFIXES = (".gz", ".zst")  # JSON lines read compressed: gzip, Zstandard
 PARQUET_SUFFIXES = (".parquet", ".pq")
 SAVED_DATASET_FILES = ("dataset_info.json", "dataset_dict.json")
 
@@ -227,6 +229,13 @@ def training_sources(
 
 
 def _file_kind(path: Path, lines: bool) -> str:
+    if path.suffix in COMPRESSED_SUFFIXES:
+        if path.with_suffix("").suffix in JSON_LINES_SUFFIXES:
+            return "jsonl"
+        raise ValueError(
+            f"{path}: of compressed files only JSON lines are read (*.jsonl.gz, *.jsonl.zst, "
+            "*.ndjson.gz, ...); decompress it, or write its documents as JSON lines."
+        )
     if path.suffix in JSON_LINES_SUFFIXES:
         return "jsonl"
     if path.suffix in PARQUET_SUFFIXES:
@@ -326,7 +335,7 @@ def _folder_files(folder: Path) -> list[Path]:
 def json_lines(path: Path) -> Iterator[tuple[int, bytes, str]]:
     """``(line number, raw bytes, decoded line)`` of every line of a JSON-lines file, streamed
     (a first line's byte-order mark is left out of the decoded line, not of the raw bytes)."""
-    with path.open("rb") as handle:
+    with _binary_file(path) as handle:
         for number, raw in enumerate(handle, 1):
             data = raw.removeprefix(codecs.BOM_UTF8) if number == 1 else raw
             try:
@@ -339,6 +348,44 @@ def json_lines(path: Path) -> Iterator[tuple[int, bytes, str]]:
             yield number, raw, line
 
 
+def _binary_file(path: Path) -> BinaryIO:
+    """``path`` opened for reading bytes, decompressed when its name ends in ``.gz`` or
+    ``.zst`` (pyarrow's codecs: Zstandard is not in Python's standard library)."""
+    if path.suffix not in COMPRESSED_SUFFIXES:
+        return path.open("rb")
+    import pyarrow as pa
+
+    return io.BufferedReader(_ArrowRaw(pa.input_stream(str(path), compression="detect")))
+
+
+class _ArrowRaw(io.RawIOBase):
+    """A pyarrow input stream as a raw binary file (``io.BufferedReader`` then reads lines)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.stream.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self.stream.close()
+        super().close()
+
+
+def output_file(path: Path) -> BinaryIO:
+    """``path`` opened for writing bytes, compressed as its name says (``.gz``, ``.zst``)."""
+    if path.suffix not in COMPRESSED_SUFFIXES:
+        return path.open("wb")
+    import pyarrow as pa
+
+    return pa.output_stream(str(path), compression="detect")
+
+
 def _json_lines_records(
     path: Path, text: DocumentText, id_field: str | None
 ) -> Iterator[TrainingRecord]:
@@ -348,14 +395,14 @@ def _json_lines_records(
         pending += len(raw)
         if not line.strip():
             continue
-        record = _json_record(line, path, number)
+        record = json_record(line, path, number)
         document = text.text(record, f"{path}, line {number}")
         ident = record.get(id_field) if id_field is not None else None
         yield TrainingRecord(document, str(path), "line", number, ident, size=pending)
         pending = 0
 
 
-def _json_record(line: str, path: Path, number: int) -> dict[str, Any]:
+def json_record(line: str, path: Path | str, number: int) -> dict[str, Any]:
     """The JSON object on line ``number`` of ``path``; raise naming the file and line."""
     try:
         record = json.loads(line)

@@ -484,15 +484,25 @@ def reject_bare_text(value: Any, name: str) -> None:
         )
 
 
-def _chunks(documents: Iterable[str], size: int) -> Iterator[list[str]]:
-    """``documents`` in lists of ``size`` (the last one shorter); their type is checked where
-    they are counted."""
+def _chunks(documents: Iterable[str] | Iterable[TextBatch], size: int) -> Iterator[list[str]]:
+    """``documents`` in lists of ``size`` (the last one shorter), or, when they are
+    :class:`~.batches.TextBatch` es (``text_batches.read_text_batches``), each batch as it is;
+    their type is checked where they are counted."""
     if isinstance(documents, list):
+        if documents and isinstance(documents[0], TextBatch):
+            yield from documents
+            return
         for start in range(0, len(documents), size):
             yield documents[start : start + size]
         return
     iterator = iter(documents)
-    while chunk := list(islice(iterator, size)):
+    first = list(islice(iterator, 1))
+    if first and isinstance(first[0], TextBatch):
+        yield first[0]
+        yield from iterator
+        return
+    while chunk := first + list(islice(iterator, size - len(first))):
+        first = []
         yield chunk
 
 

@@ -244,17 +244,19 @@ def count_windows(symbols, n, base, top, table, bitmap, bitmap_shift, grams, cou
     positions = np.empty(_CANDIDATES, dtype=np.int64)
     hashes = np.empty(_CANDIDATES, dtype=np.uint64)
     h = _ZERO
-    for j in range(n - 1):
+    for j in range(n):
         h = h * base + symbols[j]
     document, counted_to = 0, 0  # separators in symbols[:counted_to]
-    i = n - 1
+    i = n - 1  # the window that ends at symbol i
     while i < size:
         stop = min(size, i + _CANDIDATES)
-        found = 0
-        for k in range(i, stop):  # no branch: every position is written, the hits kept
-            if k >= n:
-                h -= symbols[k - n] * top
-            h = h * base + symbols[k]
+        found, first = 0, i
+        if i == n - 1:  # the first window, already hashed: no symbol leaves it
+            bit = (h * _MIX) >> bitmap_shift
+            positions[0], hashes[0] = i, h
+            found, first = np.int64((bitmap[bit >> _SIX] >> (bit & _LOW_6)) & _ONE), i + 1
+        for k in range(first, stop):  # no branch: every position is written, the hits kept
+            h = (h - symbols[k - n] * top) * base + symbols[k]
             bit = (h * _MIX) >> bitmap_shift
             positions[found] = k
             hashes[found] = h

@@ -13,18 +13,30 @@ MB for thousands of instances) and travels to every worker once.
   JSON-lines or text files on shared storage, ``from_sequence``, ...) counted partition by
   partition by the workers of the current Dask client (a ``distributed.LocalCluster`` on one
   machine, a scheduler address on a cluster) and summed with ``Bag.fold``.
+- :func:`overlap_files_with_dask`: training files on shared storage, each JSON-lines file cut
+  into byte blocks that the workers read, parse with pyarrow and count where they run: no
+  Python object per document (the fast path; ``overlap_with_dask`` on ``read_text`` parses
+  each line in Python).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from lightning_info.core.optional import require_extra
 from lightning_info.core.validation import require_int
+from lightning_info.methods.train_test_overlap.files import (
+    COMPRESSED_SUFFIXES,
+    DocumentText,
+    TrainingSource,
+    document_text,
+    training_sources,
+)
 from lightning_info.methods.train_test_overlap.functional import (
     ChunkCounts,
     OverlapIndex,
@@ -34,6 +46,10 @@ from lightning_info.methods.train_test_overlap.functional import (
     check_overlap_options,
 )
 from lightning_info.methods.train_test_overlap.report import OverlapReport
+from lightning_info.methods.train_test_overlap.text_batches import (
+    json_block_batches,
+    read_text_batches,
+)
 
 
 def _sparse(counts: ChunkCounts) -> dict[str, list]:
@@ -126,6 +142,64 @@ def overlap_with_dask(
     index = OverlapIndex(instances, options)
     partial_counts = bag.map_partitions(_PartitionCounter(index, options.chunk_size))
     return index.report(partial_counts.fold(_add, initial=index.empty_counts()).compute())
+
+
+def overlap_files_with_dask(
+    instances: Sequence[TestInstance],
+    paths: Sequence[str] | str | Path,
+    options: OverlapOptions = OverlapOptions(),
+    text_field: str | DocumentText = "text",
+    blocksize: int | str = "64MB",
+) -> OverlapReport:
+    """:func:`compute_overlap` over training files (those of
+    :func:`~.text_batches.read_text_batches`) on the current Dask client (or Dask's default
+    scheduler without one). An uncompressed JSON-lines file whose document is one field is cut
+    at line ends into blocks of ``blocksize`` bytes (``dask.bytes.read_bytes``): each task reads
+    its block where it runs, parses it with pyarrow (``text_batches.json_block_batches``) and
+    counts it; any other file (compressed, Parquet, a template, ...) is one task that streams
+    it. The index travels once to each worker (one key of the graph); the partial counts are
+    summed with ``Bag.fold``. Of ``options`` the index's fields are used, and ``chunk_size`` for
+    files read record by record."""
+    require_extra("dask.bag", "audit", "Counting overlap with Dask")
+    import dask
+    import dask.bag
+    from dask.bytes import read_bytes
+
+    options = check_overlap_options(options)
+    text = document_text(text_field)
+    sources = list(training_sources(paths))
+    index = OverlapIndex(instances, options)
+    shared = dask.delayed(index, pure=True, traverse=False)
+    tasks = []
+    for source in sources:
+        plain = source.kind == "jsonl" and source.path.suffix not in COMPRESSED_SUFFIXES
+        if plain and text.fields is None and text.template is None:
+            _, blocks = read_bytes(str(source.path), delimiter=b"\n", blocksize=blocksize)
+            for k, block in enumerate(blocks[0]):
+                where = f"{source.path}, block {k} of {len(blocks[0])}"
+                tasks.append(dask.delayed(_count_block)(shared, block, text, where))
+        else:
+            tasks.append(dask.delayed(_count_source)(shared, source, text, options.chunk_size))
+    if not tasks:
+        raise ValueError(f"no training files under {paths}: pass files or folders holding some.")
+    total = dask.bag.from_delayed(tasks).fold(_add, initial=index.empty_counts())
+    return index.report(total.compute())
+
+
+def _count_block(index: OverlapIndex, block: bytes, text: DocumentText, where: str) -> list:
+    total = index.empty_counts()
+    for batch in json_block_batches(block, text, where):
+        total = total + index.count_chunk(batch)
+    return [total]
+
+
+def _count_source(
+    index: OverlapIndex, source: TrainingSource, text: DocumentText, batch_size: int
+) -> list:
+    total = index.empty_counts()
+    for batch in read_text_batches(source.path, text, source.kind == "lines", batch_size):
+        total = total + index.count_chunk(batch)
+    return [total]
 
 
 def json_lines_texts(lines: Any, text_field: str = "text") -> list[str]:

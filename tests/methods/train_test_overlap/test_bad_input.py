@@ -10,6 +10,7 @@ import os
 import numpy as np
 import pytest
 
+from lightning_info.methods.train_test_overlap.batches import TextBatch
 from lightning_info.methods.train_test_overlap.callback import TrainTestOverlap
 from lightning_info.methods.train_test_overlap.files import (
     iter_training_texts,
@@ -41,9 +42,11 @@ from lightning_info.methods.train_test_overlap.methodologies import (
 from lightning_info.methods.train_test_overlap.report import write_report
 from lightning_info.methods.train_test_overlap.sharded import (
     json_lines_texts,
+    overlap_files_with_dask,
     overlap_with_dask,
     overlap_with_datasets,
 )
+from lightning_info.methods.train_test_overlap.text_batches import read_text_batches
 
 INSTANCES = [TestInstance("a", "the quick brown fox jumps over the lazy dog", ["near the bank"])]
 SMALL = OverlapOptions(n=3, n_values=(3,))
@@ -526,5 +529,65 @@ BAD_INPUT += [
         ValueError,
         r"benchmark 'a': rows \['q2'\] lack the metric 'x' of its first row",
         id="summarize-rows-with-other-metrics",
+    ),
+]
+
+# the compiled scan, batches of bytes and reading them from files
+BAD_INPUT += [
+    pytest.param(
+        lambda: OverlapOptions(engine="numba"),
+        ValueError,
+        r"`engine` must be one of \('auto', 'compiled', 'numpy'\), got 'numba'",
+        id="options-engine-unknown",
+    ),
+    pytest.param(
+        lambda: TextBatch.from_texts(["a b", None]),
+        TypeError,
+        r"training documents must be strings, got NoneType",
+        id="text-batch-not-strings",
+    ),
+    pytest.param(
+        lambda: TextBatch(np.frombuffer(b"ab", np.uint8), np.array([0, 3])),
+        ValueError,
+        r"`offsets` must rise from 0 to data.size .*got 0 \.\.\. 3 for 2 bytes",
+        id="text-batch-offsets-past-the-data",
+    ),
+    pytest.param(
+        lambda: TextBatch(np.frombuffer(b"ab", np.uint8), np.array([False, True])),
+        TypeError,
+        r"`offsets` must be a 1-D integer array of documents \+ 1 positions, got bool",
+        id="text-batch-offsets-bool",
+    ),
+    pytest.param(
+        lambda tmp: list(read_text_batches([str(_write(tmp, "train.jsonl", b'{"text": 5}\n'))])),
+        TypeError,
+        r"train\.jsonl, line 1: field 'text' must hold a string, got 5",
+        id="text-batches-number-field",
+    ),
+    pytest.param(
+        lambda tmp: list(read_text_batches([str(tmp)], batch_size=0)),
+        ValueError,
+        r"`batch_size` must be >= 1, got 0",
+        id="text-batches-batch-size-zero",
+    ),
+    pytest.param(
+        lambda tmp: list(read_text_batches([str(_write(tmp, "train.txt.zst", b"x"))])),
+        ValueError,
+        r"only JSON lines are read .*decompress it",
+        id="text-batches-compressed-text",
+    ),
+    pytest.param(
+        lambda tmp: overlap_files_with_dask(INSTANCES, [str(tmp / "missing")], SMALL),
+        FileNotFoundError,
+        r"training path .*missing does not exist",
+        id="dask-files-missing",
+    ),
+    pytest.param(
+        lambda tmp: overlap_files_with_dask(
+            INSTANCES, [str(_write(tmp, "t.jsonl", b'{"a": 1}\n'))], SMALL, text_field=3
+        ),
+        TypeError,
+        r"`text_field` must be a field name",
+        id="dask-files-text-field-int",
     ),
 ]

@@ -234,3 +234,14 @@ def test_text_batch_round_trip_and_bad_input():
 def test_engine_option_is_checked():
     with pytest.raises(ValueError, match="`engine` must be one of"):
         OverlapOptions(engine="fast")
+
+
+@pytest.mark.parametrize("engine", ["numpy", "compiled"])
+def test_a_lone_surrogate_in_training_or_test_text_is_a_character_like_any_other(engine):
+    """Python's ``json`` reads ``"\\ud800"`` into a string; the scan must not fail on it (it
+    did: UTF-8 refuses to encode it) and must count it as the tokenizer splits it."""
+    instances = [TestInstance("a", "x \ud800y z w"), TestInstance("b", "p q r s")]
+    documents = ["x \ud800y z w", "x \ud801y z w", "p q r s t"]
+    report = compute_overlap(instances, documents, OverlapOptions(n=4, n_values=(), engine=engine))
+    assert [row["input_jaccard"] for row in report.rows] == [1.0, 1.0]
+    assert report.num_tokens == 13

@@ -7,14 +7,16 @@ import tracemalloc
 
 import pytest
 
+from lightning_info.core.dask_cluster import local_cluster
 from lightning_info.lm.corpus import stdlib_docstrings
-from lightning_info.methods.train_test_overlap.files import iter_training_texts
+from lightning_info.methods.train_test_overlap.files import iter_training_texts, output_file
 from lightning_info.methods.train_test_overlap.functional import (
     OverlapOptions,
     TestInstance,
     compute_overlap,
 )
 from lightning_info.methods.train_test_overlap.sharded import (
+    overlap_files_with_dask,
     overlap_with_dask,
     overlap_with_datasets,
 )
@@ -112,3 +114,35 @@ def test_dask_workers_give_the_serial_report(tmp_path, expected):
         report = overlap_with_dask(INSTANCES, bag, OverlapOptions(**KWARGS))
     assert report.rows == expected.rows
     assert report.num_documents == expected.num_documents
+
+
+def test_dask_file_blocks_give_the_serial_report(tmp_path, expected):
+    """Byte blocks of plain JSON lines (several per file, one with a record pyarrow refuses),
+    a compressed file streamed whole, on two worker processes = one process's report."""
+    distributed = pytest.importorskip("distributed")
+    _write_json_lines(tmp_path / "part0.jsonl", DOCUMENTS[0::3])
+    lines = [json.dumps({"text": text}) for text in DOCUMENTS[1::3]]
+    lines[5] = '{"text": "ignored", ' + json.dumps({"text": DOCUMENTS[1::3][5]})[1:]
+    (tmp_path / "part1.jsonl").write_text("\n".join(lines) + "\n")  # a repeated key: the last
+    with output_file(tmp_path / "part2.jsonl.zst") as handle:
+        handle.write("".join(json.dumps({"text": t}) + "\n" for t in DOCUMENTS[2::3]).encode())
+    options = OverlapOptions(**KWARGS)
+    serial = overlap_files_with_dask(INSTANCES, [str(tmp_path)], options, blocksize=20_000)
+    assert serial.rows == expected.rows and serial.num_documents == expected.num_documents
+    with (
+        local_cluster(n_workers=2, threads_per_worker=1, processes=True) as cluster,
+        distributed.Client(cluster),
+    ):
+        report = overlap_files_with_dask(INSTANCES, [str(tmp_path)], options, blocksize=20_000)
+    assert report.rows == expected.rows
+    assert report.num_tokens == expected.num_tokens
+
+
+def test_a_bad_line_in_a_dask_block_is_refused_naming_the_block(tmp_path):
+    pytest.importorskip("dask")
+    (tmp_path / "bad.jsonl").write_text('{"text": "a b c"}\n{"text": nope}\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl, block 0 of 1, line 2.*not valid JSON"):
+        overlap_files_with_dask(INSTANCES, [str(tmp_path / "bad.jsonl")], OverlapOptions(**KWARGS))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no training files"):
+        overlap_files_with_dask(INSTANCES, [str(tmp_path / "empty")], OverlapOptions(**KWARGS))
