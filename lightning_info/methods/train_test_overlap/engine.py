@@ -16,6 +16,8 @@ tokenizer the symbols come from the numpy path and only the counting is compiled
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -85,11 +87,33 @@ class CompiledScanner:
             )
         self.indexes = [_compiled_index(index) for index in indexes]
 
-    def _keys(self, data, starts, ends, classes) -> tuple[np.ndarray, int, np.ndarray]:
+    def __getstate__(self) -> dict:
+        return {key: value for key, value in self.__dict__.items() if key != "_buffers"}
+
+    def _buffers_for(self, use: str, data: np.ndarray, documents: int):
+        """This thread's output and scratch arrays for ``use`` (``"raw"``, ``"normalised"``),
+        grown to fit: reused from chunk to chunk, since fresh pages cost a fault each (13% of
+        the byte loop's time, measured)."""
+        if "_buffers" not in self.__dict__:
+            self._buffers = threading.local()
+        cache = self._buffers.__dict__
+        size, scratch = data.size + 2 * documents, data.size // 9 + 1
+        out, long_tokens = cache.get(use, (np.empty(0, np.uint64), np.empty((3, 0), np.int64)))
+        if out.size < size:
+            out = np.empty(max(size, 2 * out.size), dtype=np.uint64)
+        if long_tokens.shape[1] < scratch:
+            long_tokens = np.empty((3, max(scratch, 2 * long_tokens.shape[1])), dtype=np.int64)
+        cache[use] = out, long_tokens
+        return out, long_tokens
+
+    def _keys(self, data, starts, ends, classes, use) -> tuple[np.ndarray, int, np.ndarray]:
+        """The keys of ``kernels.document_keys`` (a view of this thread's buffer for ``use``:
+        valid until its next call for ``use``), the number of tokens, the declined documents."""
         from lightning_info.methods.train_test_overlap.kernels import document_keys
 
         separator, declined, lowers = classes
-        keys, tokens, refused = document_keys(
+        out, long_tokens = self._buffers_for(use, data, starts.size)
+        written, tokens, refused = document_keys(
             data,
             _words(data),
             starts,
@@ -100,40 +124,48 @@ class CompiledScanner:
             self.keeps_empty,
             self.long_table,
             self.long_rows,
+            out,
+            long_tokens,
+            lower_code_points(),
         )
-        return keys, int(tokens), refused
+        return out[:written], int(tokens), refused
 
     def keyed_groups(
         self, documents: list[str] | TextBatch
     ) -> tuple[list[SymbolGroup], list[str], np.ndarray]:
         """Groups 1 and 2 of the module docstring; the documents left for the numpy path and
-        their positions. Of a list of strings only the ASCII ones are encoded to bytes (the
-        others are normalised as strings)."""
+        their positions. A list of strings is encoded in two batches, the ASCII documents
+        (one ``str.encode`` of them all) and the others."""
         if self.raw_classes is None:  # janitor: every document is normalised
             texts = documents.texts() if isinstance(documents, TextBatch) else documents
             return self._normalised_groups(texts, np.arange(len(texts)))
         if isinstance(documents, TextBatch):
-            batch, inside = documents, np.arange(len(documents))
-            outside, outside_texts = np.empty(0, np.int64), []
+            batches = [(documents, np.arange(len(documents)))]
         else:
             plain = _ascii_flags(documents)
             inside, outside = np.flatnonzero(plain), np.flatnonzero(~plain)
-            if outside.size:
-                outside_texts = [documents[k] for k in outside]
-                documents = [documents[k] for k in inside]
+            if outside.size == 0:
+                batches = [(TextBatch.from_texts(documents), inside)]
             else:
-                outside_texts = []
-            batch = TextBatch.from_texts(documents)
-        offsets = batch.offsets
-        keys, tokens, refused = self._keys(batch.data, offsets[:-1], offsets[1:], self.raw_classes)
-        groups = [SymbolGroup(keys, tokens, inside[~refused], None)]
-        if refused.any():
-            outside_texts += batch.texts(np.flatnonzero(refused))
-            outside = np.concatenate([outside, inside[refused]])
-        if outside.size == 0:
-            return groups, [], outside
-        more, left, left_positions = self._normalised_groups(outside_texts, outside)
-        return groups + more, left, left_positions
+                batches = [
+                    (TextBatch.from_texts([documents[k] for k in part]), part)
+                    for part in (inside, outside)
+                    if part.size
+                ]
+        groups, left, left_positions = [], [], []
+        for use, (batch, positions) in zip(("raw", "raw again"), batches):
+            offsets = batch.offsets
+            keys, tokens, refused = self._keys(
+                batch.data, offsets[:-1], offsets[1:], self.raw_classes, use
+            )
+            groups.append(SymbolGroup(keys, tokens, positions[~refused], None))
+            if refused.any():
+                left += batch.texts(np.flatnonzero(refused))
+                left_positions.append(positions[refused])
+        if not left:
+            return groups, [], np.empty(0, np.int64)
+        more, left, positions = self._normalised_groups(left, np.concatenate(left_positions))
+        return groups + more, left, positions
 
     def _normalised_groups(
         self, texts: list[str], positions: np.ndarray
@@ -142,7 +174,7 @@ class CompiledScanner:
         normalised = normalised_batch(texts, self.table.tokenizer)
         if normalised is None:
             return [], texts, positions
-        keys, tokens, _ = self._keys(*normalised, self.normalised)
+        keys, tokens, _ = self._keys(*normalised, self.normalised, "normalised")
         return [SymbolGroup(keys, tokens, positions, None)], [], np.empty(0, np.int64)
 
     def count(self, m: int, symbols: np.ndarray, counts: np.ndarray) -> None:
@@ -156,6 +188,19 @@ class CompiledScanner:
 
         symbols = np.ascontiguousarray(symbols, dtype=np.uint64)
         count_windows(symbols, *self.indexes[m], counts, self.separator, flags)
+
+
+@functools.cache
+def lower_code_points() -> np.ndarray:
+    """``str.lower`` of every code point as one code point (``int32``, built once, from one
+    ``str.lower`` of all of them), -1 where it is not one: ``İ`` (two) and ``Σ`` (``ς`` or
+    ``σ`` by its context)."""
+    codes = np.arange(0x110000, dtype="<u4")
+    text = codes.tobytes().decode("utf-32-le", "surrogatepass").replace("\u0130", "\x00")
+    lowered = np.frombuffer(text.lower().encode("utf-32-le", "surrogatepass"), "<u4")
+    table = lowered.astype(np.int32)
+    table[[0x130, 0x3A3]] = -1
+    return table
 
 
 def _ascii_flags(texts: list[str]) -> np.ndarray:
@@ -187,7 +232,32 @@ def _compiled_index(index) -> tuple:
         index._lookup.arrays,
         *_bitmap(index.hashes),
         np.ascontiguousarray(index.grams, dtype=np.uint64),
+        *_overlaps(index),
     )
+
+
+def _overlaps(index) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Numbers of the first and of the last ``n - 1`` symbols of each indexed n-gram, equal
+    exactly when the symbols are, and its last symbol (``kernels.count_windows``). The
+    numbers' hashes come from the n-gram's: ``h(g) = h(prefix) base + g[-1] = g[0] base^(n-1)
+    + h(suffix)`` (mod 2^64, the base odd so invertible); rows of one hash are then compared,
+    and if two differ (a 64-bit collision) no number is shared, which only turns the shortcut
+    off."""
+    grams, n, size = index.grams, index.n, len(index)
+    lasts = np.ascontiguousarray(grams[:, -1], dtype=np.uint64)
+    if size == 0 or n == 1:
+        return np.zeros(size, np.int64), np.zeros(size, np.int64), lasts
+    base = int(index.base)
+    with np.errstate(over="ignore"):
+        prefix = (index.hashes - grams[:, -1]) * np.uint64(pow(base, -1, 1 << 64))
+        suffix = index.hashes - grams[:, 0] * np.uint64(pow(base, n - 1, 1 << 64))
+    _, first, numbers = np.unique(
+        np.concatenate([prefix, suffix]), return_index=True, return_inverse=True
+    )
+    rows = np.concatenate([grams[:, :-1], grams[:, 1:]])
+    if not (rows[first[numbers]] == rows).all():
+        return np.arange(size, dtype=np.int64), -1 - np.arange(size, dtype=np.int64), lasts
+    return numbers[:size].astype(np.int64), numbers[size:].astype(np.int64), lasts
 
 
 def _bitmap(*keys: np.ndarray) -> tuple[np.ndarray, np.uint64]:

@@ -335,20 +335,33 @@ def _folder_files(folder: Path) -> list[Path]:
 def json_lines(path: Path) -> Iterator[tuple[int, bytes, str]]:
     """``(line number, raw bytes, decoded line)`` of every line of a JSON-lines file, streamed
     (a first line's byte-order mark is left out of the decoded line, not of the raw bytes)."""
-    with _binary_file(path) as handle:
+    with binary_file(path) as handle:
         for number, raw in enumerate(handle, 1):
-            data = raw.removeprefix(codecs.BOM_UTF8) if number == 1 else raw
-            try:
-                line = data.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise ValueError(
-                    f"{path}, line {number}: not UTF-8 text (byte {error.start} of the line); "
-                    "save the file as UTF-8."
-                ) from None
-            yield number, raw, line
+            yield number, raw, _decoded(raw, path, number)
 
 
-def _binary_file(path: Path) -> BinaryIO:
+def _decoded(raw: bytes, path: Path | str, number: int) -> str:
+    """Line ``number`` of a JSON-lines file as text (the first without a byte-order mark)."""
+    data = raw.removeprefix(codecs.BOM_UTF8) if number == 1 else raw
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"{path}, line {number}: not UTF-8 text (byte {error.start} of the line); "
+            "save the file as UTF-8."
+        ) from None
+
+
+def line_document(raw: bytes, path: Path | str, number: int, text: DocumentText) -> str | None:
+    """The document of line ``number`` of a JSON-lines file, as the streamed reader reads it
+    (``None`` for a blank line); raise naming the file and line for a bad one."""
+    line = _decoded(raw, path, number)
+    if not line.strip():
+        return None
+    return text.text(json_record(line, path, number), f"{path}, line {number}")
+
+
+def binary_file(path: Path) -> BinaryIO:
     """``path`` opened for reading bytes, decompressed when its name ends in ``.gz`` or
     ``.zst`` (pyarrow's codecs: Zstandard is not in Python's standard library)."""
     if path.suffix not in COMPRESSED_SUFFIXES:

@@ -121,9 +121,7 @@ def _long_keys(out, where, starts, lengths, count, words, lowers, long_table, lo
                 word = words[start + 8 * k]
                 hashed += (_lower_ascii(word) if lowers else word) * power
             folded = first ^ (hashed * _MIX)
-        key = ((folded * _BASE + last) ^ np.uint64(length)) * _MIX
-        key ^= key >> _THIRTY_TWO
-        key = (key & _NOT_LOW_BYTE) | _LONG_TAG
+        key = _tagged(folded, last, length)
         bit = (key * _MIX) >> bitmap_shift
         if (bitmap[bit >> _SIX] >> (bit & _LOW_6)) & _ONE:  # may be a test token's: verify
             row = _find(codes, keys, values, crowded_keys, crowded_values, shift, key)
@@ -140,20 +138,157 @@ def _long_keys(out, where, starts, lengths, count, words, lowers, long_table, lo
 
 
 @_jit
-def document_keys(
-    data, words, starts, ends, separator, declined_byte, lowers, keeps_empty, long_table, long_rows
+def put_utf8(out, at, code):
+    """Write the code point ``code`` as UTF-8 (a surrogate as its three bytes, as
+    ``surrogatepass``) at ``out[at]``; return the new end."""
+    if code < 0x80:
+        out[at] = code
+        return at + 1
+    if code < 0x800:
+        out[at], out[at + 1] = 0xC0 | (code >> 6), 0x80 | (code & 0x3F)
+        return at + 2
+    if code < 0x10000:
+        out[at] = 0xE0 | (code >> 12)
+        out[at + 1], out[at + 2] = 0x80 | ((code >> 6) & 0x3F), 0x80 | (code & 0x3F)
+        return at + 3
+    out[at], out[at + 1] = 0xF0 | (code >> 18), 0x80 | ((code >> 12) & 0x3F)
+    out[at + 2], out[at + 3] = 0x80 | ((code >> 6) & 0x3F), 0x80 | (code & 0x3F)
+    return at + 4
+
+
+@_jit
+def _unicode_space(code):
+    """``str.isspace`` of a code point past ASCII (``tests``: every one checked)."""
+    return (
+        code == 0x85
+        or code == 0xA0
+        or code == 0x1680
+        or 0x2000 <= code <= 0x200A
+        or code == 0x2028
+        or code == 0x2029
+        or code == 0x202F
+        or code == 0x205F
+        or code == 0x3000
+    )
+
+
+@_jit
+def _buffer_word(buffer, start):
+    """The little-endian ``uint64`` of ``buffer[start:start + 8]``."""
+    word = _ZERO
+    for k in range(8):
+        word |= np.uint64(buffer[start + k]) << (_EIGHT * np.uint64(k))
+    return word
+
+
+@_jit
+def _buffer_key(buffer, length, long_table, long_rows):
+    """The folded key of the token ``buffer[:length]`` (already lowered): its bytes, or the
+    verified hash of ``_long_keys`` past 8 bytes (one token at a time: non-ASCII documents)."""
+    if length <= 8:
+        key = _ZERO
+        for k in range(length):
+            key |= np.uint64(buffer[k]) << (_EIGHT * np.uint64(k))
+        return key ^ (key >> _FOLD)
+    for k in range(length, length + 8):
+        buffer[k] = 0
+    codes, keys, values, crowded_keys, crowded_values, shift, bitmap, bitmap_shift = long_table
+    test_lengths, firsts, lasts, middle_start, middle_words = long_rows
+    first, last = _buffer_word(buffer, 0), _buffer_word(buffer, length - 8)
+    middle = (length - 9) >> 3
+    folded = first
+    if middle:
+        hashed, power = _ZERO, _BASE
+        for k in range(1, middle + 1):
+            power *= _BASE
+            hashed += _buffer_word(buffer, 8 * k) * power
+        folded = first ^ (hashed * _MIX)
+    key = _tagged(folded, last, length)
+    row = _find(codes, keys, values, crowded_keys, crowded_values, shift, key)
+    if row >= 0:
+        same = test_lengths[row] == length and firsts[row] == first and lasts[row] == last
+        for k in range(1, middle + 1):
+            same = same and middle_words[middle_start[row] + k - 1] == _buffer_word(buffer, 8 * k)
+        if not same:
+            key = _REJECTED_KEY
+    return key ^ (key >> _FOLD)
+
+
+@_jit
+def _unicode_document(
+    data, first, stop, out, at, separator, lower_cp, lowers, keeps_empty, long_table, long_rows
 ):
+    """The keys of the UTF-8 document ``data[first:stop]`` written from ``out[at]``, read code
+    point by code point: a separator is an ASCII separator byte or Unicode whitespace (the
+    tokenizers' ``\\s`` is ``str.isspace``), a token's characters are lowered one by one
+    (``lower_cp``) and re-encoded. Returns the new end, or -1 for a document this loop declines:
+    a mark (``\\x00``, ``\\x01``), a surrogate, or a character whose ``str.lower`` is not one
+    code point of its own (``İ``, and ``Σ``, which lowers by its context)."""
+    buffer = np.empty(2 * (stop - first) + 16, dtype=np.uint8)  # lowering grows UTF-8 <= 1.5x
+    length, in_run, i = 0, False, first
+    while i < stop:
+        lead = data[i]
+        if lead < 0x80:
+            code, size = np.int64(lead), 1
+        elif lead < 0xE0:
+            code, size = np.int64(lead & 0x1F), 2
+        elif lead < 0xF0:
+            code, size = np.int64(lead & 0x0F), 3
+        else:
+            code, size = np.int64(lead & 0x07), 4
+        if i + size > stop:
+            return -1
+        for k in range(1, size):
+            code = (code << 6) | (data[i + k] & 0x3F)
+        i += size
+        if code < 2 or 0xD800 <= code < 0xE000:
+            return -1
+        space = separator[code] != 0 if code < 0x80 else _unicode_space(code)
+        if space:
+            if (keeps_empty and not in_run) or length:
+                out[at] = _buffer_key(buffer, length, long_table, long_rows)
+                at += 1
+            length, in_run = 0, True
+            continue
+        low = lower_cp[code] if lowers else code
+        if low < 0:
+            return -1
+        length = put_utf8(buffer, length, low)
+        in_run = False
+    if keeps_empty or length:
+        out[at] = _buffer_key(buffer, length, long_table, long_rows)
+        at += 1
+    return at
+
+
+@_jit
+def _tagged(folded, last, length):
+    """The key of a long token from its folded first word, last word and length (tagged: low
+    byte 0, top bit 1, which no short key has)."""
+    key = ((folded * _BASE + last) ^ np.uint64(length)) * _MIX
+    key ^= key >> _THIRTY_TWO
+    return (key & _NOT_LOW_BYTE) | _LONG_TAG
+
+
+@_jit
+def document_keys(
+    data, words, starts, ends, separator, declined_byte, lowers, keeps_empty, long_table, long_rows,
+    out, long_tokens, lower_cp,
+):  # fmt: skip
     """Folded keys of every token of the documents, each document's followed by the
     end-of-document key (module docstring). ``separator[c]`` and ``declined_byte[c]`` are 0 or
     1 per byte value; ``words`` is ``data`` as the unaligned ``uint64`` starting at each byte
     (``data.size - 7`` of them); ``lowers``: whether tokens are lowered (``str.lower`` on
-    ASCII). Returns the keys, the number of tokens and a boolean per document: declined (left
-    out)."""
+    ASCII). The keys are written to ``out`` (at least ``data.size + 2 * documents`` long: a
+    document has at most one piece per byte and one more, then its end); ``long_tokens`` is
+    scratch of shape ``(3, >= data.size // 9 + 1)``. Both are the caller's, to be reused: fresh
+    pages cost a fault each. A document with a declined byte is read code point by code point
+    (:func:`_unicode_document`, ``lower_cp``: ``str.lower`` of each code point). Returns the
+    number of keys written, the number of tokens and a boolean per document: declined (left
+    out, for the caller to normalise)."""
     documents, size = starts.size, data.size
-    out = np.empty(data.size + 2 * documents, dtype=np.uint64)  # pieces <= bytes + 1, + the end
     declined = np.zeros(documents, dtype=np.bool_)
-    long_at = np.empty(data.size // 9 + 1, dtype=np.int64)  # where each long token's key goes
-    long_start, long_length = np.empty_like(long_at), np.empty_like(long_at)
+    long_at, long_start, long_length = long_tokens[0], long_tokens[1], long_tokens[2]
     at, tokens, longs = 0, 0, 0
     for d in range(documents):
         first, stop = starts[d], ends[d]
@@ -203,9 +338,19 @@ def document_keys(
             if rising:
                 pending = base + _zeros(rising)
             base += 64
-        if refused:
-            declined[d] = True
-            at, longs = begin, begin_longs
+        if refused:  # a byte of a non-ASCII character, or a mark: code point by code point
+            longs = begin_longs
+            at = _unicode_document(
+                data, first, stop, out, begin, separator, lower_cp, lowers, keeps_empty,
+                long_table, long_rows,
+            )  # fmt: skip
+            if at < 0:
+                declined[d] = True
+                at = begin
+                continue
+            tokens += at - begin
+            out[at] = _END_KEY
+            at += 1
             continue
         if pending >= 0:  # a token that ends with the document's last byte
             length = stop - pending
@@ -226,16 +371,19 @@ def document_keys(
         out[at] = _END_KEY
         at += 1
     _long_keys(out, long_at, long_start, long_length, longs, words, lowers, long_table, long_rows)
-    return out[:at], tokens, declined
+    return at, tokens, declined
 
 
 @_jit
-def count_windows(symbols, n, base, top, table, bitmap, bitmap_shift, grams, counts, separator,
-                  flags):  # fmt: skip
+def count_windows(symbols, n, base, top, table, bitmap, bitmap_shift, grams, prefixes, suffixes,
+                  lasts, counts, separator, flags):  # fmt: skip
     """Add the occurrences of every indexed n-gram in ``symbols`` to ``counts`` (module
     docstring); with ``flags.size > 0`` also set ``flags[d]`` for each document ``d`` (the
     ``d``-th run of symbols ended by ``separator``) holding one. ``top`` is ``base^(n - 1)``;
-    ``bitmap`` has bit ``(h * MIX) >> bitmap_shift`` set for every indexed hash ``h``."""
+    ``bitmap`` has bit ``(h * MIX) >> bitmap_shift`` set for every indexed hash ``h``;
+    ``prefixes[g]`` and ``suffixes[g]`` number the first and the last ``n - 1`` symbols of the
+    n-gram ``g`` (equal numbers: equal symbols) and ``lasts[g]`` is its last symbol, so that in
+    a run of matches each window after the first is verified by its last symbol."""
     codes, keys, values, crowded_keys, crowded_values, shift = table
     size = symbols.size
     if size < n:
@@ -247,6 +395,7 @@ def count_windows(symbols, n, base, top, table, bitmap, bitmap_shift, grams, cou
     for j in range(n):
         h = h * base + symbols[j]
     document, counted_to = 0, 0  # separators in symbols[:counted_to]
+    matched, matched_end = 0, -2  # the last window counted: its n-gram and last symbol
     i = n - 1  # the window that ends at symbol i
     while i < size:
         stop = min(size, i + _CANDIDATES)
@@ -274,14 +423,22 @@ def count_windows(symbols, n, base, top, table, bitmap, bitmap_shift, grams, cou
                 slot = _crowded(crowded_keys, crowded_values, query)
                 if slot < 0:
                     continue
-            start = positions[c] - n + 1
-            exact = True
-            for j in range(n):
-                if grams[slot, j] != symbols[start + j]:
-                    exact = False
-                    break
-            if not exact:
-                continue
+            end = positions[c]
+            start = end - n + 1
+            if end == matched_end + 1 and prefixes[slot] == suffixes[matched]:
+                # the window before this one is the n-gram `matched`: this one's first n - 1
+                # symbols are its last n - 1, which are this n-gram's first: one left to check
+                if lasts[slot] != symbols[end]:
+                    continue
+            else:
+                exact = True
+                for j in range(n):
+                    if grams[slot, j] != symbols[start + j]:
+                        exact = False
+                        break
+                if not exact:
+                    continue
+            matched, matched_end = slot, end
             counts[slot] += 1
             if flagging:
                 for k in range(counted_to, start):

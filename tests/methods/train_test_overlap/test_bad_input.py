@@ -565,6 +565,12 @@ BAD_INPUT += [
         id="text-batches-number-field",
     ),
     pytest.param(
+        lambda tmp: list(read_text_batches([str(tmp)], engine="pyarrow")),
+        ValueError,
+        r"`engine` must be one of \('auto', 'compiled', 'numpy'\), got 'pyarrow'",
+        id="text-batches-engine-unknown",
+    ),
+    pytest.param(
         lambda tmp: list(read_text_batches([str(tmp)], batch_size=0)),
         ValueError,
         r"`batch_size` must be >= 1, got 0",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import random
 import sys
 import warnings
@@ -12,7 +13,8 @@ import pytest
 
 from lightning_info.methods.train_test_overlap import kernels
 from lightning_info.methods.train_test_overlap.batches import TextBatch
-from lightning_info.methods.train_test_overlap.encoding import encode_keys
+from lightning_info.methods.train_test_overlap.encoding import HashTable, encode_keys
+from lightning_info.methods.train_test_overlap.engine import _bitmap, _overlaps, lower_code_points
 from lightning_info.methods.train_test_overlap.functional import (
     TOKENIZERS,
     OverlapIndex,
@@ -141,9 +143,6 @@ def test_compiled_scan_rejects_windows_whose_hash_collides():
         )
     ngrams = index.indexes[0]
     last = ngrams.grams[:, -1].copy()  # the hashes under base 0
-    from lightning_info.methods.train_test_overlap.encoding import HashTable
-    from lightning_info.methods.train_test_overlap.engine import _bitmap
-
     table = HashTable(last, np.arange(last.size))
     groups, _, _ = index.scanner.keyed_groups(["x y x y", "z z y", "y"])
     counts, flags = np.zeros(len(ngrams), np.int64), np.zeros(3, bool)
@@ -155,11 +154,40 @@ def test_compiled_scan_rejects_windows_whose_hash_collides():
         table.arrays,
         *_bitmap(last),
         np.ascontiguousarray(ngrams.grams),
+        *_overlaps(ngrams),
         counts,
         index.separator,
         flags,
     )
     assert counts.tolist() == [2] and flags.tolist() == [True, False, False]
+
+
+def test_runs_of_matches_are_verified_by_their_last_symbol_exactly():
+    """In a run of matched windows each is checked by its last symbol when the n-gram before
+    it ends as this one begins (numbered (n-1)-grams); the numbers equal the rows' equality,
+    and with colliding hashes no number is shared, so the counts stay the oracle's."""
+    rng = random.Random(5)
+    words = [f"w{k}" for k in range(6)]
+    tests = [" ".join(rng.choice(words) for _ in range(40)) for _ in range(5)]
+    documents = [" ".join(rng.choice(words) for _ in range(200)) for _ in range(20)] + tests
+    instances = [TestInstance(str(k), t, ()) for k, t in enumerate(tests)]
+    options = OverlapOptions(n=4, n_values=(), tokenizer="light", engine="compiled")
+    index = OverlapIndex(instances, options)
+    ngrams = index.indexes[0]
+    prefixes, suffixes, lasts = _overlaps(ngrams)
+    rows = ngrams.grams
+    np.testing.assert_array_equal(lasts, rows[:, -1])
+    same = (rows[:, None, :-1] == rows[None, :, 1:]).all(axis=2)
+    np.testing.assert_array_equal(prefixes[:, None] == suffixes[None, :], same)
+    oracle = _tuple_counts(instances, documents, 4, TOKENIZERS["light"])
+    expected = sum(oracle.values())
+    assert index.count_chunk(documents).counts[0].sum() == expected > 0
+    colliding = copy.copy(ngrams)
+    colliding.hashes = np.zeros_like(ngrams.hashes)  # every (n-1)-gram hash now collides
+    prefixes, suffixes, lasts = _overlaps(colliding)
+    assert not np.isin(prefixes, suffixes).any()
+    index.scanner.indexes[0] = index.scanner.indexes[0][:-3] + (prefixes, suffixes, lasts)
+    assert index.count_chunk(documents).counts[0].sum() == expected
 
 
 def test_a_long_token_that_claims_a_test_token_it_is_not_is_rejected():
@@ -245,3 +273,45 @@ def test_a_lone_surrogate_in_training_or_test_text_is_a_character_like_any_other
     report = compute_overlap(instances, documents, OverlapOptions(n=4, n_values=(), engine=engine))
     assert [row["input_jaccard"] for row in report.rows] == [1.0, 1.0]
     assert report.num_tokens == 13
+
+
+UNICODE = list("abcAB .,;()!?'\"-_\t\n") + ["\u00a0", "\x1c", "\x85", "\u2028", "\u3000"]
+UNICODE += ["σ", "ς", "é", "e\u0301", "ß", "😀", "Ⱥ", "ÉÉÉÉÉÉÉÉé", "informational", "Ω", "ǅ"]
+
+
+@pytest.mark.parametrize("tokenizer", ["default", "light"])
+def test_non_ascii_documents_are_keyed_code_point_by_code_point_as_numpy_keys_them(tokenizer):
+    """Non-ASCII documents take the compiled loop's code-point path (not Python's): the
+    keys equal ``encode_keys``'; only marks, ``İ`` and ``Σ`` are left to be normalised."""
+    rng = random.Random(tokenizer)
+    documents = ["".join(rng.choice(UNICODE) for _ in range(rng.randint(1, 60))) + "é"]
+    documents += [
+        "".join(rng.choice(UNICODE) for _ in range(rng.randint(0, 60))) + "ß" for _ in range(300)
+    ]
+    index = _index(tokenizer, "compiled", texts=documents[:20])
+    groups, left, _ = index.scanner.keyed_groups(documents)
+    assert left == [] and len(groups) == 1  # every document read by the compiled loop
+    expected, tokens = encode_keys(documents, index.table)
+    assert groups[0].tokens == tokens
+    np.testing.assert_array_equal(groups[0].symbols, expected)
+    groups, left, _ = index.scanner.keyed_groups(["plain", "Σίσυφος ΣΑΣ", "İstanbul"])
+    lowered = [[0], [], [1, 2]]  # İ and Σ: normalised; "light" does not lower them
+    assert [g.positions.tolist() for g in groups] == (
+        lowered if tokenizer == "default" else [[0], [1, 2]]
+    )
+    marked = ["a\x00b é", "x \x01 y"]  # marks: the numpy path's token-by-token encoding
+    groups, left, positions = index.scanner.keyed_groups(["plain", *marked])
+    assert [g.positions.tolist() for g in groups] == [[0], []]
+    assert dict(zip(positions.tolist(), left)) == {1: marked[0], 2: marked[1]}
+
+
+def test_the_code_point_tables_are_pythons():
+    table = lower_code_points()
+    for code in range(0x110000):
+        lowered = chr(code).lower()
+        if code in (0x130, 0x3A3):
+            assert table[code] == -1
+        else:
+            assert len(lowered) == 1 and table[code] == ord(lowered), hex(code)
+    spaces = [code for code in range(0x80, 0x110000) if chr(code).isspace()]
+    assert [code for code in range(0x80, 0x3001) if kernels._unicode_space(code)] == spaces

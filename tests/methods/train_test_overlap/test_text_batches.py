@@ -44,14 +44,15 @@ def _texts(batches) -> list[str]:
     return [text for batch in batches for text in batch.texts()]
 
 
+@pytest.mark.parametrize("engine", ["compiled", "numpy"])
 @pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz", ".jsonl.zst", ".ndjson.gz"])
-def test_batches_hold_the_python_readers_documents_plain_and_compressed(tmp_path, suffix):
+def test_batches_hold_the_python_readers_documents_plain_and_compressed(tmp_path, suffix, engine):
     path = tmp_path / f"corpus{suffix}"
     _write(path, [{"id": k, "text": t, "n": [k]} for k, t in enumerate(DOCUMENTS)])
     if suffix.endswith(".gz"):  # a real gzip file, which Python's own module reads back
         with gzip.open(path) as handle:
             assert json.loads(handle.readline())["text"] == DOCUMENTS[0]
-    batches = list(read_text_batches([str(path)], block_bytes=1 << 14))  # several blocks
+    batches = list(read_text_batches([str(path)], block_bytes=1 << 14, engine=engine))
     assert len(batches) > 1 and all(isinstance(b, TextBatch) for b in batches)
     assert _texts(batches) == DOCUMENTS == list(iter_training_texts([str(path)]))
 
@@ -77,7 +78,8 @@ def test_the_report_and_flags_from_batches_equal_those_from_strings(tmp_path):
     "case",
     ["repeated key", "lone surrogate", "line past the block", "missing field", "blank lines"],
 )
-def test_what_pyarrow_does_not_read_goes_on_with_the_python_reader(tmp_path, case):
+@pytest.mark.parametrize("engine", ["compiled", "numpy"])
+def test_what_pyarrow_does_not_read_goes_on_with_the_python_reader(tmp_path, case, engine):
     """The documents stay those of the Python reader, from the record where pyarrow stops."""
     lines = [json.dumps({"text": t}) for t in DOCUMENTS[:50]]
     if case == "repeated key":
@@ -94,9 +96,9 @@ def test_what_pyarrow_does_not_read_goes_on_with_the_python_reader(tmp_path, cas
         lines[30] = '{"body": "no text"}'
         path.write_text("\n".join(lines) + "\n")
         with pytest.raises(ValueError, match=r"corpus.jsonl, line 31"):
-            list(read_text_batches([str(path)], block_bytes=1 << 12))
+            list(read_text_batches([str(path)], block_bytes=1 << 12, engine=engine))
         return
-    batches = list(read_text_batches([str(path)], block_bytes=1 << 12))
+    batches = list(read_text_batches([str(path)], block_bytes=1 << 12, engine=engine))
     assert _texts(batches) == list(iter_training_texts([str(path)]))
 
 
