@@ -7,13 +7,16 @@ tokens of HELM's default tokenizer. The test set is ``--instances`` held-out doc
 into an input (first half) and a reference (second half), a quarter of them planted in the
 corpus. Counting at ``n = --n``:
 
-- ``fast (end to end)``:
+- ``compiled (end to end)``:
   :func:`~lightning_info.methods.train_test_overlap.functional.compute_overlap` with
-  ``n_values=()`` in one thread: tokenisation of whole chunks into exact token keys without a
-  Python string per token (:mod:`~lightning_info.methods.train_test_overlap.encoding`), hashing,
-  matching, verification and metrics;
-- ``fast, k threads (end to end)``: the same with ``threads=--threads`` (numpy releases the
-  GIL; the naive version is single-threaded, so compare it with the row above);
+  ``n_values=()`` and ``engine="compiled"`` in one thread: the compiled scan
+  (:mod:`~lightning_info.methods.train_test_overlap.kernels`: one pass over each chunk's bytes
+  into exact token keys, one over the keys: rolling hash, bit map, table, verification), the
+  test side and the metrics;
+- ``numpy (end to end)``: the same with ``engine="numpy"`` (the vectorised numpy path, the
+  fallback without numba);
+- ``compiled, k threads (end to end)``: the compiled scan with ``threads=--threads`` (the loops
+  release the GIL; the naive version is single-threaded, so compare it with the first row);
 - ``token by token (end to end)``: the same with HELM's tokenizer passed as a callable, so every
   document is tokenised into Python strings and mapped to ids one token at a time;
 - ``fast (match only)``: the same counting on token ids prepared beforehand (one
@@ -28,33 +31,43 @@ runs of ``time.perf_counter``, corpus construction excluded. Throughput is token
 ratios are against ``naive tuples``.
 
 Streaming (``--stream-mb``, one or more sizes): the corpus is written to a JSON-lines file of that
-many MB and scanned from disk with
-:func:`~lightning_info.methods.train_test_overlap.files.iter_training_texts`, one run per size;
-the table gives the time, MB/s and the peak resident memory of the scan beyond what the process
-held before it (``VmHWM`` after resetting it, Linux): the same at every size if memory is bounded
-by a chunk. With ``--num-proc`` the largest file is also saved as a ``datasets`` dataset and
-scanned by ``datasets.map`` in that many processes.
+many MB, also compressed (``.jsonl.gz``, ``.jsonl.zst``), and each is scanned from disk in one
+thread by ``compute_overlap`` over
+:func:`~lightning_info.methods.train_test_overlap.text_batches.read_text_batches` (the compiled
+JSON reader and scan; one more row: pyarrow's reader and the numpy path), ``--stream-repeats``
+runs each, the median; MB/s counts the uncompressed JSON lines. The table gives the time, MB/s
+and the peak resident memory of the scan beyond what the process held before it (``VmHWM``
+after resetting it, Linux): the same at every size if memory is bounded by a block. With
+``--num-proc`` the largest file is also saved as a ``datasets`` dataset and scanned by
+``datasets.map`` in that many processes.
 
 Dask (``--dask-gb``): a JSON-lines corpus of that many GB is written under ``--stream-dir``
 (files of ``--dask-file-mb`` MB, each line from one of several blocks of the corpus shuffled with
 their own seeds, written over and over: it can be larger than the machine's memory) and counted
-by :func:`~lightning_info.methods.train_test_overlap.sharded.overlap_with_dask` on a
+by :func:`~lightning_info.methods.train_test_overlap.sharded.overlap_files_with_dask` on a
 ``distributed.LocalCluster`` of each of ``--dask-workers`` worker processes (one thread each):
-``dask.bag.read_text(files, blocksize=--dask-blocksize)``, each partition's lines parsed as one
-JSON array (``json_lines_texts``). The table gives the time, MB/s, tokens/s and the peak resident
-memory of each worker process (its ``VmHWM``); every worker count must give the same report
-(checked). The corpus is deleted afterwards.
+each file cut into blocks of ``--dask-blocksize`` at line ends, read, parsed and counted by the
+workers. The table gives the time, MB/s, tokens/s and the peak resident memory of each worker
+process (its ``VmHWM``); every worker count must give the same report (checked). The corpus is
+deleted afterwards.
 
 Here ``--threads`` is the thread count of the threaded row (default 2), not torch's: no torch
 kernel runs. ``--quick``: 200k tokens, one repeat. ``--json PATH`` also writes the results with
 the header (``benchmarks/harness.py``).
 
+Compiled peers: no exact n-gram scanner installs from PyPI and scans text as it comes. The
+PyPI package named ``decon`` is an empty placeholder (0.0.1, 2019), not allenai/decon (Rust,
+not on PyPI); ``infini-gram`` (2.6.0, a compiled engine) answers counts from a suffix-array
+index that it must first build from token ids of a Hugging Face tokenizer, so it is not run
+here.
+
 Usage::
 
     python benchmarks/overlap_throughput.py [--quick] [--tokens 2500000] [--n 13]
-        [--instances 500] [--perturb 0.05] [--repeats 3] [--seed 0] [--threads 2]
-        [--stream-mb 100 1000] [--num-proc 2] [--stream-dir DIR] [--json PATH]
-        [--dask-gb 26] [--dask-workers 1 2] [--dask-blocksize 64MB] [--dask-file-mb 1000]
+        [--instances 500] [--perturb 0.05] [--repeats 7] [--seed 0] [--threads 2]
+        [--stream-mb 300 1000] [--stream-repeats 3] [--num-proc 2] [--stream-dir DIR]
+        [--json PATH] [--dask-gb 26] [--dask-workers 1 2] [--dask-blocksize 64MB]
+        [--dask-file-mb 1000]
 """
 
 from __future__ import annotations
@@ -62,6 +75,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -149,9 +163,10 @@ def write_json_lines(path: Path, corpus: list[str], megabytes: float) -> int:
 
 
 def streaming_table(args, instances, corpus) -> list[dict]:
-    """Scan JSON-lines files of ``--stream-mb`` MB from disk: time, MB/s, peak memory; returns
-    one dict per scan."""
-    from lightning_info.methods.train_test_overlap.files import iter_training_texts
+    """Scan JSON-lines files of ``--stream-mb`` MB from disk, plain and compressed: time, MB/s,
+    peak memory; returns one dict per scan."""
+    from lightning_info.methods.train_test_overlap.files import output_file
+    from lightning_info.methods.train_test_overlap.text_batches import read_text_batches
 
     rows, scans = [], []
     with tempfile.TemporaryDirectory(dir=args.stream_dir) as folder:
@@ -159,26 +174,40 @@ def streaming_table(args, instances, corpus) -> list[dict]:
         for megabytes in args.stream_mb:
             path = Path(folder) / f"corpus_{megabytes:g}mb.jsonl"
             documents = write_json_lines(path, corpus, megabytes)
-            seconds, report, extra = _peak_beyond_now(
-                lambda p=path: compute_overlap(
-                    instances,
-                    iter_training_texts([str(p)]),
-                    OverlapOptions(n=args.n, n_values=(), chunk_size=2000, progress=True),
-                )
-            )
             size = path.stat().st_size / 1e6
-            assert report.num_documents == documents
-            scans.append(_scan("stream JSON lines", size, documents, seconds, extra))
-            rows.append(
-                [
-                    "stream JSON lines",
-                    f"{size:.0f}",
-                    documents,
-                    f"{seconds:.1f}",
-                    f"{size / seconds:.1f}",
-                    "n/a" if extra is None else f"{extra:.2f}",
+            for suffix in (".gz", ".zst"):
+                with output_file(Path(f"{path}{suffix}")) as handle, path.open("rb") as source:
+                    shutil.copyfileobj(source, handle, 1 << 24)
+            scanned = [(f"JSON lines{s or ''}, {e}", Path(f"{path}{s}"), e) for s, e in (
+                ("", "compiled"), (".gz", "compiled"), (".zst", "compiled"), ("", "numpy"),
+            )]  # fmt: skip
+            for name, file, engine in scanned:
+                options = OverlapOptions(
+                    n=args.n, n_values=(), chunk_size=2000, progress=True, engine=engine
+                )
+                runs = [
+                    _peak_beyond_now(
+                        lambda f=file, o=options, e=engine: compute_overlap(
+                            instances, read_text_batches([str(f)], engine=e), o
+                        )
+                    )
+                    for _ in range(args.stream_repeats)
                 ]
-            )
+                seconds = statistics.median(r[0] for r in runs)
+                report, extra = runs[-1][1], max((r[2] or 0) for r in runs)
+                assert report.num_documents == documents
+                stored = file.stat().st_size / 1e6
+                scans.append(_scan(name, size, documents, seconds, extra))
+                rows.append(
+                    [
+                        name,
+                        f"{size:.0f} ({stored:.0f} stored)",
+                        documents,
+                        f"{seconds:.2f}",
+                        f"{size / seconds:.1f}",
+                        "n/a" if extra is None else f"{extra:.2f}",
+                    ]
+                )
         if args.num_proc and path is not None:
             from datasets import Dataset, load_from_disk
 
@@ -203,14 +232,14 @@ def streaming_table(args, instances, corpus) -> list[dict]:
                     name,
                     f"{size:.0f}",
                     len(dataset),
-                    f"{seconds:.1f}",
+                    f"{seconds:.2f}",
                     f"{size / seconds:.1f}",
                     "n/a" if extra is None else f"{extra:.2f}",
                 ]
             )
     print(
-        "\nstreamed from disk (one run each; peak memory of this process beyond its size "
-        "before the scan)\n"
+        f"\nstreamed from disk in one thread (median of {args.stream_repeats}; MB: the JSON "
+        "lines uncompressed; peak memory of this process beyond its size before the scan)\n"
     )
     columns = ["scan", "MB", "documents", "seconds", "MB/s", "peak GB beyond"]
     print(markdown_table(columns, rows))
@@ -265,14 +294,10 @@ def _peak_gb(status: str) -> float | None:
 def dask_table(args, instances, corpus) -> list[dict]:
     """Count a JSON-lines corpus of ``--dask-gb`` GB with ``overlap_with_dask`` on a
     ``LocalCluster`` of each of ``--dask-workers`` worker processes; one dict per run."""
-    import dask.bag
     from distributed import Client
 
     from lightning_info.core.dask_cluster import local_cluster
-    from lightning_info.methods.train_test_overlap.sharded import (
-        json_lines_texts,
-        overlap_with_dask,
-    )
+    from lightning_info.methods.train_test_overlap.sharded import overlap_files_with_dask
 
     folder = Path(tempfile.mkdtemp(prefix="overlap_dask_", dir=args.stream_dir))
     runs, rows, reports = [], [], []
@@ -297,13 +322,14 @@ def dask_table(args, instances, corpus) -> list[dict]:
                 ) as cluster,
                 Client(cluster) as client,
             ):
-                bag = dask.bag.read_text(
-                    [str(f) for f in files], blocksize=args.dask_blocksize
-                ).map_partitions(json_lines_texts)
-                seconds, report = timed(lambda b=bag: overlap_with_dask(instances, b, options))
+                seconds, report = timed(
+                    lambda: overlap_files_with_dask(
+                        instances, [str(folder)], options, blocksize=args.dask_blocksize
+                    )
+                )
                 status = client.run(partial(Path.read_text, Path("/proc/self/status")))
                 peaks = [p for p in map(_peak_gb, status.values()) if p is not None]
-                partitions = bag.npartitions
+                partitions = sum(-(-f.stat().st_size // _bytes(args.dask_blocksize)) for f in files)
             assert report.num_documents == documents, "the Dask scan missed documents"
             reports.append(report)
             peak = max(peaks) if peaks else None
@@ -335,13 +361,20 @@ def dask_table(args, instances, corpus) -> list[dict]:
         shutil.rmtree(folder, ignore_errors=True)
     assert all(r.rows == reports[0].rows for r in reports), "worker counts change the report"
     print(
-        f"\noverlap_with_dask on a LocalCluster (one thread per worker process), "
+        f"\noverlap_files_with_dask on a LocalCluster (one thread per worker process), "
         f"blocksize {args.dask_blocksize}, {documents} documents, {reports[0].num_tokens} "
         "tokens; peak resident memory of the largest worker\n"
     )
     columns = ["workers", "GB", "partitions", "seconds", "MB/s", "M tokens/s", "peak GB/worker"]
     print(markdown_table(columns, rows))
     return runs
+
+
+def _bytes(size: str) -> int:
+    """``"64MB"`` as bytes (Dask's own parser)."""
+    from dask.utils import parse_bytes
+
+    return parse_bytes(size)
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
@@ -356,9 +389,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--n", type=int, default=13)
     parser.add_argument("--instances", type=int, default=500)
     parser.add_argument("--perturb", type=float, default=0.05)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--stream-mb", type=float, nargs="*", default=[], help="file sizes")
+    parser.add_argument("--stream-repeats", type=int, default=3, help="runs per streamed file")
     parser.add_argument("--num-proc", type=int, default=0, help="datasets.map processes")
     parser.add_argument("--stream-dir", default=None, help="folder for the streamed files")
     parser.add_argument("--dask-gb", type=float, default=0, help="Dask corpus size (GB)")
@@ -367,7 +401,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--dask-file-mb", type=float, default=1000, help="Dask corpus file size")
     args = parser.parse_args(argv)
     if args.quick:
-        args.tokens, args.repeats = 200_000, 1
+        args.tokens, args.repeats, args.stream_repeats = 200_000, 1, 1
     head = header(args)
     print_header(
         head,
@@ -392,18 +426,28 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     print(f"corpus: {len(corpus)} documents, {num_tokens} tokens; {len(instances)} instances")
 
     n = args.n
+    compute_overlap(instances, corpus[:100], OverlapOptions(n=n, engine="compiled"))  # compile
     t_fast, report = median_time(
         lambda: compute_overlap(
-            instances, corpus, OverlapOptions(n=n, n_values=(), chunk_size=2000)
+            instances, corpus, OverlapOptions(n=n, n_values=(), chunk_size=2000, engine="compiled")
         ),
         args.repeats,
     )
+    t_numpy, numpy_report = median_time(
+        lambda: compute_overlap(
+            instances, corpus, OverlapOptions(n=n, n_values=(), chunk_size=2000, engine="numpy")
+        ),
+        args.repeats,
+    )
+    assert numpy_report.rows == report.rows, "the two engines give different reports"
 
     t_threads, threads_report = median_time(
         lambda: compute_overlap(
             instances,
             corpus,
-            OverlapOptions(n=n, n_values=(), chunk_size=2000, threads=args.threads),
+            OverlapOptions(
+                n=n, n_values=(), chunk_size=2000, threads=args.threads, engine="compiled"
+            ),
         ),
         args.repeats,
     )
@@ -439,10 +483,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     assert exact == naive, "fast and naive counts differ"
 
     rows = [
-        ["fast (end to end)", t_fast, num_tokens / t_fast],
-        [f"fast, {args.threads} threads (end to end)", t_threads, num_tokens / t_threads],
+        ["compiled (end to end)", t_fast, num_tokens / t_fast],
+        ["numpy (end to end)", t_numpy, num_tokens / t_numpy],
+        [f"compiled, {args.threads} threads (end to end)", t_threads, num_tokens / t_threads],
         ["token by token (end to end)", t_plain, num_tokens / t_plain],
-        ["fast (match only)", t_match, num_tokens / t_match],
+        ["numpy (match only)", t_match, num_tokens / t_match],
         ["naive tuples", t_naive, num_tokens / t_naive],
     ]
     try:
@@ -455,11 +500,17 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         )
         assert nltk_counts == naive
         rows.append(["nltk ngrams", t_nltk, num_tokens / t_nltk])
+    megabytes = sum(len(d.encode()) for d in corpus) / 1e6
     table = [
-        [name, f"{t:.2f}", f"{rate / 1e6:.2f}", f"{t_naive / t:.2f}x"] for name, t, rate in rows
+        [name, f"{t:.3f}", f"{rate / 1e6:.2f}", f"{megabytes / t:.1f}", f"{t_naive / t:.2f}x"]
+        for name, t, rate in rows
     ]
-    print(f"\nn = {n}, median of {args.repeats}; counts identical across methods\n")
-    print(markdown_table(["method", "seconds", "M tokens/s", "speed-up vs naive"], table))
+    print(
+        f"\nn = {n}, median of {args.repeats}; counts identical across methods; "
+        f"{megabytes:.1f} MB of text\n"
+    )
+    columns = ["method", "seconds", "M tokens/s", "MB/s", "speed-up vs naive"]
+    print(markdown_table(columns, table))
     dirty = report.summary["default"]["input_binary"]
     print(
         f"\ninstances with input overlap: {dirty:.3f} (a quarter planted, each copy with "

@@ -16,10 +16,17 @@ def test_toy_run_agrees_across_methods_and_streams_from_disk(tmp_path, capsys):
         ["--tokens", "30000", "--instances", "40", "--repeats", "1", "--n", "8"]
         + ["--stream-mb", "0.3", "0.6", "--num-proc", "2", "--stream-dir", str(tmp_path)]
     )
-    assert {"fast (end to end)", "token by token (end to end)", "naive tuples"} <= set(rates)
+    assert {
+        "compiled (end to end)",
+        "numpy (end to end)",
+        "token by token (end to end)",
+        "naive tuples",
+    } <= set(rates)
     assert all(rate > 0 for rate in rates.values())
     printed = capsys.readouterr().out
-    assert printed.count("stream JSON lines") == 2 and "datasets.map, 2 processes" in printed
+    for row in ("JSON lines, compiled", "JSON lines.gz, compiled", "JSON lines.zst, compiled"):
+        assert printed.count(f"| {row} ") == 2, row  # each file size
+    assert printed.count("| JSON lines, numpy ") == 2 and "datasets.map, 2 processes" in printed
 
 
 def test_toy_dask_scan_of_files_on_disk(tmp_path, capsys):
@@ -31,7 +38,7 @@ def test_toy_dask_scan_of_files_on_disk(tmp_path, capsys):
         + ["--dask-workers", "1", "2", "--stream-dir", str(tmp_path), "--json", str(json_path)]
     )
     printed = capsys.readouterr().out
-    assert "overlap_with_dask on a LocalCluster" in printed
+    assert "overlap_files_with_dask on a LocalCluster" in printed
     import json
 
     runs = json.loads(json_path.read_text())["dask"]
