@@ -82,9 +82,9 @@ class HashTable:
     of crowded buckets (about 6% of them) are kept sorted apart and bisected.
     """
 
-    def __init__(self, keys: np.ndarray, values: np.ndarray) -> None:
+    def __init__(self, keys: np.ndarray, values: np.ndarray, distinct: bool = False) -> None:
         keys, values = np.asarray(keys, dtype=np.uint64), np.asarray(values, dtype=np.int64)
-        if np.unique(keys).size != keys.size:
+        if not distinct and np.unique(keys).size != keys.size:  # distinct: the caller knows
             raise ValueError("HashTable keys must be distinct.")
         bits = max(4, int(np.ceil(np.log2(max(keys.size, 1)))) + 3)
         self.shift = np.uint64(64 - bits)

@@ -71,8 +71,8 @@ class CompiledScanner:
         self.table = table
         if table is not None:
             raw = table.tokenizer in RAW_TOKENIZERS
-            self.raw_classes = byte_classes(table.tokenizer) if raw else None
-            self.normalised = normalised_classes()
+            self.raw_classes = _with_kinds(*byte_classes(table.tokenizer)) if raw else None
+            self.normalised = _with_kinds(*normalised_classes())
             self.keeps_empty = table.tokenizer == "default"
             self.long_table = (
                 *table.long.arrays,
@@ -111,7 +111,7 @@ class CompiledScanner:
         valid until its next call for ``use``), the number of tokens, the declined documents."""
         from lightning_info.methods.train_test_overlap.kernels import document_keys
 
-        separator, declined, lowers = classes
+        separator, kinds, lowers = classes
         out, long_tokens = self._buffers_for(use, data, starts.size)
         written, tokens, refused = document_keys(
             data,
@@ -119,7 +119,7 @@ class CompiledScanner:
             starts,
             ends,
             separator,
-            declined,
+            kinds,
             lowers,
             self.keeps_empty,
             self.long_table,
@@ -134,38 +134,21 @@ class CompiledScanner:
         self, documents: list[str] | TextBatch
     ) -> tuple[list[SymbolGroup], list[str], np.ndarray]:
         """Groups 1 and 2 of the module docstring; the documents left for the numpy path and
-        their positions. A list of strings is encoded in two batches, the ASCII documents
-        (one ``str.encode`` of them all) and the others."""
+        their positions."""
         if self.raw_classes is None:  # janitor: every document is normalised
             texts = documents.texts() if isinstance(documents, TextBatch) else documents
             return self._normalised_groups(texts, np.arange(len(texts)))
-        if isinstance(documents, TextBatch):
-            batches = [(documents, np.arange(len(documents)))]
-        else:
-            plain = _ascii_flags(documents)
-            inside, outside = np.flatnonzero(plain), np.flatnonzero(~plain)
-            if outside.size == 0:
-                batches = [(TextBatch.from_texts(documents), inside)]
-            else:
-                batches = [
-                    (TextBatch.from_texts([documents[k] for k in part]), part)
-                    for part in (inside, outside)
-                    if part.size
-                ]
-        groups, left, left_positions = [], [], []
-        for use, (batch, positions) in zip(("raw", "raw again"), batches):
-            offsets = batch.offsets
-            keys, tokens, refused = self._keys(
-                batch.data, offsets[:-1], offsets[1:], self.raw_classes, use
-            )
-            groups.append(SymbolGroup(keys, tokens, positions[~refused], None))
-            if refused.any():
-                left += batch.texts(np.flatnonzero(refused))
-                left_positions.append(positions[refused])
-        if not left:
+        batch = documents if isinstance(documents, TextBatch) else TextBatch.from_texts(documents)
+        offsets = batch.offsets
+        keys, tokens, refused = self._keys(
+            batch.data, offsets[:-1], offsets[1:], self.raw_classes, "raw"
+        )
+        groups = [SymbolGroup(keys, tokens, np.flatnonzero(~refused), None)]
+        if not refused.any():
             return groups, [], np.empty(0, np.int64)
-        more, left, positions = self._normalised_groups(left, np.concatenate(left_positions))
-        return groups + more, left, positions
+        left = np.flatnonzero(refused)
+        more, texts, positions = self._normalised_groups(batch.texts(left), left)
+        return groups + more, texts, positions
 
     def _normalised_groups(
         self, texts: list[str], positions: np.ndarray
@@ -203,13 +186,10 @@ def lower_code_points() -> np.ndarray:
     return table
 
 
-def _ascii_flags(texts: list[str]) -> np.ndarray:
-    """Whether each text is ASCII; raise unless each is a string."""
-    try:
-        return np.fromiter(map(str.isascii, texts), bool, len(texts))
-    except TypeError:
-        kinds = sorted({type(t).__name__ for t in texts if not isinstance(t, str)})
-        raise TypeError(f"training documents must be strings, got {', '.join(kinds)}.") from None
+def _with_kinds(separator: np.ndarray, declined: np.ndarray, lowers: bool) -> tuple:
+    """A tokenizer's byte classes as ``kernels.document_keys`` reads them: the separators, and
+    one table of both (bit 0: separator, bit 1: declined: one lookup per byte)."""
+    return separator, separator | (declined << np.uint64(1)), lowers
 
 
 def _words(data: np.ndarray) -> np.ndarray:

@@ -380,7 +380,7 @@ class NgramIndex:
                 break
         else:
             raise RuntimeError("distinct test n-grams kept sharing a 64-bit hash; report this bug.")
-        self._lookup = HashTable(self.hashes, np.arange(self.hashes.size))
+        self._lookup = HashTable(self.hashes, np.arange(self.hashes.size), distinct=True)
         # Each n-gram as one opaque item of 8 n bytes: a window is verified by one comparison.
         self._items = np.ascontiguousarray(self.grams, dtype=np.uint64).view(f"V{8 * n}")[:, 0]
 

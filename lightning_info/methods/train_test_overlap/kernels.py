@@ -38,7 +38,7 @@ _NOT_LOW_BYTE = np.uint64(~0xFF & 0xFFFFFFFFFFFFFFFF)
 _END_KEY = np.uint64(0xFF)
 _REJECTED_KEY = np.uint64(1)
 _FOLD = np.uint64(29)
-_ZERO, _ONE, _SIX, _EIGHT, _THIRTY_TWO = (np.uint64(k) for k in (0, 1, 6, 8, 32))
+_ZERO, _ONE, _TWO, _SIX, _EIGHT, _THIRTY_TWO = (np.uint64(k) for k in (0, 1, 2, 6, 8, 32))
 _LOW_6 = np.uint64(63)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _SEVEN_BITS = np.uint64(0x7F7F7F7F7F7F7F7F)
@@ -272,13 +272,14 @@ def _tagged(folded, last, length):
 
 @_jit
 def document_keys(
-    data, words, starts, ends, separator, declined_byte, lowers, keeps_empty, long_table, long_rows,
+    data, words, starts, ends, separator, byte_kinds, lowers, keeps_empty, long_table, long_rows,
     out, long_tokens, lower_cp,
 ):  # fmt: skip
     """Folded keys of every token of the documents, each document's followed by the
-    end-of-document key (module docstring). ``separator[c]`` and ``declined_byte[c]`` are 0 or
-    1 per byte value; ``words`` is ``data`` as the unaligned ``uint64`` starting at each byte
-    (``data.size - 7`` of them); ``lowers``: whether tokens are lowered (``str.lower`` on
+    end-of-document key (module docstring). ``separator[c]`` is 1 for a separator byte, 0 for
+    another; ``byte_kinds[c]`` has bit 0 set for a separator, bit 1 for a declined byte;
+    ``words`` is ``data`` as the unaligned ``uint64`` starting at each byte (``data.size - 7``
+    of them); ``lowers``: whether tokens are lowered (``str.lower`` on
     ASCII). The keys are written to ``out`` (at least ``data.size + 2 * documents`` long: a
     document has at most one piece per byte and one more, then its end); ``long_tokens`` is
     scratch of shape ``(3, >= data.size // 9 + 1)``. Both are the caller's, to be reused: fresh
@@ -303,11 +304,11 @@ def document_keys(
         while base < stop:
             block = min(64, stop - base)
             mask, bad = _ZERO, _ZERO
-            for j in range(block):
-                byte = data[base + j]
-                mask |= separator[byte] << np.uint64(j)
-                bad |= declined_byte[byte]
-            if bad:
+            for j in range(block):  # one lookup per byte: bit 0 separates, bit 1 declines
+                kind = byte_kinds[data[base + j]]
+                mask |= (kind & _ONE) << np.uint64(j)
+                bad |= kind
+            if bad & _TWO:
                 refused = True
                 break
             if block < 64:  # past the document: separators
