@@ -213,12 +213,14 @@ def _compiled_index(index) -> tuple:
         *_bitmap(index.hashes),
         np.ascontiguousarray(index.grams, dtype=np.uint64),
         *_overlaps(index),
+        index.hashes,
     )
 
 
-def _overlaps(index) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _overlaps(index) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Numbers of the first and of the last ``n - 1`` symbols of each indexed n-gram, equal
-    exactly when the symbols are, and its last symbol (``kernels.count_windows``). The
+    exactly when the symbols are, its last symbol, and one n-gram that starts as it ends (-1:
+    none; ``kernels.count_windows``). The
     numbers' hashes come from the n-gram's: ``h(g) = h(prefix) base + g[-1] = g[0] base^(n-1)
     + h(suffix)`` (mod 2^64, the base odd so invertible); rows of one hash are then compared,
     and if two differ (a 64-bit collision) no number is shared, which only turns the shortcut
@@ -226,7 +228,8 @@ def _overlaps(index) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     grams, n, size = index.grams, index.n, len(index)
     lasts = np.ascontiguousarray(grams[:, -1], dtype=np.uint64)
     if size == 0 or n == 1:
-        return np.zeros(size, np.int64), np.zeros(size, np.int64), lasts
+        none = np.full(size, -1, np.int64)
+        return np.zeros(size, np.int64), np.zeros(size, np.int64), lasts, none
     base = int(index.base)
     with np.errstate(over="ignore"):
         prefix = (index.hashes - grams[:, -1]) * np.uint64(pow(base, -1, 1 << 64))
@@ -236,8 +239,12 @@ def _overlaps(index) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     )
     rows = np.concatenate([grams[:, :-1], grams[:, 1:]])
     if not (rows[first[numbers]] == rows).all():
-        return np.arange(size, dtype=np.int64), -1 - np.arange(size, dtype=np.int64), lasts
-    return numbers[:size].astype(np.int64), numbers[size:].astype(np.int64), lasts
+        unshared = np.arange(size, dtype=np.int64)
+        return unshared, -1 - unshared, lasts, np.full(size, -1, np.int64)
+    prefixes, suffixes = numbers[:size].astype(np.int64), numbers[size:].astype(np.int64)
+    starting = np.full(numbers.max() + 1, -1, dtype=np.int64)  # an n-gram starting with each
+    starting[prefixes] = np.arange(size)
+    return prefixes, suffixes, lasts, starting[suffixes]
 
 
 def _bitmap(*keys: np.ndarray) -> tuple[np.ndarray, np.uint64]:

@@ -377,14 +377,17 @@ def document_keys(
 
 @_jit
 def count_windows(symbols, n, base, top, table, bitmap, bitmap_shift, grams, prefixes, suffixes,
-                  lasts, counts, separator, flags):  # fmt: skip
+                  lasts, successors, indexed, counts, separator, flags):  # fmt: skip
     """Add the occurrences of every indexed n-gram in ``symbols`` to ``counts`` (module
     docstring); with ``flags.size > 0`` also set ``flags[d]`` for each document ``d`` (the
     ``d``-th run of symbols ended by ``separator``) holding one. ``top`` is ``base^(n - 1)``;
     ``bitmap`` has bit ``(h * MIX) >> bitmap_shift`` set for every indexed hash ``h``;
     ``prefixes[g]`` and ``suffixes[g]`` number the first and the last ``n - 1`` symbols of the
     n-gram ``g`` (equal numbers: equal symbols) and ``lasts[g]`` is its last symbol, so that in
-    a run of matches each window after the first is verified by its last symbol."""
+    a run of matches each window after the first is verified by its last symbol;
+    ``successors[g]`` is an n-gram that starts as ``g`` ends (-1: none) and ``indexed[s]`` the
+    hash of the n-gram ``s`` (distinct), so that a window whose hash is the successor's is that
+    n-gram without a table lookup."""
     codes, keys, values, crowded_keys, crowded_values, shift = table
     size = symbols.size
     if size < n:
@@ -412,21 +415,25 @@ def count_windows(symbols, n, base, top, table, bitmap, bitmap_shift, grams, pre
             hashes[found] = h
             found += np.int64((bitmap[bit >> _SIX] >> (bit & _LOW_6)) & _ONE)
         for c in range(found):
-            query = hashes[c]
-            code = codes[(query * _MIX) >> shift]  # HashTable.find, written out (see _find)
-            if code == 0:
-                continue
-            if code > 0:
-                if keys[code - 1] != query:
-                    continue
-                slot = values[code - 1]
-            else:
-                slot = _crowded(crowded_keys, crowded_values, query)
-                if slot < 0:
-                    continue
-            end = positions[c]
+            query, end = hashes[c], positions[c]
             start = end - n + 1
-            if end == matched_end + 1 and prefixes[slot] == suffixes[matched]:
+            chained = end == matched_end + 1
+            following = successors[matched] if chained else -1
+            if following >= 0 and indexed[following] == query:
+                slot = following  # the n-gram that follows the last match: no table lookup
+            else:
+                code = codes[(query * _MIX) >> shift]  # HashTable.find, written out (_find)
+                if code == 0:
+                    continue
+                if code > 0:
+                    if keys[code - 1] != query:
+                        continue
+                    slot = values[code - 1]
+                else:
+                    slot = _crowded(crowded_keys, crowded_values, query)
+                    if slot < 0:
+                        continue
+            if chained and prefixes[slot] == suffixes[matched]:
                 # the window before this one is the n-gram `matched`: this one's first n - 1
                 # symbols are its last n - 1, which are this n-gram's first: one left to check
                 if lasts[slot] != symbols[end]:

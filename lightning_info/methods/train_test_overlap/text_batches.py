@@ -43,7 +43,7 @@ from lightning_info.methods.train_test_overlap.files import (
     training_sources,
 )
 
-BLOCK_BYTES = 1 << 20  # a block's text stays in a core's cache for the scan (1-4 MB: same parse)
+BLOCK_BYTES = 2 << 20  # 1-4 MB parse alike; at 2 MB the scan ran fastest (measured)
 
 
 def read_text_batches(

@@ -155,6 +155,7 @@ def test_compiled_scan_rejects_windows_whose_hash_collides():
         *_bitmap(last),
         np.ascontiguousarray(ngrams.grams),
         *_overlaps(ngrams),
+        last,  # the hashes under base 0
         counts,
         index.separator,
         flags,
@@ -174,19 +175,23 @@ def test_runs_of_matches_are_verified_by_their_last_symbol_exactly():
     options = OverlapOptions(n=4, n_values=(), tokenizer="light", engine="compiled")
     index = OverlapIndex(instances, options)
     ngrams = index.indexes[0]
-    prefixes, suffixes, lasts = _overlaps(ngrams)
+    prefixes, suffixes, lasts, successors = _overlaps(ngrams)
     rows = ngrams.grams
     np.testing.assert_array_equal(lasts, rows[:, -1])
+    has = successors >= 0  # a successor starts as its n-gram ends; none only where none does
+    assert (rows[successors[has], :-1] == rows[has, 1:]).all() and has.sum() > 0
     same = (rows[:, None, :-1] == rows[None, :, 1:]).all(axis=2)
+    np.testing.assert_array_equal(has, same.any(axis=0))
     np.testing.assert_array_equal(prefixes[:, None] == suffixes[None, :], same)
     oracle = _tuple_counts(instances, documents, 4, TOKENIZERS["light"])
     expected = sum(oracle.values())
     assert index.count_chunk(documents).counts[0].sum() == expected > 0
     colliding = copy.copy(ngrams)
     colliding.hashes = np.zeros_like(ngrams.hashes)  # every (n-1)-gram hash now collides
-    prefixes, suffixes, lasts = _overlaps(colliding)
-    assert not np.isin(prefixes, suffixes).any()
-    index.scanner.indexes[0] = index.scanner.indexes[0][:-3] + (prefixes, suffixes, lasts)
+    prefixes, suffixes, lasts, successors = _overlaps(colliding)
+    assert not np.isin(prefixes, suffixes).any() and (successors == -1).all()
+    chain = (prefixes, suffixes, lasts, successors, ngrams.hashes)
+    index.scanner.indexes[0] = index.scanner.indexes[0][:-5] + chain
     assert index.count_chunk(documents).counts[0].sum() == expected
 
 
