@@ -51,7 +51,6 @@ from lightning_info.methods.train_test_overlap.functional import (
     TestInstance,
     _chunks,
     _count_chunks,
-    _encoding_groups,
     _intersections,
     check_overlap_options,
 )
@@ -100,15 +99,24 @@ class DocumentMatcher:
         index = self.index
         counts = [np.zeros(len(ix), np.int64) for ix in index.indexes]
         tokens, matches = 0, {}
-        for group in _encoding_groups(documents):  # each group is encoded in its own order
-            symbols, num_tokens, ends = index._symbols([documents[i] for i in group])
-            tokens += num_tokens
+        for group in index._symbol_groups(documents):  # each group in its own order
+            tokens += group.tokens
+            compiled = index.scanner is not None and group.ends is None
             for m, ngrams in enumerate(index.indexes):
-                positions, slots = ngrams.lookup(symbols)
-                counts[m] += np.bincount(slots, minlength=len(ngrams))
+                if compiled and m != self.main:
+                    index.scanner.count(m, group.symbols, counts[m])
+                    continue
+                if compiled:
+                    docs, slots = index.scanner.hits(m, group.symbols, counts[m])
+                else:
+                    positions, slots = ngrams.lookup(group.symbols)
+                    counts[m] += np.bincount(slots, minlength=len(ngrams))
+                    ends = group.ends
+                    if ends is None:
+                        ends = np.flatnonzero(group.symbols == index.separator)
+                    docs = np.searchsorted(ends, positions)
                 if m == self.main and slots.size:
-                    docs = np.asarray(group)[np.searchsorted(ends, positions)]
-                    matches.update(self._owners(docs, slots))
+                    matches.update(self._owners(group.positions[docs], slots))
         return ChunkCounts(counts, len(documents), tokens), matches
 
     def _owners(self, docs: np.ndarray, slots: np.ndarray) -> dict[int, list[int]]:

@@ -167,10 +167,25 @@ class CompiledScanner:
     def flag(self, m: int, symbols: np.ndarray, counts: np.ndarray, flags: np.ndarray) -> None:
         """:meth:`count`, and ``flags[d] = True`` for each document ``d`` of ``symbols`` (the
         ``d``-th run ended by the separator) holding one of the n-grams."""
+        none = np.zeros(0, dtype=np.int64)
+        self._windows(m, symbols, counts, flags, none, none)
+
+    def hits(
+        self, m: int, symbols: np.ndarray, counts: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`count`, and every match's document (as in :meth:`flag`) and n-gram."""
+        documents = np.empty(max(symbols.size, 1), dtype=np.int64)
+        slots = np.empty_like(documents)
+        found = self._windows(m, symbols, counts, np.zeros(0, np.bool_), documents, slots)
+        return documents[:found], slots[:found]
+
+    def _windows(self, m, symbols, counts, flags, hit_documents, hit_slots) -> int:
         from lightning_info.methods.train_test_overlap.kernels import count_windows
 
         symbols = np.ascontiguousarray(symbols, dtype=np.uint64)
-        count_windows(symbols, *self.indexes[m], counts, self.separator, flags)
+        return count_windows(
+            symbols, *self.indexes[m], counts, self.separator, flags, hit_documents, hit_slots
+        )
 
 
 @functools.cache

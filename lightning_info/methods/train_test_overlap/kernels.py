@@ -377,7 +377,8 @@ def document_keys(
 
 @_jit
 def count_windows(symbols, n, base, top, table, bitmap, bitmap_shift, grams, prefixes, suffixes,
-                  lasts, successors, indexed, counts, separator, flags):  # fmt: skip
+                  lasts, successors, indexed, counts, separator, flags, hit_documents,
+                  hit_slots):  # fmt: skip
     """Add the occurrences of every indexed n-gram in ``symbols`` to ``counts`` (module
     docstring); with ``flags.size > 0`` also set ``flags[d]`` for each document ``d`` (the
     ``d``-th run of symbols ended by ``separator``) holding one. ``top`` is ``base^(n - 1)``;
@@ -387,12 +388,15 @@ def count_windows(symbols, n, base, top, table, bitmap, bitmap_shift, grams, pre
     a run of matches each window after the first is verified by its last symbol;
     ``successors[g]`` is an n-gram that starts as ``g`` ends (-1: none) and ``indexed[s]`` the
     hash of the n-gram ``s`` (distinct), so that a window whose hash is the successor's is that
-    n-gram without a table lookup."""
+    n-gram without a table lookup. With ``hit_documents.size > 0`` (as long as ``symbols``)
+    every match's document and n-gram are recorded in ``hit_documents`` and ``hit_slots``;
+    returns their number."""
     codes, keys, values, crowded_keys, crowded_values, shift = table
     size = symbols.size
+    hits = 0
     if size < n:
-        return
-    flagging = flags.size > 0
+        return hits
+    flagging, recording = flags.size > 0, hit_documents.size > 0
     positions = np.empty(_CANDIDATES, dtype=np.int64)
     hashes = np.empty(_CANDIDATES, dtype=np.uint64)
     h = _ZERO
@@ -448,9 +452,14 @@ def count_windows(symbols, n, base, top, table, bitmap, bitmap_shift, grams, pre
                     continue
             matched, matched_end = slot, end
             counts[slot] += 1
-            if flagging:
+            if flagging or recording:
                 for k in range(counted_to, start):
                     document += symbols[k] == separator
                 counted_to = start
-                flags[document] = True
+                if flagging:
+                    flags[document] = True
+                if recording:
+                    hit_documents[hits], hit_slots[hits] = document, slot
+                    hits += 1
         i = stop
+    return hits

@@ -146,7 +146,8 @@ def test_compiled_scan_rejects_windows_whose_hash_collides():
     table = HashTable(last, np.arange(last.size))
     groups, _, _ = index.scanner.keyed_groups(["x y x y", "z z y", "y"])
     counts, flags = np.zeros(len(ngrams), np.int64), np.zeros(3, bool)
-    kernels.count_windows(
+    documents, slots = np.zeros(20, np.int64), np.zeros(20, np.int64)
+    found = kernels.count_windows(
         groups[0].symbols,
         2,
         np.uint64(0),
@@ -159,8 +160,11 @@ def test_compiled_scan_rejects_windows_whose_hash_collides():
         counts,
         index.separator,
         flags,
+        documents,
+        slots,
     )
     assert counts.tolist() == [2] and flags.tolist() == [True, False, False]
+    assert found == 2 and documents[:found].tolist() == [0, 0] and slots[:found].tolist() == [0, 0]
 
 
 def test_runs_of_matches_are_verified_by_their_last_symbol_exactly():
@@ -320,3 +324,24 @@ def test_the_code_point_tables_are_pythons():
             assert len(lowered) == 1 and table[code] == ord(lowered), hex(code)
     spaces = [code for code in range(0x80, 0x110000) if chr(code).isspace()]
     assert [code for code in range(0x80, 0x3001) if kernels._unicode_space(code)] == spaces
+
+
+@pytest.mark.parametrize("tokenizer", ["default", "janitor", TOKENIZERS["light"]])
+def test_the_decontamination_matcher_is_the_same_on_both_engines(tokenizer):
+    """``DocumentMatcher`` (the flagged and cleaned outputs of ``lightning-info overlap``):
+    the compiled hits give the numpy path's counts and document -> test instances map."""
+    from lightning_info.methods.train_test_overlap.decontaminate import DocumentMatcher
+
+    documents = _documents(11, ascii_only=False) + ["marked\x00text Dog", "x\x01 cat Dog"]
+    texts = _documents(12, ascii_only=False)[:40]
+    instances = [TestInstance(str(k), t, (texts[-k - 1],)) for k, t in enumerate(texts)]
+    results = []
+    for engine in ("numpy", "compiled"):
+        options = OverlapOptions(n=3, n_values=(2, 3), tokenizer=tokenizer, engine=engine)
+        with _quiet():
+            matcher = DocumentMatcher(OverlapIndex(instances, options))
+        results.append(matcher.count_chunk(documents))
+    (want, want_matches), (got, got_matches) = results
+    for a, b in zip(got.counts, want.counts):
+        np.testing.assert_array_equal(a, b)
+    assert got.tokens == want.tokens and got_matches == want_matches and len(want_matches) > 10
