@@ -298,16 +298,22 @@ def normalised_batch(
     text = DOCUMENT_END.join(documents)
     if text.count(DOCUMENT_END) != len(documents) - 1 or SEPARATOR in text:
         return None
-    if tokenizer != "light":
-        text = text.lower()
-    if tokenizer == "janitor":
-        text = text.translate(_PUNCT_TABLE)
-    text = _SEPARATOR_RUNS[tokenizer].sub(SEPARATOR, text)
+    text = _normalised(text, tokenizer)
     data = np.frombuffer(text.encode("utf-8", "surrogatepass"), np.uint8)
     marks = np.flatnonzero(data == 0)
     starts = np.concatenate([[0], marks + 1])
     ends = np.concatenate([marks, [data.size]])
     return data, starts, ends
+
+
+def _normalised(text: str, tokenizer: str) -> str:
+    """``text`` lowered (not for ``light``), ``janitor``'s punctuation deleted, every run of
+    the tokenizer's separators one ``0x01``."""
+    if tokenizer != "light":
+        text = text.lower()
+    if tokenizer == "janitor":
+        text = text.translate(_PUNCT_TABLE)
+    return _SEPARATOR_RUNS[tokenizer].sub(SEPARATOR, text)
 
 
 def _ascii_bytes(documents: list[str], tokenizer: str) -> np.ndarray | None:
@@ -326,11 +332,7 @@ def _unicode_bytes(documents: list[str], tokenizer: str) -> np.ndarray | None:
     text = DOCUMENT_END.join(documents) + DOCUMENT_END
     if text.count(DOCUMENT_END) != len(documents) or SEPARATOR in text:
         return None
-    if tokenizer != "light":
-        text = text.lower()
-    if tokenizer == "janitor":
-        text = text.translate(_PUNCT_TABLE)
-    text = _SEPARATOR_RUNS[tokenizer].sub(SEPARATOR, text)
+    text = _normalised(text, tokenizer)
     mark = b"\x00\xff\x00"
     data = mark + text.encode("utf-8", "surrogatepass").replace(b"\x00", mark) + _PADDING.encode()
     return np.frombuffer(data, dtype=np.uint8)

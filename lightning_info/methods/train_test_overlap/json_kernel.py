@@ -227,6 +227,20 @@ def _scalar(data, i, end, out):
 
 
 @_jit
+def _member_key(data, i, end, out):
+    """The index past ``"key":`` at ``i`` (whitespace before the colon allowed), or -1."""
+    if i >= end or data[i] != 0x22:
+        return -1
+    i = _string(data, i, end, out, 0, False)[0]
+    if i < 0:
+        return -1
+    i = _space(data, i, end)
+    if i >= end or data[i] != 0x3A:
+        return -1
+    return i + 1
+
+
+@_jit
 def _value(data, i, end, stack, out):
     """The index past the JSON value at ``i`` (nested objects and arrays validated with an
     explicit stack), or -1 (``out``: unused)."""
@@ -246,15 +260,9 @@ def _value(data, i, end, stack, out):
                 depth -= 1
                 i += 1
             elif byte == 0x7B:  # the first key, then its value
-                if i >= end or data[i] != 0x22:
-                    return -1
-                i = _string(data, i, end, out, 0, False)[0]
+                i = _member_key(data, i, end, out)
                 if i < 0:
                     return -1
-                i = _space(data, i, end)
-                if i >= end or data[i] != 0x3A:
-                    return -1
-                i += 1
                 continue
             else:
                 continue
@@ -272,15 +280,9 @@ def _value(data, i, end, stack, out):
             if byte == 0x2C:  # ,
                 i = _space(data, i + 1, end)
                 if kind == _OBJECT:
-                    if i >= end or data[i] != 0x22:
-                        return -1
-                    i = _string(data, i, end, out, 0, False)[0]
+                    i = _member_key(data, i, end, out)
                     if i < 0:
                         return -1
-                    i = _space(data, i, end)
-                    if i >= end or data[i] != 0x3A:
-                        return -1
-                    i += 1
                 break
             if byte == (0x7D if kind == _OBJECT else 0x5D):
                 depth -= 1

@@ -59,10 +59,7 @@ def _find(codes, keys, values, crowded_keys, crowded_values, shift, query):
         return -1
     if code > 0:
         return values[code - 1] if keys[code - 1] == query else -1
-    where = np.searchsorted(crowded_keys, query)
-    if where < crowded_keys.size and crowded_keys[where] == query:
-        return crowded_values[where]
-    return -1
+    return _crowded(crowded_keys, crowded_values, query)
 
 
 @_jit
