@@ -8,6 +8,7 @@ of strings becomes one with :meth:`TextBatch.from_texts`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,20 +48,23 @@ class TextBatch:
     @classmethod
     def from_texts(cls, texts: Sequence[str]) -> TextBatch:
         """The batch of ``texts`` (strings; a lone surrogate is kept as its three bytes)."""
-        try:
-            joined = "".join(texts)
-        except TypeError:
+        if not all(map(isinstance, texts, repeat(str))):
             kinds = sorted({type(t).__name__ for t in texts if not isinstance(t, str)})
-            raise TypeError(
-                f"training documents must be strings, got {', '.join(kinds)}."
-            ) from None
+            raise TypeError(f"training documents must be strings, got {', '.join(kinds)}.")
         lengths = np.fromiter(map(len, texts), np.int64, len(texts))
-        if joined.isascii():
-            data = joined.encode("ascii")
-        else:  # a non-ASCII text's length in bytes is not its length in characters
-            data = joined.encode("utf-8", "surrogatepass")
-            for k in np.flatnonzero(~np.fromiter(map(str.isascii, texts), bool, len(texts))):
-                lengths[k] = len(texts[k].encode("utf-8", "surrogatepass"))
+        wide = np.flatnonzero(~np.fromiter(map(str.isascii, texts), bool, len(texts))).tolist()
+        # Runs of ASCII texts are joined and encoded as ASCII, each other text on its own: one
+        # non-ASCII text would make a joined string 4 bytes per character and its encoding
+        # ~2x slower (measured).
+        pieces, at = [], 0
+        for k in wide:  # a non-ASCII text's length in bytes is not its length in characters
+            pieces.append("".join(texts[at:k]).encode("ascii"))
+            pieces.append(texts[k].encode("utf-8", "surrogatepass"))
+            lengths[k] = len(pieces[-1])
+            at = k + 1
+        data = "".join(texts[at:]).encode("ascii")
+        if pieces:
+            data = b"".join([*pieces, data])
         offsets = np.zeros(len(texts) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         return cls(np.frombuffer(data, dtype=np.uint8), offsets)

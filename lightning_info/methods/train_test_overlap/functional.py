@@ -414,10 +414,17 @@ def token_overlap(counts: Sequence[int], n: int, max_frequency: int = 0) -> tupl
     """
     require_int(n, "n", 1)
     require_int(max_frequency, "max_frequency", 0)
+    return _token_overlap(
+        counts if isinstance(counts, list) else np.asarray(counts).tolist(), n, max_frequency
+    )
+
+
+def _token_overlap(counts: list[int], n: int, max_frequency: int) -> tuple[float, float]:
+    """:func:`token_overlap` of checked arguments."""
     if len(counts) == 0:
         return 0.0, 0.0
     covered, weighted, weight, budget = 0, 0.0, 0, 0
-    for c in counts if isinstance(counts, list) else np.asarray(counts).tolist():
+    for c in counts:
         if c != 0 and (max_frequency == 0 or c <= max_frequency or 0 < weight <= max_frequency):
             budget = n
             weight = min(c, weight) if weight > 0 else c
@@ -442,9 +449,19 @@ def ngram_metrics(counts: Sequence[int], n: int, max_frequency: int = 0) -> dict
     require_int(max_frequency, "max_frequency", 0)
     # a part is short: Python beats numpy calls
     c = counts if isinstance(counts, list) else np.asarray(counts, dtype=np.int64).tolist()
+    return _ngram_metrics(c, n, max_frequency)
+
+
+_NO_OVERLAP = dict.fromkeys(_KINDS, 0.0)
+
+
+def _ngram_metrics(c: list[int], n: int, max_frequency: int) -> dict[str, float]:
+    """:func:`ngram_metrics` of checked arguments (a list of counts)."""
+    if not any(c):  # most parts of a clean test set: every metric is 0
+        return dict(_NO_OVERLAP)
     valid = [x for x in c if x > 0 and (max_frequency == 0 or x <= max_frequency)]
     total = len(c)
-    token, token_weighted = token_overlap(c, n, max_frequency)
+    token, token_weighted = _token_overlap(c, n, max_frequency)
     return {
         "binary": float(bool(valid)),
         "jaccard": len(valid) / total if total else 0.0,
@@ -602,7 +619,11 @@ class OverlapIndex:
         tokenize, texts = self.tokenize, []
         for instance in instances:  # per instance: input, references, joined references
             texts += [instance.input, *instance.references, " ".join(instance.references)]
-        tokens = [tokenize(text) for text in texts]
+        tokenized: dict[str, list[str]] = {}  # one reference: its text is the joined one
+        tokens = [
+            tokenized[text] if text in tokenized else tokenized.setdefault(text, tokenize(text))
+            for text in texts
+        ]
         self.vocab = _Vocabulary()
         ids = self.vocab.add([token for part in tokens for token in part])
         # The n-grams are counted over symbols: the tokens' exact keys with a built-in
@@ -777,7 +798,7 @@ class OverlapIndex:
                 ("references", joined),
             ):
                 for suffix, f in filters:
-                    for kind, value in ngram_metrics(part_counts, n, f).items():
+                    for kind, value in _ngram_metrics(part_counts, n, f).items():
                         row[f"{part}_{kind}{suffix}"] = value
             for m, (*_, hit) in zip(self.n_values, per_index):
                 q, inter = at[m], r if m >= 2 else 0

@@ -251,6 +251,23 @@ def test_without_numba_auto_takes_the_numpy_path_and_compiled_names_the_extra(mo
         OverlapIndex(instances, OverlapOptions(n=2, n_values=(), engine="compiled"))
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_text_batch_bytes_equal_each_text_encoded(seed):
+    """Oracle: each text's UTF-8 bytes (surrogates kept), one after the other, whatever the
+    runs of ASCII and non-ASCII texts (first, last, several in a row, none, all)."""
+    rng = np.random.default_rng(seed)
+    alphabet = ["a", "B c", "", "é", "☃ x", "\ud800", "𝔘", "z\n"]
+    texts = [
+        "".join(rng.choice(alphabet, size=rng.integers(0, 5)))
+        for _ in range(rng.integers(0, 30))
+    ]
+    batch = TextBatch.from_texts(texts)
+    encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
+    assert batch.data.tobytes() == b"".join(encoded)
+    assert batch.offsets.tolist() == np.cumsum([0, *map(len, encoded)]).tolist()
+    assert batch.texts() == texts
+
+
 def test_text_batch_round_trip_and_bad_input():
     texts = ["", "abc", "naïve ☃", "\ud800 lone surrogate", "x"]
     batch = TextBatch.from_texts(texts)
