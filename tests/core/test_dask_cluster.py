@@ -8,7 +8,6 @@ import os
 import resource
 
 import numpy as np
-
 import pytest
 
 from lightning_info.core.dask_cluster import (

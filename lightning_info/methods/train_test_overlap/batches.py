@@ -8,8 +8,8 @@ of strings becomes one with :meth:`TextBatch.from_texts`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import repeat
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 

@@ -258,8 +258,7 @@ def test_text_batch_bytes_equal_each_text_encoded(seed):
     rng = np.random.default_rng(seed)
     alphabet = ["a", "B c", "", "é", "☃ x", "\ud800", "𝔘", "z\n"]
     texts = [
-        "".join(rng.choice(alphabet, size=rng.integers(0, 5)))
-        for _ in range(rng.integers(0, 30))
+        "".join(rng.choice(alphabet, size=rng.integers(0, 5))) for _ in range(rng.integers(0, 30))
     ]
     batch = TextBatch.from_texts(texts)
     encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
