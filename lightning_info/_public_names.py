@@ -206,6 +206,7 @@ TOP_LEVEL: dict[str, tuple[str, ...]] = {
         "empirical_fisher_trace",
         "fisher_penalty",
         "FisherConstraint",
+        "FisherMonitor",
         "FisherPenalty",
         "FisherPenaltyMixin",
         "inception_kernel_sizes",

@@ -20,6 +20,7 @@ from lightning_info import (
     AsymmetricActorCritic,
     DigitsDataModule,
     FisherConstraint,
+    FisherMonitor,
     FisherPenalty,
     FisherPenaltyMixin,
     InceptionTimeClassifier,
@@ -279,6 +280,14 @@ PLUGINS = [
         id="FisherConstraint-schedule",
         make_callbacks=lambda: [FisherConstraint(max_fisher=LinearSchedule(1e-1, 1e-3, 10))],
         expected_callback=FisherConstraint,
+        ddp_matches_single_device=True,
+    ),
+    PluginCase(
+        id="FisherMonitor",
+        # Every step measured and due: the running sums and the binding count are in the state.
+        make_callbacks=lambda: [FisherMonitor(every_n_steps=1, max_fisher=1e-2)],
+        callback_yaml="fisher_monitor.yaml",
+        expected_callback=FisherMonitor,
         ddp_matches_single_device=True,
     ),
     PluginCase(id="FisherPenaltyMixin", make_model=TinyPenalisedClassifier),

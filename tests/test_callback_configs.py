@@ -74,6 +74,14 @@ def test_fisher_constraint():
     assert fit(run).global_step == 1
 
 
+def test_fisher_monitor():
+    run = cli("fisher_monitor", "--trainer.max_steps=2", "--trainer.limit_val_batches=0")
+    monitor = attached(run, lightning_info.FisherMonitor)
+    assert (monitor.every_n_steps, monitor.max_fisher(0)) == (50, 2.0)
+    assert fit(run).global_step == 2 and monitor.num_steps == 2
+    assert set(monitor.trace_means) == {"layer"}  # BoringModel's one Linear
+
+
 def test_lookahead_slows_the_weights_every_k_steps():
     run = cli("lookahead", "--trainer.max_steps=5", "--trainer.limit_val_batches=0")
     callback = attached(run, lightning_info.Lookahead)

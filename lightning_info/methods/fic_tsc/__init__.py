@@ -14,6 +14,7 @@ from lightning_info.methods.fic_tsc.functional import (
     fisher_penalty,
 )
 from lightning_info.methods.fic_tsc.module import InceptionTimeClassifier
+from lightning_info.methods.fic_tsc.monitor import FisherMonitor
 from lightning_info.methods.fic_tsc.networks import (
     InceptionModule,
     InceptionTime,
@@ -31,6 +32,7 @@ __all__ = [
     "available_bundled_datasets",
     "load_bundled_dataset",
     "FisherConstraint",
+    "FisherMonitor",
     "FisherPenalty",
     "FisherPenaltyMixin",
     "InceptionModule",

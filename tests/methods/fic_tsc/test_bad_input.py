@@ -21,6 +21,7 @@ from lightning_info.methods.fic_tsc.functional import (
     gradient_norm,
 )
 from lightning_info.methods.fic_tsc.module import InceptionTimeClassifier
+from lightning_info.methods.fic_tsc.monitor import FisherMonitor
 from lightning_info.methods.fic_tsc.networks import (
     InceptionModule,
     InceptionTime,
@@ -50,6 +51,35 @@ def _resume_lookahead_with_other_shapes():
     callback = Lookahead()
     callback.load_state_dict(_lookahead_state(slow=[torch.zeros(1, 3), torch.zeros(1)]))
     callback.on_fit_start(None, model)
+
+
+class _TwoOptimizers(TinyClassifier):
+    def configure_optimizers(self):
+        return [
+            torch.optim.SGD(self.net[0].parameters()),
+            torch.optim.SGD(self.net[2].parameters()),
+        ]
+
+    def training_step(self, batch, batch_idx):  # manual: never reached, refused at train start
+        return None
+
+
+def _monitor_fit(model, monitor=None):
+    from tests.tiny import TinyDataModule
+
+    model.automatic_optimization = not isinstance(model, _TwoOptimizers)
+    trainer = Trainer(**QUIET, max_steps=1, callbacks=[monitor or FisherMonitor()])
+    trainer.fit(model, datamodule=TinyDataModule())
+
+
+class _OutsideTensor(TinyClassifier):
+    def configure_optimizers(self):
+        return torch.optim.SGD([*self.parameters(), nn.Parameter(torch.zeros(2, 5))], lr=0.1)
+
+
+def _monitor_state(**changes):
+    state = {"group_names": ["net.0"], "num_steps": 2, "trace_sums": [1.0], "num_binding": 1}
+    return {**state, **changes}
 
 
 def _gradient_parameter():
@@ -123,6 +153,90 @@ def _mixin_step(model):
 
 
 BAD_INPUT = [
+    pytest.param(
+        lambda: FisherMonitor(every_n_steps=0),
+        ValueError,
+        r"`every_n_steps` must be >= 1, got 0",
+        id="fisher-monitor-zero-cadence",
+    ),
+    pytest.param(
+        lambda: FisherMonitor(every_n_steps=True),
+        TypeError,
+        r"`every_n_steps` must be an int",
+        id="fisher-monitor-bool-cadence",
+    ),
+    pytest.param(
+        lambda: FisherMonitor(depth=2.0),
+        TypeError,
+        r"`depth` must be an int",
+        id="fisher-monitor-float-depth",
+    ),
+    pytest.param(
+        lambda: FisherMonitor(depth=1, groups={"a": ["net."]}),
+        ValueError,
+        r"pass `groups` or `depth`, not both",
+        id="fisher-monitor-groups-and-depth",
+    ),
+    pytest.param(
+        lambda: FisherMonitor(groups=["net.0"]),
+        TypeError,
+        r"`groups` must be a non-empty mapping",
+        id="fisher-monitor-groups-list",
+    ),
+    pytest.param(
+        lambda: FisherMonitor(groups={"a": [""]}),
+        TypeError,
+        r"`groups\['a'\]` must hold non-empty str prefixes",
+        id="fisher-monitor-empty-prefix",
+    ),
+    pytest.param(
+        lambda: FisherMonitor(max_fisher=-1.0),
+        ValueError,
+        r"FisherMonitor needs max_fisher > 0, got -1.0",
+        id="fisher-monitor-negative-bound",
+    ),
+    pytest.param(
+        lambda: FisherMonitor(max_fisher=True),
+        TypeError,
+        r"`max_fisher` must be a number or a lightning_info Schedule, got True",
+        id="fisher-monitor-bool-bound",
+    ),
+    pytest.param(
+        lambda: FisherMonitor(log_prefix=""),
+        TypeError,
+        r"`log_prefix` must be a non-empty str",
+        id="fisher-monitor-empty-prefix-name",
+    ),
+    pytest.param(
+        lambda: FisherMonitor().load_state_dict(_monitor_state(num_binding=3)),
+        ValueError,
+        r"not a FisherMonitor checkpoint state",
+        id="fisher-monitor-load-more-binding-than-steps",
+    ),
+    pytest.param(
+        lambda: FisherMonitor().load_state_dict(_monitor_state(trace_sums=[1.0, 2.0])),
+        ValueError,
+        r"names and sums do not match",
+        id="fisher-monitor-load-other-lengths",
+    ),
+    pytest.param(
+        lambda: FisherMonitor().load_state_dict(_monitor_state(trace_sums=["1"])),
+        TypeError,
+        r"`trace_sums` must be floats",
+        id="fisher-monitor-load-str-sums",
+    ),
+    pytest.param(
+        lambda: _monitor_fit(_TwoOptimizers()),
+        ValueError,
+        r"measures one optimizer's gradient; the module configures 2",
+        id="fisher-monitor-two-optimizers",
+    ),
+    pytest.param(
+        lambda: _monitor_fit(_OutsideTensor()),
+        ValueError,
+        r"updates a tensor of shape \(2, 5\) that is not a parameter of the module",
+        id="fisher-monitor-tensor-outside-the-module",
+    ),
     pytest.param(
         lambda: _load_lookahead(alpha=7),
         ValueError,
