@@ -222,6 +222,7 @@ TOP_LEVEL: dict[str, tuple[str, ...]] = {
         "FeatureSketch",
         "FeatureStore",
         "fisher_greedy_select",
+        "FisherReselection",
         "FisherSubsetDataModule",
         "FisherSubsetSampler",
         "k_center_select",

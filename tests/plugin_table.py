@@ -23,6 +23,7 @@ from lightning_info import (
     FisherMonitor,
     FisherPenalty,
     FisherPenaltyMixin,
+    FisherReselection,
     InceptionTimeClassifier,
     LinearAsymmetricActorCritic,
     LinearSchedule,
@@ -300,6 +301,15 @@ PLUGINS = [
         id="FisherSubsetDataModule-CausalLMFineTuner-LoRA",
         make_model=tiny_lm.finetuner,
         make_data=tiny_lm.subset_data,
+    ),
+    PluginCase(
+        id="FisherReselection-FisherSubsetDataModule",
+        make_model=partial(tiny_lm.finetuner, lora=False),  # features that move: new subsets
+        make_data=tiny_lm.subset_data,
+        # every epoch: the resume points fall before, between and after re-selections
+        make_callbacks=lambda: [FisherReselection(every_n_epochs=1)],
+        expected_callback=FisherReselection,
+        trainer_kwargs={"reload_dataloaders_every_n_epochs": 1},
     ),
     PluginCase(id="InformationBottleneckMixin", make_model=TinyIBClassifier),
     PluginCase(

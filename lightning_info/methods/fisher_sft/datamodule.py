@@ -249,6 +249,14 @@ class FisherSubsetDataModule(LightningDataModule):
         self.fingerprint: str | None = None
         """The digest of what the selection was made from (pool, settings, models), set
         when ``setup("fit")`` selects or loads it."""
+        self.selection_history: list[dict[str, Any]] = []
+        """Every subset served so far, ``{"epoch": e, "indices": [...]}`` from the first epoch
+        it served (the first selection at epoch 0, each :meth:`reselect` after it)."""
+        self._excluded: frozenset[int] = frozenset()
+        self.reselection: Any = None
+        """What decides, at each train loader request, whether to select again (a
+        :class:`~.reselection.FisherReselection` sets itself here at setup): its
+        ``wants(epoch)`` and ``exclude_served``; ``None``: the first subset all along."""
 
     # -- selection -----------------------------------------------------------------------------
 
@@ -401,13 +409,18 @@ class FisherSubsetDataModule(LightningDataModule):
         local, weights, rank, world = self._embed_shard()
         options = self.selection_options
         rows = strided_shard(len(self.pool), rank, world)
-        picks = fisher_greedy_select(
-            local,
-            min(self.budget, len(rows)),
-            lam=options.lam,
-            pooling=options.pooling,
-            token_weights=weights,
-        ).indices
+        kept = [i for i, row in enumerate(rows) if row not in self._excluded]
+        candidates, candidate_weights = _rows_of(local, weights, kept)
+        picks = [
+            kept[i]
+            for i in fisher_greedy_select(
+                candidates,
+                min(self.budget, len(kept)),
+                lam=options.lam,
+                pooling=options.pooling,
+                token_weights=candidate_weights,
+            ).indices
+        ]
         packed = []  # only the picks travel: rows, token weight, pool index (float64 columns)
         for i in picks:
             start, end = int(local.offsets[i]), int(local.offsets[i + 1])
@@ -418,7 +431,11 @@ class FisherSubsetDataModule(LightningDataModule):
             packed.append(torch.cat(columns, 1))
         chosen = TokenBlocks.from_list(packed)
         sizes = [
-            min(self.budget, len(strided_shard(len(self.pool), r, world))) for r in range(world)
+            min(
+                self.budget,
+                sum(i not in self._excluded for i in strided_shard(len(self.pool), r, world)),
+            )
+            for r in range(world)
         ]
         gathered = gather_strided_blocks(self.trainer.strategy, chosen, sum(sizes), rank, world)
         self.gathered_examples = len(gathered)
@@ -458,7 +475,7 @@ class FisherSubsetDataModule(LightningDataModule):
             **self._expected_metadata(),
         )
 
-    def _select(self) -> Selection:
+    def _select(self, use_saved: bool = True) -> Selection:
         options = self.selection_options
         trainer = self.trainer
         world = trainer.world_size if trainer is not None else 1
@@ -472,13 +489,14 @@ class FisherSubsetDataModule(LightningDataModule):
                 "select in one process with `path` set: the DDP run then reuses that selection."
             )
         self.fingerprint = self._current_fingerprint()
-        if self.selection_path is not None and self.selection_path.exists():
+        saved = use_saved and self.selection_path is not None
+        if saved and self.selection_path.exists():
             return load_selection(
                 self.selection_path, fingerprint=self.fingerprint, **self._expected_metadata()
             )
         if two_round and world > 1:
             selection = self._two_round_select()
-            if selection is not None and self.selection_path is not None:
+            if selection is not None and saved:
                 self._save(selection)
             return trainer.strategy.broadcast(selection, src=0)
         features, weights = self._embed() if needs_features else (None, None)
@@ -493,17 +511,23 @@ class FisherSubsetDataModule(LightningDataModule):
                 pooling=options.pooling,
             )
         elif trainer is None or trainer.global_rank == 0:
+            kept = [i for i in range(len(self.pool)) if i not in self._excluded]
+            if features is not None:
+                features, weights = _rows_of(features, weights, kept)
             selection = select_subset(
                 features,
                 self.budget,
                 strategy=self.strategy,
-                pool_size=len(self.pool),
-                seed=self.seed,
+                pool_size=len(kept),
+                seed=self.seed + len(self.selection_history),  # a new draw per round
                 lam=options.lam,
                 pooling=options.pooling,
                 token_weights=weights,
             )
-        if selection is not None and self.selection_path is not None:
+            selection = replace(
+                selection, indices=[kept[i] for i in selection.indices], pool_size=len(self.pool)
+            )
+        if selection is not None and saved:
             self._save(selection)
         if trainer is not None and trainer.world_size > 1:
             selection = trainer.strategy.broadcast(selection, src=0)
@@ -512,9 +536,44 @@ class FisherSubsetDataModule(LightningDataModule):
     def setup(self, stage: str) -> None:
         if stage == "fit" and self.selection is None:
             self._check_tokenizer()
-            self.selection = self._select()
-            self.sampler = FisherSubsetSampler(self.selection.indices, seed=self.seed)
-            self.sampler.selection = self.selection
+            self._serve(self._select(), epoch=0)
+
+    def _serve(self, selection: Selection, epoch: int) -> None:
+        self.selection = selection
+        self.sampler = FisherSubsetSampler(selection.indices, seed=self.seed)
+        self.sampler.selection = selection
+        self.selection_history.append({"epoch": epoch, "indices": list(selection.indices)})
+
+    def reselect(self, epoch: int, exclude_served: bool = False) -> Selection:
+        """Select again, from the features of the model as it is now (the attached module's
+        ``model`` unless ``feature_model`` was given), and serve the new subset from the next
+        train loader (Lightning's ``reload_dataloaders_every_n_epochs``). Under DDP every rank
+        must call it (the pool is embedded in shards and the selection broadcast from rank 0,
+        as in ``setup``), so that every rank serves the same subset. ``exclude_served``: choose
+        among the examples no earlier subset served. ``epoch``: the first epoch the subset
+        serves (kept in :attr:`selection_history`). The ``selection_options.path`` file keeps
+        the first selection only."""
+        require_int(epoch, "epoch", 0)
+        require_bool(exclude_served, "exclude_served")
+        if exclude_served and self.selection_options.feature_dir and self._two_round():
+            raise ValueError(
+                "exclude_served=True is not supported with `feature_dir` and `two_round` (the "
+                "GreeDi over the stored shards selects from every row); drop one of them."
+            )
+        excluded = {i for entry in self.selection_history for i in entry["indices"]}
+        if exclude_served and len(self.pool) - len(excluded) < self.budget:
+            raise ValueError(
+                f"{len(self.pool) - len(excluded)} examples of the pool were never served, "
+                f"fewer than budget={self.budget}: re-select less often, keep served examples "
+                "(exclude_served=False) or grow the pool."
+            )
+        self._excluded = frozenset(excluded) if exclude_served else frozenset()
+        try:
+            selection = self._select(use_saved=False)
+        finally:
+            self._excluded = frozenset()
+        self._serve(selection, epoch)
+        return selection
 
     # -- loaders -------------------------------------------------------------------------------
 
@@ -538,8 +597,16 @@ class FisherSubsetDataModule(LightningDataModule):
         }
 
     def train_dataloader(self) -> DataLoader:
+        """The loader of the current subset. Lightning requests it at the start of every epoch
+        with ``Trainer(reload_dataloaders_every_n_epochs=1)``: that is where a due
+        re-selection (:attr:`reselection`) runs, before the epoch it serves, on every rank."""
         if self.sampler is None:
             self.setup("fit")
+        policy, trainer = self.reselection, self.trainer
+        epoch = trainer.current_epoch if trainer is not None else 0
+        later = epoch > self.selection_history[-1]["epoch"]
+        if policy is not None and later and policy.wants(epoch):
+            self.reselect(epoch, exclude_served=policy.exclude_served)
         return ResumableDataLoader(
             self.pool,
             trainer=self.trainer,
@@ -576,7 +643,13 @@ class FisherSubsetDataModule(LightningDataModule):
     def state_dict(self) -> dict[str, Any]:
         if self.sampler is None:
             return {}
-        return {"sampler": self.sampler.state_dict(), "fingerprint": self.fingerprint}
+        return {
+            "sampler": self.sampler.state_dict(),
+            "fingerprint": self.fingerprint,
+            "history": [
+                dict(entry, indices=list(entry["indices"])) for entry in self.selection_history
+            ],
+        }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore the served subset and its order. Refused when the checkpoint's subset is not
@@ -609,3 +682,34 @@ class FisherSubsetDataModule(LightningDataModule):
                 self.selection_options.lam,
                 len(self.pool),
             )
+            history = state_dict.get("history")
+            if history is None:  # saved before re-selection: the one subset, from epoch 0
+                history = [{"epoch": 0, "indices": list(self.sampler.indices)}]
+            self.selection_history = [
+                {
+                    "epoch": require_int(entry["epoch"], "the checkpoint's history epoch", 0),
+                    "indices": require_indices(
+                        entry["indices"],
+                        "the checkpoint's history indices",
+                        len(self.pool),
+                        unique=True,
+                    ).tolist(),
+                }
+                for entry in history
+            ]
+
+
+def _rows_of(
+    features: TokenBlocks, weights: Tensor | None, rows: list[int]
+) -> tuple[TokenBlocks, Tensor | None]:
+    """The examples ``rows`` of ``features`` (and their token weights), in that order; the
+    blocks themselves when ``rows`` is all of them."""
+    if rows == list(range(len(features))):
+        return features, weights
+    offsets = features.offsets.tolist()
+    spans = [torch.arange(offsets[i], offsets[i + 1]) for i in rows]
+    tokens = torch.cat(spans) if spans else torch.zeros(0, dtype=torch.long)
+    lengths = torch.tensor([len(span) for span in spans], dtype=torch.long)
+    new_offsets = torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)])
+    picked = TokenBlocks(features.values[tokens.to(features.values.device)], new_offsets)
+    return picked, None if weights is None else weights[tokens.to(weights.device)]

@@ -875,3 +875,89 @@ BAD_INPUT += [
         id="merge-shards-groups-text",
     ),
 ]
+
+from lightning_info.methods.fisher_sft.reselection import FisherReselection  # noqa: E402
+
+
+def _served_module(tmp_path, budget=4):
+    module = _module(tmp_path, budget=budget)
+    module.setup("fit")
+    return module
+
+
+BAD_INPUT += [
+    pytest.param(
+        lambda: FisherReselection(every_n_epochs=None),
+        ValueError,
+        r"pass `every_n_epochs` \(a schedule\) or `monitor` \(on a plateau\), exactly one",
+        id="reselection-no-schedule",
+    ),
+    pytest.param(
+        lambda: FisherReselection(every_n_epochs=2, monitor="val/loss"),
+        ValueError,
+        r"exactly one",
+        id="reselection-two-schedules",
+    ),
+    pytest.param(
+        lambda: FisherReselection(every_n_epochs=0),
+        ValueError,
+        r"`every_n_epochs` must be >= 1, got 0",
+        id="reselection-zero-epochs",
+    ),
+    pytest.param(
+        lambda: FisherReselection(every_n_epochs=1.5),
+        TypeError,
+        r"`every_n_epochs` must be an int",
+        id="reselection-float-epochs",
+    ),
+    pytest.param(
+        lambda: FisherReselection(every_n_epochs=None, monitor=3),
+        TypeError,
+        r"`monitor` must be a metric name \(str\), got 3",
+        id="reselection-monitor-not-a-name",
+    ),
+    pytest.param(
+        lambda: FisherReselection(mode="lower"),
+        ValueError,
+        r"`mode` must be one of",
+        id="reselection-mode",
+    ),
+    pytest.param(
+        lambda: FisherReselection(patience=0),
+        ValueError,
+        r"`patience` must be >= 1, got 0",
+        id="reselection-zero-patience",
+    ),
+    pytest.param(
+        lambda: FisherReselection(min_delta=float("nan")),
+        ValueError,
+        r"`min_delta` must be a number >= 0, got nan",
+        id="reselection-nan-delta",
+    ),
+    pytest.param(
+        lambda: FisherReselection(exclude_served="yes"),
+        TypeError,
+        r"`exclude_served` must be True or False, got .yes.",
+        id="reselection-exclude-str",
+    ),
+    pytest.param(
+        lambda: FisherReselection().load_state_dict(
+            {"best": "low", "waited": 0, "pending": None, "schedule": [1, None, "min", False]}
+        ),
+        TypeError,
+        r"`best` must be a number, got 'low'",
+        id="reselection-load-str-best",
+    ),
+    pytest.param(
+        lambda tmp: _served_module(tmp).reselect(1.0),
+        TypeError,
+        r"`epoch` must be an int",
+        id="datamodule-reselect-float-epoch",
+    ),
+    pytest.param(
+        lambda tmp: _served_module(tmp, budget=16).reselect(1, exclude_served=True),
+        ValueError,
+        r"8 examples of the pool were never served, fewer than budget=16",
+        id="datamodule-reselect-pool-exhausted",
+    ),
+]
