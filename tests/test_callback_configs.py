@@ -82,6 +82,19 @@ def test_fisher_monitor():
     assert set(monitor.trace_means) == {"layer"}  # BoringModel's one Linear
 
 
+def test_fisher_reselection_attaches_and_names_the_data_module_it_needs():
+    run = cli(
+        "fisher_reselection",
+        "--trainer.max_steps=1",
+        "--trainer.reload_dataloaders_every_n_epochs=1",
+    )
+    callback = attached(run, lightning_info.FisherReselection)
+    assert (callback.every_n_epochs, callback.exclude_served) == (1, False)
+    with pytest.raises(TypeError, match="selects through a FisherSubsetDataModule"):
+        fit(run)
+    assert run.trainer.global_step == 0
+
+
 def test_lookahead_slows_the_weights_every_k_steps():
     run = cli("lookahead", "--trainer.max_steps=5", "--trainer.limit_val_batches=0")
     callback = attached(run, lightning_info.Lookahead)
@@ -215,6 +228,8 @@ def test_fragment_extraction_audit_names_everything_on_disk(tmp_path):
 
 YAML_TESTS = {
     "fisher_constraint": test_fisher_constraint,
+    "fisher_monitor": test_fisher_monitor,
+    "fisher_reselection": test_fisher_reselection_attaches_and_names_the_data_module_it_needs,
     "lookahead": test_lookahead_slows_the_weights_every_k_steps,
     "smoothed_information": test_smoothed_information_reads_the_last_linear_input_by_default,
     "posthoc_scoring": test_posthoc_scoring_refuses_unlabelled_batches_then_scores_a_classifier,

@@ -29,7 +29,8 @@ class FisherReselection(Callback):
     ``min_delta`` for ``patience`` epochs at the end of epoch ``e - 1`` (after its validation;
     the count then restarts).
 
-    The cost is logged at every epoch's end: ``reselection/rounds`` (re-selections so far),
+    Logged at every epoch's end: ``reselection/new_fraction`` (of the latest subset, the share
+    its predecessor did not hold), and the cost: ``reselection/rounds`` (re-selections so far),
     ``reselection/embedded_examples`` (pool examples embedded by all ranks, one forward pass
     each, the first selection included) and ``reselection/trained_examples`` (examples trained
     on, a forward and a backward pass each), so that runs can be compared at equal compute.
@@ -142,8 +143,12 @@ class FisherReselection(Callback):
         epoch = trainer.current_epoch  # the epoch that just ended, validated
         if self.monitor is not None and self._plateau(trainer, epoch):
             self.pending = epoch + 1
+        history = self._data.selection_history
+        previous, latest = history[-2:] if len(history) > 1 else history * 2
+        new = len(set(latest["indices"]) - set(previous["indices"])) / len(latest["indices"])
         pl_module.log_dict(
             {
+                "reselection/new_fraction": float(new),
                 "reselection/rounds": float(self.rounds),
                 "reselection/embedded_examples": float(self.embedded_examples),
                 "reselection/trained_examples": float(self._data.budget * (epoch + 1)),

@@ -5,6 +5,7 @@ refusals."""
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 import torch
@@ -86,6 +87,8 @@ def test_every_n_epochs_sets_the_rounds_and_the_compute_is_logged(tmp_path):
     assert [entry["epoch"] for entry in data.selection_history] == [0, 2, 4]
     metrics = trainer.callback_metrics
     assert metrics["reselection/rounds"].item() == 2
+    last, before = (set(entry["indices"]) for entry in data.selection_history[:-3:-1])
+    assert metrics["reselection/new_fraction"].item() == len(last - before) / BUDGET
     assert metrics["reselection/embedded_examples"].item() == 3 * tiny_lm.POOL_SIZE
     assert metrics["reselection/trained_examples"].item() == 5 * BUDGET
 
@@ -153,3 +156,50 @@ def test_state_round_trip_and_another_schedule_refused():
     fresh = tiny_lm.subset_data(budget=BUDGET, batch_size=3)
     fresh.load_state_dict(data.state_dict())
     assert fresh.selection_history == data.selection_history
+
+
+class ServedRows(Callback):
+    """Writes, per rank, the subsets of the data module's history and the pool rows each
+    epoch's batches served on that rank."""
+
+    def __init__(self, out_dir):
+        self.out_dir, self.rows = out_dir, []
+
+    def on_train_epoch_start(self, trainer, pl_module):
+        self.rows.append([])
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        tokenizer = tiny_lm.tokenizer()
+        self.rows[-1] += [
+            tokenizer.decode(ids[ids != tokenizer.pad_token_id]) for ids in batch["input_ids"]
+        ]
+
+    def on_train_end(self, trainer, pl_module):
+        history = [entry["indices"] for entry in trainer.datamodule.selection_history]
+        record = {"history": history, "rows": self.rows}
+        (self.out_dir / f"rank{trainer.global_rank}.json").write_text(json.dumps(record))
+
+
+@pytest.mark.parametrize("two_round", [False, True])
+def test_under_ddp_every_rank_trains_on_the_same_new_subset(tmp_path, two_round):
+    from lightning_info.methods.fisher_sft.datamodule import SubsetSelectionOptions
+    from tests.tiny import ReleaseProcessGroup
+
+    options = SubsetSelectionOptions(two_round=two_round)
+    data = tiny_lm.subset_data(budget=BUDGET, batch_size=3, selection_options=options)
+    _fit(
+        [FisherReselection(every_n_epochs=1), ServedRows(tmp_path), ReleaseProcessGroup()],
+        epochs=3,
+        data=data,
+        strategy="ddp_spawn",
+        devices=2,
+    )
+    records = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    history = records[0]["history"]
+    assert records[1]["history"] == history and len(history) == 3
+    assert history[1] != history[0]
+    pool, tokenizer = tiny_lm.pool(), tiny_lm.tokenizer()
+    for epoch, subset in enumerate(history):  # the two ranks' halves make up the epoch's subset
+        ids = data.collate([pool[i] for i in subset])["input_ids"]
+        expected = sorted(tokenizer.decode(row[row != tokenizer.pad_token_id]) for row in ids)
+        assert sorted(records[0]["rows"][epoch] + records[1]["rows"][epoch]) == expected
