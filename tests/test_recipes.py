@@ -1048,3 +1048,42 @@ def test_graph4mm_recipe_tables_every_arm_from_its_runs(tmp_path, monkeypatch):
     assert recorded["bayes"]["all"] == pytest.approx(bayes_label_accuracy(data.test_graphs))
     assert (tmp_path / "graph4mm_graph4mm_scores.png").stat().st_size > 0
     assert _wandb_table_keys(tmp_path, "graph4mm") == {"val_rougel", "val_accuracy"}
+
+
+def test_fisher_sft_reselect_study_tables_six_arms_and_the_reselecting_arms_select_again(
+    tmp_path, capsys
+):
+    """``recipes/fisher_sft_reselect.yaml`` at toy size, on a tiny local base model: six arms,
+    one table; the two re-selecting arms carry FisherReselection and reload the loader."""
+    from tests.pipelines.toy import base_model
+
+    base = str(base_model(tmp_path / "base"))
+    recipe = _recipe("fisher_sft")
+    config = Path(recipe.__file__).with_name("fisher_sft_reselect.yaml")
+    args = [
+        f"--config={config}",
+        f"--model.model={base}",
+        f"--data.tokenizer={base}",
+        "--model.lora={r: 2, lora_alpha: 4, target_modules: [c_attn]}",
+        "--data.pool_size=24",
+        "--data.held_out_size=4",
+        "--data.max_length=96",
+        "--data.progress=false",
+        "--compare.grid=[4]",
+        "--compare.seeds=[0]",
+        "--trainer.max_epochs=2",
+        "--trainer.check_val_every_n_epoch=2",
+        "--trainer.logger=false",
+        "--trainer.enable_progress_bar=false",
+        f"--compare.output_dir={tmp_path}",
+    ]
+    cli = recipe.main(args)
+    arms = {arm.name: arm for arm in cli._arms}
+    assert len(arms) == 6
+    for name in ("re-select every epoch", "re-select every 3 epochs"):
+        trainer = arms[name].overrides["trainer"]
+        assert trainer["reload_dataloaders_every_n_epochs"] == 1
+        (callback,) = trainer["callbacks+"]
+        assert callback["class_path"] == "lightning_info.FisherReselection"
+    table = (tmp_path / "fisher_sft_reselect.md").read_text()
+    assert all(name in table for name in arms) and table.strip() in capsys.readouterr().out
