@@ -14,7 +14,7 @@ from lightning_info.methods.fic_tsc.functional import (
     fisher_penalty,
 )
 from lightning_info.methods.fic_tsc.module import InceptionTimeClassifier
-from lightning_info.methods.fic_tsc.monitor import FisherMonitor
+from lightning_info.methods.fic_tsc.monitor_callback import FisherMonitor
 from lightning_info.methods.fic_tsc.networks import (
     InceptionModule,
     InceptionTime,

@@ -21,7 +21,7 @@ from lightning_info.methods.fisher_sft.functional import (
     random_select,
     sketch_features,
 )
-from lightning_info.methods.fisher_sft.reselection import FisherReselection
+from lightning_info.methods.fisher_sft.reselection_callback import FisherReselection
 from lightning_info.methods.fisher_sft.sampler import (
     FisherSubsetSampler,
     load_selection,

@@ -255,7 +255,7 @@ class FisherSubsetDataModule(LightningDataModule):
         self._excluded: frozenset[int] = frozenset()
         self.reselection: Any = None
         """What decides, at each train loader request, whether to select again (a
-        :class:`~.reselection.FisherReselection` sets itself here at setup): its
+        :class:`~.reselection_callback.FisherReselection` sets itself here at setup): its
         ``wants(epoch)`` and ``exclude_served``; ``None``: the first subset all along."""
 
     # -- selection -----------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from lightning_info.methods.fic_tsc.functional import (
     gradient_norm,
 )
 from lightning_info.methods.fic_tsc.module import InceptionTimeClassifier
-from lightning_info.methods.fic_tsc.monitor import FisherMonitor
+from lightning_info.methods.fic_tsc.monitor_callback import FisherMonitor
 from lightning_info.methods.fic_tsc.networks import (
     InceptionModule,
     InceptionTime,

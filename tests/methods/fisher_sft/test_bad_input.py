@@ -876,7 +876,7 @@ BAD_INPUT += [
     ),
 ]
 
-from lightning_info.methods.fisher_sft.reselection import FisherReselection  # noqa: E402
+from lightning_info.methods.fisher_sft.reselection_callback import FisherReselection  # noqa: E402
 
 
 def _served_module(tmp_path, budget=4):
