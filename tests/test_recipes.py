@@ -1087,3 +1087,31 @@ def test_fisher_sft_reselect_study_tables_six_arms_and_the_reselecting_arms_sele
         assert callback["class_path"] == "lightning_info.FisherReselection"
     table = (tmp_path / "fisher_sft_reselect.md").read_text()
     assert all(name in table for name in arms) and table.strip() in capsys.readouterr().out
+
+
+def test_a_study_run_again_with_resume_reads_its_saved_jobs(tmp_path, capsys):
+    """``--compare.resume=true``: the second run reads every job back (a study's timings
+    included, so the tables are the same) and runs none."""
+    args = [
+        "--studies.likelihoods.seeds=[0, 1]",
+        "--studies.likelihoods.max_steps=5",
+        "--studies.likelihoods.model={hidden: 8}",
+        "--studies.likelihoods.data={num_samples: 100}",
+        "--studies.likelihoods.test_points=4",
+        "--studies.likelihoods.steps=4",
+        "--studies.likelihoods.probes=1",
+        "--studies.likelihoods.reference_probes=2",
+        "--studies.likelihoods.ot_schedules=[vp]",
+        "--studies.likelihoods.ot_points=2",
+        "--studies.likelihoods.ot_data_points=20",
+        "--studies.likelihoods.samples=20",
+        "--trainer.logger=false",
+        "--compare.resume=true",
+        f"--compare.output_dir={tmp_path}",
+    ]
+    first = _recipe("diffusion_fisher").main(args).study_results["likelihoods"].tables
+    assert len(list((tmp_path / "diffusion_fisher_jobs").glob("*.pkl"))) == 2
+    capsys.readouterr()
+    second = _recipe("diffusion_fisher").main(args).study_results["likelihoods"].tables
+    printed = capsys.readouterr().out
+    assert printed.count("(saved)") == 2 and second == first

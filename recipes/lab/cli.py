@@ -19,6 +19,9 @@ Everything a LightningCLI accepts works (``--config``, ``--trainer.*``, ``--mode
   :func:`merge_override`; ``trainer: {callbacks+: [...]}`` adds callbacks to the config's list,
   where ``callbacks`` replaces it); the first arm is the reference the others are compared with;
 - ``compare.metric`` (or several, ``compare.metrics``): the test metrics in the results table.
+- ``compare.resume``: keep every study job's outcome in ``<output_dir>/<compare.name>_jobs`` and
+  read the saved ones back, so that a long study interrupted and run again resumes where it
+  stopped (:func:`~lab.study.saved_jobs`).
 
 ``compare.grid_field`` names a data-module argument (``name``) or, with a prefix, a model one
 (``model.images_per_class``). A single arm is allowed when the comparison lives in callbacks
@@ -48,7 +51,7 @@ import json
 import os
 import statistics
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -59,7 +62,7 @@ from lightning.pytorch import Callback, seed_everything
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from scipy.stats import wilcoxon
 
-from lab.study import Study, StudyResult
+from lab.study import Study, StudyResult, saved_jobs
 from lab.wandb_runs import (
     cell_run_config,
     invocation_group,
@@ -458,6 +461,14 @@ class ComparisonCLI(LightningCLI):
             "printed above the table.",
         )
         add(
+            "--compare.resume",
+            type=bool,
+            default=False,
+            help="Keep each study job's outcome in <output_dir>/<compare.name>_jobs/ as it "
+            "finishes and reuse the saved ones: a study interrupted and run again resumes where "
+            "it stopped (delete the folder after changing the code).",
+        )
+        add(
             "--compare.deterministic",
             type=bool,
             default=True,
@@ -528,9 +539,18 @@ class ComparisonCLI(LightningCLI):
                 self._run_grid()
             for name, study in self._studies().items():
                 print(f"{compare.name}: study {name!r} ...", flush=True)
-                self.study_results[name] = result = study.run(self)
+                with self._saved_jobs():
+                    self.study_results[name] = result = study.run(self)
                 self._report_study(name, result)
         return self.results
+
+    def _saved_jobs(self):
+        """:func:`~lab.study.saved_jobs` in ``<output_dir>/<compare.name>_jobs`` with
+        ``compare.resume``, else nothing."""
+        compare = self.config.compare
+        if not compare.resume:
+            return nullcontext()
+        return saved_jobs(Path(compare.output_dir) / f"{compare.name}_jobs")
 
     def _run_grid(self) -> None:
         base = self.config

@@ -20,15 +20,21 @@ trainer's logger is W&B.
 
 from __future__ import annotations
 
+import hashlib
+import pickle
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from multiprocessing import get_context
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from lightning.pytorch import seed_everything
 
+from lightning_info.core.files import atomic_write_bytes
 from lightning_info.core.trainers import quiet_trainer
 
 Table = tuple[list[str], list[list]]
@@ -70,6 +76,30 @@ class Study:
         raise NotImplementedError(f"{type(self).__name__} must implement `run(cli)`.")
 
 
+_SAVED_JOBS: ContextVar[Path | None] = ContextVar("saved_jobs", default=None)
+
+
+@contextmanager
+def saved_jobs(folder: str | Path) -> Iterator[Path]:
+    """Inside the block, :func:`run_jobs` keeps every job's outcome in ``folder`` as it finishes
+    and takes it from there instead of running the job again (``ComparisonCLI``'s
+    ``--compare.resume=true``): an interrupted study resumes where it stopped. A job is known by
+    its function's name and its ``repr`` (a frozen dataclass of plain values: every setting and
+    the seed), not by the code that runs it: delete the folder after changing that code."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    token = _SAVED_JOBS.set(folder)
+    try:
+        yield folder
+    finally:
+        _SAVED_JOBS.reset(token)
+
+
+def _job_file(folder: Path, function: Callable, job: Any) -> Path:
+    name = f"{function.__module__}.{function.__qualname__}:{job!r}"
+    return folder / f"{hashlib.sha256(name.encode()).hexdigest()[:24]}.pkl"
+
+
 def run_jobs(
     function: Callable[[Job], Outcome],
     jobs: Sequence[Job],
@@ -79,24 +109,36 @@ def run_jobs(
     """``function`` on every job, in order, in this process (``workers == 1``) or in that many
     spawned processes (``function`` and the jobs' class must then be importable at module level:
     a study's jobs are frozen dataclasses defined beside it); after each outcome a progress line
-    ``[i/n] describe(outcome) (seconds since the start)``."""
+    ``[i/n] describe(outcome) (seconds since the start)``. Inside :func:`saved_jobs` the
+    outcomes saved by an earlier run are read back (``(saved)`` in their line) and only the
+    other jobs run, each outcome saved as it arrives."""
     if workers < 1:
         raise ValueError(f"`workers` must be at least 1, got {workers}.")
+    folder = _SAVED_JOBS.get()
+    files = [None if folder is None else _job_file(folder, function, job) for job in jobs]
+    outcomes: list[Any] = [None] * len(jobs)
+    for index, file in enumerate(files):
+        if file is not None and file.exists():
+            outcomes[index] = pickle.loads(file.read_bytes())
+            print(f"[{index + 1}/{len(jobs)}] {describe(outcomes[index])} (saved)", flush=True)
+    todo = [i for i, file in enumerate(files) if file is None or not file.exists()]
     start = time.perf_counter()
     pool = None
-    if workers > 1:
+    if workers > 1 and todo:
         pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
-    outcomes = map(function, jobs) if pool is None else pool.map(function, jobs)
-    records = []
+    pending = [jobs[i] for i in todo]
+    fresh = map(function, pending) if pool is None else pool.map(function, pending)
     try:
-        for index, outcome in enumerate(outcomes, start=1):
-            records.append(outcome)
+        for index, outcome in zip(todo, fresh):
+            outcomes[index] = outcome
+            if files[index] is not None:
+                atomic_write_bytes(files[index], pickle.dumps(outcome))
             seconds = time.perf_counter() - start
-            print(f"[{index}/{len(jobs)}] {describe(outcome)} ({seconds:.0f} s)", flush=True)
+            print(f"[{index + 1}/{len(jobs)}] {describe(outcome)} ({seconds:.0f} s)", flush=True)
     finally:
         if pool is not None:
-            pool.shutdown()
-    return records
+            pool.shutdown(cancel_futures=True)
+    return outcomes
 
 
 class TrainedJob(Protocol):
