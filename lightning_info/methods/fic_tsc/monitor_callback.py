@@ -142,9 +142,10 @@ class FisherMonitor(Callback):
     def on_before_optimizer_step(
         self, trainer: Trainer, pl_module: LightningModule, optimizer: Optimizer
     ) -> None:
+        device = self._sums.device  # a group without gradients measures 0 on the CPU
         traces = torch.stack(
-            [gradient_norm(params).to(torch.float64).pow(2) for params in self._parameters]
-        ).to(self._sums.device)
+            [gradient_norm(p).to(device, torch.float64).pow(2) for p in self._parameters]
+        )
         total = traces.sum()
         self._sums += traces
         self.num_steps += 1

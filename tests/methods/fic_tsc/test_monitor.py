@@ -211,3 +211,17 @@ def test_two_processes_ddp_and_fsdp2_give_the_single_process_traces(tmp_path):
             torch.testing.assert_close(
                 torch.tensor(run[name]), torch.tensor(single[name]), rtol=1e-5, atol=0
             )
+
+
+class FrozenFirstLayer(TinyClassifier):
+    def __init__(self):
+        super().__init__()
+        self.net[0].requires_grad_(False)  # still in the optimizer, never a gradient
+
+
+def test_a_group_without_gradients_measures_zero():
+    monitor = FisherMonitor(every_n_steps=1)
+    seed_everything(0)
+    trainer = Trainer(callbacks=[monitor], **{**QUIET, "logger": Recorder(), "max_steps": 2})
+    trainer.fit(FrozenFirstLayer(), datamodule=TinyDataModule(batch_size=8))
+    assert monitor.trace_means["net.0"] == 0.0 and monitor.trace_means["net.2"] > 0
