@@ -61,8 +61,13 @@ def baseline_imputer(method: str, seed: int, settings: dict[str, Any] | None = N
     return IterativeImputer(random_state=seed, **settings)
 
 
-def method_label(method: str, baselines: dict[str, dict[str, Any]] | None = None) -> str:
-    """A method's column name; KNN's names its number of neighbours."""
+def method_label(
+    method: str, baselines: dict[str, dict[str, Any]] | None = None, per_cell: bool = False
+) -> str:
+    """A method's column name; KNN's names its number of neighbours (``per_cell``: set per
+    table and rate, "tuned k")."""
+    if method == "knn" and per_cell:
+        return "KNN (tuned k)"
     if method == "knn":
         settings = {**BASELINE_SETTINGS["knn"], **(baselines or {}).get("knn", {})}
         return f"KNN ({settings['n_neighbors']})"
@@ -185,6 +190,9 @@ class ImputationStudy(Study):
             ``masking="random"``.
         baselines: keyword arguments of the baselines over :data:`BASELINE_SETTINGS`, e.g.
             ``{"knn": {"n_neighbors": 10}, "iterative": {"max_iter": 25}}``.
+        cell_baselines: settings per ``"<table>@<rate>"`` over ``baselines`` (each tuned on an
+            unreported seed for that table and rate), e.g.
+            ``{"synthetic:8000@0.5": {"knn": {"n_neighbors": 320}}}``.
         max_epochs, batch_size: CACTI's (and ReMasker's) epochs and batch size.
         max_steps: optimizer steps per fit instead of epochs (``None``: ``max_epochs``): the
             same training compute for every table, whatever its rows.
@@ -201,6 +209,7 @@ class ImputationStudy(Study):
     model: dict[str, Any] = field(default_factory=dict)
     remasker: dict[str, Any] = field(default_factory=dict)
     baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cell_baselines: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     max_epochs: int = 300
     max_steps: int | None = None
     batch_size: int = 128
@@ -225,9 +234,30 @@ class ImputationStudy(Study):
             raise ValueError("`rate` must be a rate or a non-empty list of rates.")
         for rate in self.rates:
             MissingnessOptions(rate=rate)  # refuses a rate outside (0, 1)
+        cells = {f"{table}@{rate:g}": (table, rate) for table in self.tables for rate in self.rates}
+        for key, settings in self.cell_baselines.items():
+            if key not in cells:
+                raise ValueError(
+                    f"`cell_baselines` has settings for {key!r}, which is no cell of this study: "
+                    f"use '<table>@<rate>' of its tables and rates ({', '.join(cells)})."
+                )
+            for name in settings:
+                if name not in BASELINES:
+                    raise ValueError(
+                        f"`cell_baselines[{key!r}]` has settings for {name!r}: choose from "
+                        f"{BASELINES}."
+                    )
         for name in self.baselines:
             if name not in BASELINES:
                 raise ValueError(f"`baselines` has settings for {name!r}: choose from {BASELINES}.")
+
+    def _baselines(self, table: str, rate: float) -> dict[str, dict[str, Any]]:
+        """The baselines' settings on one table and rate: ``cell_baselines`` over ``baselines``."""
+        cell = self.cell_baselines.get(f"{table}@{rate:g}", {})
+        return {
+            name: {**self.baselines.get(name, {}), **cell.get(name, {})}
+            for name in {*self.baselines, *cell}
+        }
 
     def _jobs(self) -> list[ImputationJob]:
         jobs = []
@@ -250,7 +280,7 @@ class ImputationStudy(Study):
                             methods=methods,
                             model=self.model,
                             remasker=self.remasker,
-                            baselines=self.baselines,
+                            baselines=self._baselines(table, rate),
                             max_epochs=self.max_epochs,
                             max_steps=self.max_steps,
                             context=self.context,
@@ -286,6 +316,10 @@ class ImputationStudy(Study):
         }
         return StudyResult(tables, {"r2": self._figure(records)}, records)
 
+    def _label(self, method: str) -> str:
+        per_cell = any(method in settings for settings in self.cell_baselines.values())
+        return method_label(method, self.baselines, per_cell)
+
     def _cells(self) -> list[tuple[str, str, float]]:
         return [(t, m, r) for t in self.tables for m in self.mechanisms for r in self.rates]
 
@@ -304,7 +338,7 @@ class ImputationStudy(Study):
             "table",
             "mechanism",
             *(["missing"] if several else []),
-            *(method_label(m, self.baselines) for m in self.methods),
+            *(self._label(m) for m in self.methods),
         ]
         baselines = [m for m in self.methods if m in BASELINES and m != "mean"]
         compare = "cacti" in self.methods and metric != "seconds"
@@ -348,7 +382,7 @@ class ImputationStudy(Study):
                     means,
                     width,
                     yerr=stds,
-                    label=method_label(method, self.baselines),
+                    label=self._label(method),
                 )
             axis.set_xticks(
                 np.arange(len(groups)) + width * (len(methods) - 1) / 2,

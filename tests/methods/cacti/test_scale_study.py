@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+import yaml
 
 from lab.cacti import study as study_module
 from lab.cacti.study import ImputationStudy, baseline_imputer, train_cacti
@@ -141,6 +142,48 @@ def test_study_over_rates_with_remasker_and_tuned_baselines(monkeypatch):
         ImputationStudy(baselines={"cacti": {}})
 
 
+def test_baselines_tuned_per_cell_are_the_ones_each_cell_runs():
+    """`cell_baselines` sets KNN's k on one table and rate; the other cells keep `baselines`:
+    each cell's score equals KNNImputer at that cell's k computed directly."""
+    study = ImputationStudy(
+        tables=["synthetic:80"],
+        mechanisms=["mnar"],
+        rate=[0.1, 0.5],
+        seeds=[0, 1],
+        methods=["knn"],
+        baselines={"knn": {"n_neighbors": 3}, "iterative": {"max_iter": 4}},
+        cell_baselines={"synthetic:80@0.5": {"knn": {"n_neighbors": 9}}},
+        context="none",
+    )
+    assert study._baselines("synthetic:80", 0.5) == {
+        "knn": {"n_neighbors": 9},
+        "iterative": {"max_iter": 4},
+    }
+    columns, rows = list(study.run().tables.values())[0]
+    assert columns == ["table", "mechanism", "missing", "KNN (tuned k)"]
+    for row, rate, k in zip(rows, (0.1, 0.5), (3, 9)):
+        scores = []
+        for seed in (0, 1):
+            data = TabularImputationDataModule(
+                "synthetic:80",
+                mechanism="mnar",
+                missingness=MissingnessOptions(rate=rate, drop_empty_rows=True),
+                data_seed=seed,
+                context="none",
+            )
+            train, _, _ = data.arrays("train")
+            test, truth, target = data.arrays("test")
+            imputed = baseline_imputer("knn", seed, {"n_neighbors": k}).fit(train).transform(test)
+            scores.append(imputation_scores(truth, imputed, target)["r2"])
+        assert row[3] == f"{np.mean(scores):.4f} ± {np.std(scores, ddof=1):.4f}"
+    with pytest.raises(ValueError, match="no cell of this study"):
+        ImputationStudy(tables=["synthetic:80"], rate=0.3, cell_baselines={"synthetic:80@0.5": {}})
+    with pytest.raises(ValueError, match="choose from"):
+        ImputationStudy(
+            tables=["synthetic:80"], rate=0.5, cell_baselines={"synthetic:80@0.5": {"cacti": {}}}
+        )
+
+
 TOY = [
     "tables=[synthetic:60, synthetic:90]",
     "seeds=[0]",
@@ -149,6 +192,9 @@ TOY = [
     "workers=1",
     'model={"embed_dim": 8, "encoder_depth": 1, "decoder_depth": 1}',
 ]
+
+
+RATES = ["10%", "30%", "50%"]
 
 
 def run_toy(config, studies, tmp_path, monkeypatch, extra=()):
@@ -191,6 +237,21 @@ def test_scale_config_parses_and_runs_at_a_toy_size(tmp_path, monkeypatch):
         assert getattr(studies["missingness"], name) == getattr(studies["rows"], name)
     assert (tmp_path / "cacti_scale_rows.md").exists()
     assert (tmp_path / "cacti_scale_missingness.md").exists()
+
+
+def test_scale_epochs_config_parses_and_runs_at_a_toy_size(tmp_path, monkeypatch):
+    cells = ['--studies.mnar.cell_baselines={"synthetic:90@0.5": {"knn": {"n_neighbors": 7}}}']
+    cli = run_toy("cacti_scale_epochs", ["mnar"], tmp_path, monkeypatch, cells)
+    columns, rows = list(cli.study_results["mnar"].tables.values())[0]
+    assert columns[3:7] == ["KNN (tuned k)", "IterativeImputer", "ReMasker", "CACTI"]
+    assert [row[:3] for row in rows] == [
+        [table, "mnar", rate] for table in ("synthetic:60", "synthetic:90") for rate in RATES
+    ]
+    assert all("-" not in row[3:] for row in rows)
+    shipped = yaml.safe_load((RECIPES / "cacti_scale_epochs.yaml").read_text())
+    budget = shipped["studies"]["mnar"]["init_args"]
+    assert budget["max_epochs"] == 300 and budget["max_steps"] is None  # the paper's epochs
+    assert (tmp_path / "cacti_scale_epochs_mnar.md").exists()
 
 
 def test_scale_full_config_parses_and_runs_at_a_toy_size(tmp_path, monkeypatch):
