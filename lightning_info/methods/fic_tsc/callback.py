@@ -29,6 +29,14 @@ _MONOTONE_SCHEDULES = (LinearSchedule, CosineSchedule, ExponentialSchedule)
 _STEPS_CHECKED_WITHOUT_A_LENGTH = 100_000
 
 
+def check_fisher_bound(value: float, problem: str, remedy: str) -> float:
+    """``value`` as a float when it is a finite bound above 0; else a ``ValueError`` saying
+    ``problem`` and ``remedy`` (the checks of ``FisherConstraint`` and ``FisherMonitor``)."""
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise ValueError(f"{problem}; {remedy}")
+    return float(value)
+
+
 class FisherConstraint(Callback):
     """Keep the empirical Fisher trace of every optimizer step below ``max_fisher``.
 
@@ -114,13 +122,12 @@ class FisherConstraint(Callback):
 
     @staticmethod
     def _check_bound(value: float, schedule: Schedule | None = None) -> float:
-        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-            source = f" (from {schedule!r})" if schedule is not None else ""
-            raise ValueError(
-                f"FisherConstraint needs max_fisher > 0 at every step, got {value!r}{source}; "
-                "choose a positive bound (the paper uses 2.0) or a schedule that stays positive."
-            )
-        return float(value)
+        source = f" (from {schedule!r})" if schedule is not None else ""
+        return check_fisher_bound(
+            value,
+            f"FisherConstraint needs max_fisher > 0 at every step, got {value!r}{source}",
+            "choose a positive bound (the paper uses 2.0) or a schedule that stays positive.",
+        )
 
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         self._norm_source = gradient_norm_source(trainer, type(self).__name__)

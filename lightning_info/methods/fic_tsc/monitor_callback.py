@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,6 +14,7 @@ from lightning_info.core.logging import metric_key
 from lightning_info.core.schedules import Schedule, as_schedule
 from lightning_info.core.strategies import gradient_norm_source
 from lightning_info.core.validation import require_int
+from lightning_info.methods.fic_tsc.callback import check_fisher_bound
 from lightning_info.methods.fic_tsc.functional import gradient_norm
 
 
@@ -72,7 +72,13 @@ class FisherMonitor(Callback):
             raise ValueError("pass `groups` or `depth`, not both: `groups` replaces `depth`.")
         self.max_fisher = None if max_fisher is None else as_schedule(max_fisher, "max_fisher")
         if self.max_fisher is not None:
-            _check_bound(self.max_fisher(0))
+            bound = self.max_fisher(0)
+            check_fisher_bound(
+                bound,
+                f"FisherMonitor needs max_fisher > 0, got {bound!r}",
+                "pass the bound a FisherConstraint would use (the paper's is 2.0), or None to "
+                "report no bound.",
+            )
         if not isinstance(log_prefix, str) or not log_prefix:
             raise TypeError(f"`log_prefix` must be a non-empty str, got {log_prefix!r}.")
         metric_key(log_prefix)  # raises for a prefix with nothing a logger can show
@@ -221,15 +227,6 @@ class FisherMonitor(Callback):
         self.trace_sums = None if sums is None else [float(s) for s in sums]
         self.num_steps, self.num_binding = steps, binding
         self._sums = self._binding = None
-
-
-def _check_bound(value: float) -> float:
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-        raise ValueError(
-            f"FisherMonitor needs max_fisher > 0, got {value!r}; pass the bound a "
-            "FisherConstraint would use (the paper's is 2.0), or None to report no bound."
-        )
-    return float(value)
 
 
 def _checked_groups(groups: Mapping[str, Sequence[str]] | None) -> dict[str, tuple] | None:
