@@ -11,18 +11,19 @@ Lightning starts the second process by running this script again.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
-import torch
 from lightning.pytorch import Callback, Trainer, seed_everything
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.strategies import ModelParallelStrategy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from lightning_info import FisherMonitor  # noqa: E402
-from tests.methods.fic_tsc.sharded_run import ShardedClassifier  # noqa: E402
+from tests.methods.fic_tsc.sharded_run import (  # noqa: E402
+    ShardedClassifier,
+    leave_distributed_run,
+)
 from tests.tiny import QUIET, TinyDataModule  # noqa: E402
 
 
@@ -67,14 +68,7 @@ def main(strategy_name: str, out: str) -> None:
         Path(out).write_text(json.dumps(result))
     if devices == 1:
         return
-    # As in sharded_run.py: tear the process group down and leave without the interpreter's
-    # finalisation, where gloo's threads can abort a run that succeeded.
-    trainer.strategy.barrier()
-    if torch.distributed.is_initialized():
-        torch.distributed.destroy_process_group()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    leave_distributed_run(trainer)
 
 
 if __name__ == "__main__":

@@ -76,11 +76,14 @@ def main(strategy_name: str, out: str, accelerator: str = "cpu") -> None:
         params[name] = value.detach().cpu().flatten().tolist()
     if trainer.is_global_zero:
         Path(out).write_text(json.dumps({"traces": record.traces, "params": params}))
-    # Tear the process group down before the interpreter exits: gloo's threads still running at
-    # exit can abort the process ("terminate called without an active exception") after a run
-    # that succeeded.
-    # Tearing down is not always enough (the abort was seen again under load): the results are
-    # written, so leave without the interpreter's finalisation, where those threads abort.
+    leave_distributed_run(trainer)
+
+
+def leave_distributed_run(trainer: Trainer) -> None:
+    """End a worker whose results are written: tear the process group down (gloo's threads still
+    running at exit can abort the process, "terminate called without an active exception",
+    after a run that succeeded), then leave without the interpreter's finalisation, since
+    tearing down alone was not always enough under load."""
     trainer.strategy.barrier()
     if torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
