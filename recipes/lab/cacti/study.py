@@ -234,29 +234,27 @@ class ImputationStudy(Study):
             raise ValueError("`rate` must be a rate or a non-empty list of rates.")
         for rate in self.rates:
             MissingnessOptions(rate=rate)  # refuses a rate outside (0, 1)
-        cells = {f"{table}@{rate:g}": (table, rate) for table in self.tables for rate in self.rates}
-        for key, settings in self.cell_baselines.items():
+        cells = [f"{table}@{rate:g}" for table in self.tables for rate in self.rates]
+        for key in self.cell_baselines:
             if key not in cells:
                 raise ValueError(
                     f"`cell_baselines` has settings for {key!r}, which is no cell of this study: "
                     f"use '<table>@<rate>' of its tables and rates ({', '.join(cells)})."
                 )
+        owners = {"`baselines`": self.baselines}
+        owners.update({f"`cell_baselines[{k!r}]`": v for k, v in self.cell_baselines.items()})
+        for owner, settings in owners.items():
             for name in settings:
                 if name not in BASELINES:
-                    raise ValueError(
-                        f"`cell_baselines[{key!r}]` has settings for {name!r}: choose from "
-                        f"{BASELINES}."
-                    )
-        for name in self.baselines:
-            if name not in BASELINES:
-                raise ValueError(f"`baselines` has settings for {name!r}: choose from {BASELINES}.")
+                    raise ValueError(f"{owner} has settings for {name!r}: choose from {BASELINES}.")
 
     def _baselines(self, table: str, rate: float) -> dict[str, dict[str, Any]]:
         """The baselines' settings on one table and rate: ``cell_baselines`` over ``baselines``."""
         cell = self.cell_baselines.get(f"{table}@{rate:g}", {})
+        # in a fixed order: a job's repr names its saved outcome (`--compare.resume`)
         return {
             name: {**self.baselines.get(name, {}), **cell.get(name, {})}
-            for name in {*self.baselines, *cell}
+            for name in dict.fromkeys([*self.baselines, *cell])
         }
 
     def _jobs(self) -> list[ImputationJob]:

@@ -159,6 +159,7 @@ def test_baselines_tuned_per_cell_are_the_ones_each_cell_runs():
         "knn": {"n_neighbors": 9},
         "iterative": {"max_iter": 4},
     }
+    assert list(study._baselines("synthetic:80", 0.5)) == ["knn", "iterative"]  # a stable repr
     columns, rows = list(study.run().tables.values())[0]
     assert columns == ["table", "mechanism", "missing", "KNN (tuned k)"]
     for row, rate, k in zip(rows, (0.1, 0.5), (3, 9)):
